@@ -1,0 +1,104 @@
+"""Build and verify a domain's release from its generator.
+
+Task ``i`` of a split is generated from a seed derived from ``(domain, split, i)``: train and
+heldout draw from different seed streams, and the defect tag cycles through the domain's tags so
+every tag appears equally often. Rebuilding reproduces every file byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from backoffice.envs.core.canonical import derive_seed, dumps, hash_obj
+from backoffice.envs.core.domain import Domain
+from backoffice.envs.core.release import FILES, SPLITS, Task, read_jsonl_gz, write_jsonl_gz
+from backoffice.envs.core.store import Snapshot
+
+SPLIT_LETTER = {"train": "T", "heldout": "H", "generated": "G"}
+
+
+def task_seed(domain: str, split: str, index: int) -> int:
+    """The generator seed of task ``index`` of ``split`` (disjoint streams per split)."""
+    return derive_seed("backoffice-gym", domain, split, index)
+
+
+def make_task(domain: Domain, split: str, index: int) -> tuple[Task, Snapshot, dict[str, Any]]:
+    """Generate one task: its public part, its world snapshot and its answer key."""
+    seed = task_seed(domain.name, split, index)
+    tag = domain.defect_tags[index % len(domain.defect_tags)]
+    gen = domain.generate(seed, tag)
+    task_id = f"{domain.prefix}-{SPLIT_LETTER[split]}{index:04d}"
+    body = dict(gen.task)
+    task = Task.from_json({
+        **body, "task_id": task_id, "domain": domain.name, "split": split, "seed": seed,
+        "snapshot_id": task_id,
+    })
+    bad = [t for t in task.allowed_tools if t not in domain.toolkit.tools]
+    if bad:
+        raise ValueError(f"{task_id}: allowed_tools names unknown tools {bad}")
+    key = {"task_id": task_id, **gen.key}
+    return task, Snapshot(task_id, gen.snapshot), key
+
+
+def build_release(domain: Domain, out_dir: Path, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Write ``out_dir/<domain>/`` (manifest, tasks, snapshots, keys); return the manifest."""
+    n_tags = len(domain.defect_tags)
+    for split in SPLITS:
+        if domain.sizes[split] < 20 * n_tags:
+            raise ValueError(f"{domain.name}: {split} needs >= {20 * n_tags} tasks for 20 per defect tag")
+    tasks, snaps, keys, entries = [], [], [], []
+    for split in SPLITS:
+        for i in range(domain.sizes[split]):
+            task, snap, key = make_task(domain, split, i)
+            tasks.append(task.to_json())
+            snaps.append({"snapshot_id": snap.snapshot_id, "tables": snap.to_json()})
+            keys.append(key)
+            entries.append({
+                "task_id": task.task_id, "split": split, "snapshot_id": snap.snapshot_id,
+                "snapshot_hash": snap.content_hash(), "row_counts": snap.row_count(),
+                "task_hash": hash_obj({k: v for k, v in task.to_json().items() if k not in ("task_id", "split", "snapshot_id")}),
+            })
+            if progress:
+                progress(1)
+    folder = out_dir / domain.name
+    folder.mkdir(parents=True, exist_ok=True)
+    digests = {
+        "tasks.jsonl.gz": write_jsonl_gz(folder / "tasks.jsonl.gz", tasks),
+        "snapshots.jsonl.gz": write_jsonl_gz(folder / "snapshots.jsonl.gz", snaps),
+        "keys.jsonl.gz": write_jsonl_gz(folder / "keys.jsonl.gz", keys),
+    }
+    manifest = {
+        "domain": domain.name,
+        "generator_version": domain.generator_version,
+        "splits": {s: domain.sizes[s] for s in SPLITS},
+        "defect_tags": list(domain.defect_tags),
+        "files": digests,
+        "tasks": entries,
+    }
+    (folder / "manifest.json").write_bytes(dumps(manifest) + b"\n")
+    return manifest
+
+
+def verify_release(domain: Domain, root: Path) -> list[str]:
+    """Problems found comparing ``root/<domain>`` with a fresh build (empty list: identical)."""
+    import tempfile
+
+    problems = []
+    folder = root / domain.name
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = build_release(domain, Path(tmp))
+        for name in FILES + ("manifest.json",):
+            a, b = folder / name, Path(tmp) / domain.name / name
+            if not a.exists():
+                problems.append(f"{name}: missing")
+            elif name.endswith(".gz"):
+                if list(read_jsonl_gz(a)) != list(read_jsonl_gz(b)):
+                    problems.append(f"{name}: content differs from a fresh build")
+                elif a.read_bytes() != b.read_bytes():
+                    problems.append(f"{name}: same content, different compressed bytes")
+            elif a.read_bytes() != b.read_bytes():
+                problems.append(f"{name}: differs from a fresh build")
+        del fresh
+    return problems

@@ -1,0 +1,100 @@
+"""What a domain is: tables + tools + generator + grader, and nothing else.
+
+A domain package builds one :class:`Domain` and subclasses :class:`~backoffice.envs.core.env.BackofficeEnv`
+with it. The engine never imports a domain; domains never import each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from backoffice.envs.core.release import Task
+from backoffice.envs.core.store import Snapshot, Store
+from backoffice.envs.core.tools import Toolkit
+from backoffice.graders.diff import Diff
+
+
+@dataclass(frozen=True)
+class Generated:
+    """One generated task.
+
+    ``task`` holds the public fields (``instructions``, ``allowed_tools``, ``params``, optional
+    ``max_steps``); ids, split and seed are filled in by the release builder. ``snapshot`` maps
+    table names to rows. ``key`` is the answer key: at least ``defect_tags`` and ``targets``
+    (``table:id`` or ``table:*`` patterns of rows the task may change), plus whatever the grader
+    reads (``checks``, ``expected``, ``outcome_class`` ...).
+    """
+
+    task: dict[str, Any]
+    snapshot: dict[str, list[dict[str, Any]]]
+    key: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Episode:
+    """Everything a pure grader may read: the grade is a function of this alone."""
+
+    task: Task
+    key: Mapping[str, Any]
+    snapshot: Snapshot
+    state: Store
+    diff: Diff
+    trace: Sequence[Mapping[str, Any]]
+
+
+Grader = Callable[[Episode], dict[str, Any]]
+GeneratorFn = Callable[[int, str], Generated]
+
+
+def default_step_shaping(record: Mapping[str, Any]) -> float:
+    """Training-only per-step shaping: a small cost per call, a larger one per rejected call."""
+    return -0.01 if record["result_status"] == "ok" else -0.05
+
+
+def default_terminal_shaping(grade: Mapping[str, Any]) -> float:
+    """Training-only terminal shaping: partial credit (the grade's score) plus a pass bonus."""
+    return 0.5 * float(grade["score"]) + 0.5 * float(bool(grade["pass"]))
+
+
+@dataclass(frozen=True, eq=False)
+class Domain:
+    """The definition of one domain, consumed by the engine.
+
+    Attributes:
+        name: short lower-case name, also the seeds folder (``approvals``).
+        title: the env name part (``Approvals`` -> ``backoffice/Approvals-v0``).
+        prefix: task id prefix (``APR`` -> ``APR-T0001``, ``APR-H0001``).
+        toolkit: the domain's tools; terminal ones end the episode.
+        generate: ``generate(seed, defect_tag) -> Generated``, pure in its arguments.
+        grade: the pure grader.
+        defect_tags / failure_codes: the vocabulary of DOMAINS.md for this domain.
+        generator_version: bumped whenever generated content changes.
+        sizes: tasks per split in the release.
+        default_max_steps: truncation limit when the env is not given one.
+        guardrail_code: failure code of a write outside the answer key's ``targets``.
+    """
+
+    name: str
+    title: str
+    prefix: str
+    toolkit: Toolkit
+    generate: GeneratorFn
+    grade: Grader
+    defect_tags: tuple[str, ...]
+    failure_codes: tuple[str, ...]
+    generator_version: str
+    sizes: Mapping[str, int] = field(default_factory=lambda: {"train": 400, "heldout": 150})
+    default_max_steps: int = 40
+    guardrail_code: str = "forbidden_write"
+    step_shaping: Callable[[Mapping[str, Any]], float] = default_step_shaping
+    terminal_shaping: Callable[[Mapping[str, Any]], float] = default_terminal_shaping
+
+    @property
+    def env_id(self) -> str:
+        return f"backoffice/{self.title}-v0"
+
+    @property
+    def terminal_tools(self) -> frozenset[str]:
+        return frozenset(n for n, t in self.toolkit.tools.items() if t.terminal)

@@ -1,0 +1,239 @@
+"""The one Gymnasium environment every domain shares."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any, ClassVar
+
+import gymnasium as gym
+
+from backoffice.envs.core.build import make_task
+from backoffice.envs.core.canonical import derive_seed, dumps, dumps_ascii, loads
+from backoffice.envs.core.domain import Domain, Episode
+from backoffice.envs.core.release import Release, Task, load_release
+from backoffice.envs.core.spaces import OBS_MAX_LENGTH, ToolCallSpace, observation_space, parse_action
+from backoffice.envs.core.store import Snapshot, Store
+from backoffice.envs.core.tools import ToolContext, error
+from backoffice.envs.core.trace import TraceWriter
+
+SPLITS = ("train", "heldout", "generated")
+REWARD_MODES = ("sparse", "shaped")
+
+
+@lru_cache(maxsize=256)
+def _generated(domain: Domain, index: int) -> tuple[Task, Snapshot, dict[str, Any]]:
+    return make_task(domain, "generated", index)
+
+
+class BackofficeEnv(gym.Env[str, Any]):
+    """Base class of every backoffice env; a domain subclass only sets ``domain`` and a docstring.
+
+    See the domain classes for the full description (tools, grade, failure codes).
+    """
+
+    domain: ClassVar[Domain]
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        split: str = "train",
+        reward_mode: str = "sparse",
+        max_steps: int | None = None,
+        trace_path: str | None = None,
+        render_mode: str | None = None,
+        release: Release | None = None,
+    ):
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        if reward_mode not in REWARD_MODES:
+            raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
+        if max_steps is not None and max_steps < 1:
+            raise ValueError("max_steps must be >= 1")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}")
+        self.split = split
+        self.reward_mode = reward_mode
+        self.max_steps = max_steps
+        self.render_mode = render_mode
+        self.release = release if release is not None else load_release(self.domain.name)
+        toolkit = self.domain.toolkit
+        self.action_space = ToolCallSpace(toolkit.specs(), vocabulary=self._sample_vocabulary())
+        self.observation_space = observation_space()
+        self._trace_writer = TraceWriter(trace_path) if trace_path else None
+        self._terminal_tools = self.domain.terminal_tools
+        self._specs_cache: dict[tuple[str, ...], bytes] = {}
+        self._brief_cache: dict[str, str] = {}
+        self._task: Task | None = None
+        self._store: Store | None = None
+        self._done = True
+        self._last_obs = ""
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _sample_vocabulary(self) -> list[str]:
+        ids = self.release.split_ids.get("train") or tuple(self.release.tasks)
+        snap = self.release.snapshot(self.release.task(ids[0]).snapshot_id)
+        vocab = []
+        for name in snap.table_names:
+            vocab.extend(list(snap.table(name))[:3])
+        return vocab
+
+    def tool_specs(self, format: str = "function", allowed_only: bool = True) -> list[dict[str, Any]]:
+        """Tool specs (``function``, ``openai``, ``mcp`` or ``anthropic`` shape) from the pydantic models."""
+        names = self._task.allowed_tools if (allowed_only and self._task is not None) else None
+        return self.domain.toolkit.specs(names, format=format)  # type: ignore[arg-type]
+
+    @property
+    def task(self) -> Task | None:
+        """The current task (public part only)."""
+        return self._task
+
+    @property
+    def state(self) -> Store:
+        """The working store of the current episode (read it, never write it)."""
+        if self._store is None:
+            raise RuntimeError("call reset() first")
+        return self._store
+
+    @property
+    def trace(self) -> list[dict[str, Any]]:
+        """The current episode's trace records (a copy of the list)."""
+        return list(self._trace)
+
+    def _pick_task(self, seed: int, options: Mapping[str, Any]) -> tuple[Task, Snapshot, str, dict[str, Any] | None]:
+        if "task_id" in options:
+            task_id = str(options["task_id"])
+            if "-G" in task_id:
+                return self._generated_task(int(task_id.rsplit("-G", 1)[1]))
+            task = self.release.task(task_id)
+            return task, self.release.snapshot(task.snapshot_id), self.release.snapshot_hashes[task_id], None
+        if self.split == "generated" or "generate" in options:
+            index = int(options.get("generate", derive_seed("generated", seed) % 1_000_000_000))
+            return self._generated_task(index)
+        ids = self.release.split_ids[self.split]
+        task = self.release.task(ids[derive_seed("pick", self.split, seed) % len(ids)])
+        return task, self.release.snapshot(task.snapshot_id), self.release.snapshot_hashes[task.task_id], None
+
+    def _generated_task(self, index: int) -> tuple[Task, Snapshot, str, dict[str, Any]]:
+        task, snap, key = _generated(self.domain, index)
+        return task, snap, snap.content_hash(), key
+
+    # -- gymnasium API ---------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Start an episode: a named task (``options={"task_id": ...}``), a generated one
+        (``options={"generate": n}``) or one drawn from the split by ``seed``."""
+        super().reset(seed=seed)
+        options = options or {}
+        episode_seed = int(seed) if seed is not None else int(self.np_random.integers(2**31 - 1))
+        task, snapshot, snapshot_hash, key = self._pick_task(episode_seed, options)
+        if self._store is None:
+            self._store = Store(snapshot)
+        else:
+            self._store.reset(snapshot)
+        self._task, self._snapshot, self._snapshot_hash, self._key = task, snapshot, snapshot_hash, key
+        self._seed = episode_seed
+        self._episode_id = f"{task.task_id}#{episode_seed}"
+        self._allowed = frozenset(task.allowed_tools)
+        self._limit = self.max_steps or task.max_steps or self.domain.default_max_steps
+        self._ctx = ToolContext(self._store, task, 0)
+        self._steps = 0
+        self._trace: list[dict[str, Any]] = []
+        self._shaped_total = 0.0
+        self._done = False
+        obs = self._brief_cache.get(task.task_id)
+        if obs is None:
+            obs = self._brief_cache.setdefault(task.task_id, dumps_ascii(task.brief()))
+        self._last_obs = obs
+        specs = self._specs_cache.get(task.allowed_tools)
+        if specs is None:
+            specs = self._specs_cache.setdefault(task.allowed_tools, dumps(self.domain.toolkit.specs(task.allowed_tools)))
+        info = {
+            "task_id": task.task_id, "seed": episode_seed, "split": task.split,
+            "episode_id": self._episode_id, "snapshot_hash": snapshot_hash,
+            "allowed_tools": list(task.allowed_tools), "tools": loads(specs), "max_steps": self._limit,
+        }
+        return obs, info
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Apply one tool call. Bad input becomes an error observation, never an exception."""
+        if self._done or self._task is None:
+            raise RuntimeError("the episode is over (or never started): call reset()")
+        store = self._store
+        assert store is not None
+        self._steps += 1
+        clock_row = store._current("clock", "clock") if store.has_table("clock") else None
+        clock = clock_row["now"] if clock_row else None
+        tool, args, problem = parse_action(action)
+        if problem is None:
+            try:
+                dumps(args)  # lone surrogates, >64-bit ints, non-str keys: not JSON, so not an action
+            except Exception:
+                problem = "args are not representable as JSON"
+        if problem is not None:
+            result, changed = error("invalid_action", problem), []
+            tool = tool if isinstance(tool, str) and len(tool) <= 200 else None
+            args = None
+        else:
+            self._ctx.step = self._steps
+            args = dict(args)  # type: ignore[arg-type]
+            result, changed = self.domain.toolkit.call(self._ctx, tool, args, self._allowed)  # type: ignore[arg-type]
+        ok = result["status"] == "ok"
+        terminated = ok and tool in self._terminal_tools
+        truncated = not terminated and self._steps >= self._limit
+        obs = dumps_ascii(result)
+        if len(obs) > OBS_MAX_LENGTH:
+            obs = dumps_ascii({"status": result["status"], "message": "result too large to show; the call was applied", "result": None})
+        record = {
+            "episode_id": self._episode_id, "domain": self.domain.name, "task_id": self._task.task_id,
+            "seed": self._seed, "step": self._steps, "clock": clock, "tool": tool, "args": args,
+            "result_status": result["status"], "error_code": result.get("code"),
+            "changed_ids": changed, "result": result.get("result") if ok else result,
+        }
+        self._trace.append(record)
+        shaping = self.domain.step_shaping(record)
+        info: dict[str, Any] = {"step": self._steps, "result_status": result["status"], "error_code": result.get("code")}
+        reward = 0.0
+        if terminated or truncated:
+            self._done = True
+            grade, diff, end_hash = self._grade()
+            shaping += self.domain.terminal_shaping(grade)
+            record["end_state_hash"] = end_hash
+            record["grade"] = grade
+            info.update(
+                grade=grade, diff=diff, score=grade["score"], is_success=bool(grade["pass"]),
+                end_state_hash=end_hash, episode_id=self._episode_id, task_id=self._task.task_id,
+            )
+            reward = float(grade["score"])
+        self._shaped_total += shaping
+        if self._done:
+            info["shaped_reward"] = self._shaped_total
+        if self.reward_mode == "shaped":
+            reward = shaping
+        if self._trace_writer is not None:
+            self._trace_writer.write(record)
+            if self._done:
+                self._trace_writer.flush()
+        self._last_obs = obs
+        return obs, float(reward), terminated, truncated, info
+
+    def _grade(self) -> tuple[dict[str, Any], dict[str, Any], str]:
+        assert self._store is not None and self._task is not None
+        diff = self._store.diff()
+        key = self._key if self._key is not None else self.release.answer_key(self._task.task_id)
+        episode = Episode(self._task, key, self._snapshot, self._store, diff, self._trace)
+        grade = loads(dumps(self.domain.grade(episode)))
+        return grade, loads(dumps(diff)), self._store.content_hash()
+
+    def grade_now(self) -> dict[str, Any]:
+        """The pure grade of the current state, without ending the episode (for notebooks)."""
+        return self._grade()[0]
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self._last_obs
+        return None
+
+    def close(self) -> None:
+        if self._trace_writer is not None:
+            self._trace_writer.close()
+        super().close()

@@ -1,0 +1,143 @@
+"""Released seed states: tasks, snapshots and (separately) answer keys of one domain.
+
+Layout of ``seeds/<domain>/``::
+
+    manifest.json        generator version, per task: split, snapshot id and hash, file digests
+    tasks.jsonl.gz       public task files (brief, allowed tools, task seed)
+    snapshots.jsonl.gz   world snapshots (tables of rows); several tasks may share one
+    keys.jsonl.gz        answer keys: read only by graders, never by tools or observations
+
+Loaded releases and snapshots are cached per process so that every environment shares them.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from backoffice.envs.core.canonical import dumps, hash_obj, loads
+from backoffice.envs.core.store import Snapshot
+
+SPLITS = ("train", "heldout")
+FILES = ("tasks.jsonl.gz", "snapshots.jsonl.gz", "keys.jsonl.gz")
+
+
+@dataclass(frozen=True)
+class Task:
+    """The public part of a task: everything an agent may know before it starts."""
+
+    task_id: str
+    domain: str
+    split: str
+    seed: int
+    snapshot_id: str
+    instructions: str
+    allowed_tools: tuple[str, ...]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    max_steps: int | None = None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Task:
+        return cls(
+            task_id=d["task_id"], domain=d["domain"], split=d["split"], seed=int(d["seed"]),
+            snapshot_id=d["snapshot_id"], instructions=d["instructions"],
+            allowed_tools=tuple(d["allowed_tools"]), params=dict(d.get("params") or {}),
+            max_steps=d.get("max_steps"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id, "domain": self.domain, "split": self.split, "seed": self.seed,
+            "snapshot_id": self.snapshot_id, "instructions": self.instructions,
+            "allowed_tools": list(self.allowed_tools), "params": dict(self.params),
+            "max_steps": self.max_steps,
+        }
+
+    def brief(self) -> dict[str, Any]:
+        """What the agent sees after reset (no split, no seed, no answer-key content)."""
+        return {
+            "task_id": self.task_id, "domain": self.domain, "instructions": self.instructions,
+            "allowed_tools": list(self.allowed_tools), "params": dict(self.params),
+        }
+
+
+def seeds_root() -> Path:
+    """The folder holding released seed states (package data of ``backoffice.seeds``)."""
+    return Path(str(resources.files("backoffice.seeds")))
+
+
+def write_jsonl_gz(path: Path, records: list[Any]) -> str:
+    """Write canonical JSONL, gzip'd reproducibly (mtime 0); return the digest of the content."""
+    data = b"".join(dumps(r) + b"\n" for r in records)
+    with open(path, "wb") as fh:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0, compresslevel=9) as gz:
+            gz.write(data)
+    return hash_obj(data.decode())
+
+
+def read_jsonl_gz(path: Path) -> Iterator[Any]:
+    with gzip.open(path, "rb") as fh:
+        for line in fh:
+            if line.strip():
+                yield loads(line)
+
+
+class Release:
+    """One domain's release, loaded lazily and shared (see :func:`load_release`)."""
+
+    def __init__(self, domain: str, root: Path | None = None):
+        self.domain = domain
+        self.path = (root or seeds_root()) / domain
+        manifest_path = self.path / "manifest.json"
+        if not manifest_path.exists():
+            raise FileNotFoundError(
+                f"no release for domain {domain!r} at {self.path}; build it with `backoffice seeds build`"
+            )
+        self.manifest: dict[str, Any] = loads(manifest_path.read_bytes())
+        self.tasks: dict[str, Task] = {}
+        for rec in read_jsonl_gz(self.path / "tasks.jsonl.gz"):
+            task = Task.from_json(rec)
+            self.tasks[task.task_id] = task
+        self.split_ids: dict[str, tuple[str, ...]] = {
+            split: tuple(t.task_id for t in self.tasks.values() if t.split == split) for split in SPLITS
+        }
+        self.snapshot_hashes: dict[str, str] = {
+            t["task_id"]: t["snapshot_hash"] for t in self.manifest["tasks"]
+        }
+        self._raw_snapshots: dict[str, Any] | None = None
+        self._snapshots: dict[str, Snapshot] = {}
+        self._keys: dict[str, dict[str, Any]] | None = None
+
+    def task(self, task_id: str) -> Task:
+        try:
+            return self.tasks[task_id]
+        except KeyError:
+            raise KeyError(f"unknown task id {task_id!r} in the {self.domain} release") from None
+
+    def snapshot(self, snapshot_id: str) -> Snapshot:
+        snap = self._snapshots.get(snapshot_id)
+        if snap is None:
+            if self._raw_snapshots is None:
+                self._raw_snapshots = {
+                    r["snapshot_id"]: r["tables"] for r in read_jsonl_gz(self.path / "snapshots.jsonl.gz")
+                }
+            snap = Snapshot(snapshot_id, self._raw_snapshots[snapshot_id])
+            self._snapshots[snapshot_id] = snap
+        return snap
+
+    def answer_key(self, task_id: str) -> dict[str, Any]:
+        """The answer key of a task. Only graders and reports call this."""
+        if self._keys is None:
+            self._keys = {r["task_id"]: r for r in read_jsonl_gz(self.path / "keys.jsonl.gz")}
+        return self._keys[task_id]
+
+
+@lru_cache(maxsize=None)
+def load_release(domain: str) -> Release:
+    """The installed release of ``domain``, loaded once per process."""
+    return Release(domain)

@@ -1,0 +1,112 @@
+"""Spaces: a tool-call action space and a printable-text observation space."""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from backoffice.envs.core.canonical import loads
+
+#: Observations are canonical ASCII JSON, so printable ASCII (space .. tilde) is enough.
+OBS_CHARSET = "".join(chr(c) for c in range(32, 127))
+OBS_MAX_LENGTH = 200_000
+#: Actions longer than this (as JSON) are rejected before parsing.
+ACTION_MAX_BYTES = 65_536
+
+
+def observation_space() -> spaces.Text:
+    return spaces.Text(max_length=OBS_MAX_LENGTH, min_length=0, charset=OBS_CHARSET)
+
+
+def parse_action(action: Any) -> tuple[str | None, Any, str | None]:
+    """Split an action into ``(tool, args, problem)``; ``problem`` is ``None`` when well formed.
+
+    Accepts ``{"tool": str, "args": dict}`` (``args`` may be omitted) or the same as JSON
+    ``str``/``bytes``. Never raises.
+    """
+    if isinstance(action, (str, bytes)):
+        if len(action) > ACTION_MAX_BYTES:
+            return None, None, f"action longer than {ACTION_MAX_BYTES} characters"
+        try:
+            action = loads(action)
+        except Exception:
+            return None, None, "action is not valid JSON"
+    if not isinstance(action, Mapping):
+        return None, None, 'action must be {"tool": name, "args": {...}}'
+    tool = action.get("tool")
+    args = action.get("args", {})
+    extra = [k for k in action if k not in ("tool", "args")]
+    if not isinstance(tool, str) or not tool:
+        return None, None, "action needs a non-empty string 'tool'"
+    if extra:
+        return tool, args, "action has keys other than 'tool' and 'args'"
+    if not isinstance(args, Mapping):
+        return tool, args, "'args' must be an object"
+    return tool, args, None
+
+
+class ToolCallSpace(spaces.Space):
+    """Tool calls: ``{"tool": name, "args": {...}}`` or that object as a JSON string.
+
+    ``contains`` checks the shape only (whether the call succeeds is the environment's business).
+    ``sample`` draws plausible calls: a tool of the domain with arguments drawn from its JSON
+    schema, using ids from ``vocabulary`` for string fields.
+    """
+
+    def __init__(self, tool_schemas: Sequence[Mapping[str, Any]], vocabulary: Sequence[str] = (), seed: int | None = None):
+        super().__init__(shape=None, dtype=None, seed=seed)
+        self.tool_schemas = [dict(s) for s in tool_schemas]
+        self.vocabulary = list(vocabulary) or ["x"]
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+    def contains(self, x: Any) -> bool:
+        tool, args, problem = parse_action(x)
+        return problem is None
+
+    def sample(self, mask: Any = None, probability: Any = None) -> dict[str, Any]:
+        if mask is not None or probability is not None:
+            raise NotImplementedError("ToolCallSpace.sample takes no mask")
+        rng = self.np_random
+        schema = self.tool_schemas[int(rng.integers(len(self.tool_schemas)))]
+        params = schema["parameters"]
+        args = {}
+        for name, prop in params.get("properties", {}).items():
+            if name in params.get("required", ()) or rng.random() < 0.3:
+                args[name] = self._value(prop, params.get("$defs", {}), rng)
+        return {"tool": schema["name"], "args": args}
+
+    def _value(self, prop: Mapping[str, Any], defs: Mapping[str, Any], rng: np.random.Generator, depth: int = 0) -> Any:
+        if "$ref" in prop:
+            prop = defs.get(prop["$ref"].rsplit("/", 1)[-1], {})
+        if "enum" in prop:
+            return prop["enum"][int(rng.integers(len(prop["enum"])))]
+        if "anyOf" in prop:
+            options = [p for p in prop["anyOf"] if p.get("type") != "null"] or prop["anyOf"]
+            return self._value(options[int(rng.integers(len(options)))], defs, rng, depth)
+        kind = prop.get("type")
+        if kind == "integer":
+            return int(rng.integers(prop.get("minimum", 0), min(prop.get("maximum", 100_000), 100_000) + 1))
+        if kind == "number":
+            return float(np.round(rng.uniform(0, 1000), 2))
+        if kind == "boolean":
+            return bool(rng.integers(2))
+        if kind == "array" and depth < 2:
+            return [self._value(prop.get("items", {}), defs, rng, depth + 1) for _ in range(int(rng.integers(0, 3)))]
+        if kind == "string":
+            if rng.random() < 0.8:
+                return self.vocabulary[int(rng.integers(len(self.vocabulary)))]
+            return "".join(rng.choice(list(string.ascii_letters)) for _ in range(int(rng.integers(1, 8))))
+        return None
+
+    def __repr__(self) -> str:
+        return f"ToolCallSpace({len(self.tool_schemas)} tools)"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ToolCallSpace) and other.tool_schemas == self.tool_schemas

@@ -1,0 +1,209 @@
+"""Tools: plain functions over the store, each with a pydantic model for its arguments.
+
+A domain declares its tools with a :class:`Toolkit`::
+
+    toolkit = Toolkit()
+
+    class GetRequestArgs(ToolArgs):
+        request_id: str = Field(description="Id of the request, e.g. REQ-0001.")
+
+    @toolkit.tool
+    def get_request(ctx: ToolContext, args: GetRequestArgs) -> dict:
+        \"\"\"Return one request by id.\"\"\"
+        ...
+
+The argument model is the schema (exported as OpenAI / MCP / Anthropic tool specs) and the
+validator, so the two never drift. A tool signals a broken precondition by raising
+:class:`ToolError` with a stable ``code``; :meth:`Toolkit.call` turns that (and anything else
+that goes wrong) into a structured error result and rolls the store back.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from backoffice.envs.core.canonical import dumps, loads
+
+if TYPE_CHECKING:
+    from backoffice.envs.core.store import Store
+    from backoffice.envs.core.release import Task
+
+#: Error codes the engine itself emits; domains may add their own (documented per domain).
+ENGINE_ERROR_CODES = (
+    "invalid_action",  # the action is not {"tool": str, "args": {...}} or its JSON is broken
+    "unknown_tool",
+    "tool_not_allowed",
+    "invalid_args",
+    "not_found",
+    "conflict",
+    "approval_required",
+    "precondition_failed",
+    "internal_error",  # a bug in a tool: reported, rolled back, never raised
+)
+
+
+class ToolArgs(BaseModel):
+    """Base class of every tool's argument model: unknown fields are rejected."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_max_length=4000)
+
+
+class NoArgs(ToolArgs):
+    """No arguments."""
+
+
+class ToolError(Exception):
+    """A tool's structured failure. ``code`` is stable; ``message`` is for humans."""
+
+    def __init__(self, code: str, message: str, **details: Any):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+
+
+@dataclass
+class ToolContext:
+    """What a tool may use: the working store, the public task and the episode's step."""
+
+    store: Store
+    task: Task
+    step: int = 0
+
+    @property
+    def now(self) -> str:
+        """The simulated clock (ISO string) read from the ``clock`` table."""
+        row = self.store.get("clock", "clock")
+        return row["now"] if row else ""
+
+
+ToolFn = Callable[[ToolContext, Any], Any]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One registered tool."""
+
+    name: str
+    description: str
+    args_model: type[ToolArgs]
+    fn: ToolFn
+    terminal: bool = False
+
+    def parameters(self) -> dict[str, Any]:
+        """JSON schema of the arguments (pydantic's, without ``title`` noise)."""
+        return _strip_titles(self.args_model.model_json_schema())
+
+    def spec(self, format: str = "function") -> dict[str, Any]:
+        """Tool spec in a given shape: ``function`` ({name, description, parameters}),
+        ``openai`` (chat-completions ``{"type": "function", "function": ...}``), ``mcp``
+        ({name, description, inputSchema}) or ``anthropic`` ({name, description, input_schema})."""
+        params = self.parameters()
+        if format == "function":
+            return {"name": self.name, "description": self.description, "parameters": params}
+        if format == "openai":
+            return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": params}}
+        if format == "mcp":
+            return {"name": self.name, "description": self.description, "inputSchema": params}
+        if format == "anthropic":
+            return {"name": self.name, "description": self.description, "input_schema": params}
+        raise ValueError(f"unknown tool spec format {format!r}; use function, openai, mcp or anthropic")
+
+
+def _strip_titles(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _strip_titles(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
+    if isinstance(schema, list):
+        return [_strip_titles(v) for v in schema]
+    return schema
+
+
+SpecFormat = Literal["function", "openai", "mcp", "anthropic"]
+
+
+@dataclass
+class Toolkit:
+    """The tools of one domain, in declaration order."""
+
+    tools: dict[str, Tool] = field(default_factory=dict)
+
+    def tool(self, fn: ToolFn | None = None, *, terminal: bool = False) -> Any:
+        """Decorator registering ``fn(ctx, args)``; the args model comes from the annotation."""
+
+        def register(f: ToolFn) -> ToolFn:
+            hints = get_type_hints(f)
+            params = list(inspect.signature(f).parameters)
+            if len(params) != 2:
+                raise TypeError(f"tool {f.__name__} must take (ctx, args)")
+            model = hints.get(params[1])
+            if not (isinstance(model, type) and issubclass(model, ToolArgs)):
+                raise TypeError(f"tool {f.__name__}: annotate args with a ToolArgs subclass")
+            doc = inspect.cleandoc(f.__doc__ or "")
+            if not doc:
+                raise TypeError(f"tool {f.__name__} needs a docstring: it is the tool's description")
+            if f.__name__ in self.tools:
+                raise ValueError(f"tool {f.__name__} registered twice")
+            self.tools[f.__name__] = Tool(f.__name__, doc, model, f, terminal)
+            return f
+
+        return register(fn) if fn is not None else register
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.tools)
+
+    def specs(self, names: Iterable[str] | None = None, format: SpecFormat = "function") -> list[dict[str, Any]]:
+        chosen = self.tools if names is None else [n for n in self.tools if n in set(names)]
+        return [self.tools[n].spec(format) for n in chosen]
+
+    def call(self, ctx: ToolContext, name: str, args: Any, allowed: frozenset[str]) -> tuple[dict[str, Any], list[str]]:
+        """Run one tool call atomically.
+
+        Returns ``(result, changed_ids)``. ``result`` is ``{"status": "ok", "result": ...}`` or
+        ``{"status": "error", "code": ..., "message": ...}``; on error the store is unchanged.
+        Never raises for anything in ``name`` or ``args``.
+        """
+        tool = self.tools.get(name)
+        if tool is None:
+            return error("unknown_tool", f"no tool named {name[:80]!r}; available: {', '.join(sorted(allowed))}"), []
+        if name not in allowed:
+            return error("tool_not_allowed", f"{name} is not allowed in this task"), []
+        if not isinstance(args, dict):
+            return error("invalid_args", "args must be a JSON object"), []
+        try:
+            parsed = tool.args_model.model_validate(args)
+        except ValidationError as exc:
+            return error("invalid_args", _validation_message(exc)), []
+        store = ctx.store
+        store.begin()
+        try:
+            value = tool.fn(ctx, parsed)
+            # Results are plain JSON; round-tripping also copies, so no caller shares store rows.
+            value = loads(dumps(value))
+        except ToolError as exc:
+            store.rollback()
+            return error(exc.code, exc.message, **exc.details), []
+        except Exception as exc:  # a tool bug must never escape step(): report it as data
+            store.rollback()
+            return error("internal_error", f"{type(exc).__name__} in {name}"), []
+        return {"status": "ok", "result": value}, store.commit()
+
+
+def error(code: str, message: str, **details: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"status": "error", "code": code, "message": message}
+    if details:
+        out["details"] = details
+    return out
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False, include_input=False)[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "args"
+        parts.append(f"{loc[:60]}: {err['msg']}")
+    return "; ".join(parts)

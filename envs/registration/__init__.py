@@ -1,0 +1,1 @@
+"""The registration domain (not built yet)."""

@@ -1,0 +1,1 @@
+"""The remittance domain (not built yet)."""

@@ -1,0 +1,1 @@
+"""The schedules domain (not built yet)."""

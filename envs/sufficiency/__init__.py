@@ -1,0 +1,1 @@
+"""The sufficiency domain (not built yet)."""

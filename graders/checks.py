@@ -1,0 +1,186 @@
+"""The declarative check engine every domain grader uses.
+
+A check is a dict: ``{"id": ..., "kind": ..., "failure_code": ..., <kind's fields>}``, stored
+in the answer key or built by a grader. :func:`run_checks` evaluates a list of them against the
+end state, the diff and the trace, and returns one result per check::
+
+    {"id", "kind", "pass", "failure_code", "detail"}
+
+Row selectors: ``row_id`` (one row) or ``where`` (field equality; a value ``{"$in": [...]}``
+matches any of the list); ``created_only`` restricts to rows the episode created.
+
+Kinds:
+    row_equals       selected rows, projected on ``fields`` and sorted by ``order_by``, equal ``rows``
+    field_equals     every selected row (at least one) has ``field == value``
+    status_is        ``field_equals`` on ``status``
+    count_is         the number of selected rows is ``count``
+    no_change        ``table`` (or each of ``tables``) has no change outside ``except_ids`` / ``except_where``
+    tool_called      a call of ``tool`` whose args contain ``args`` (and ``status``, default ok) exists
+    tool_not_called  no call of ``tool`` matching ``args`` (any status unless given) happened
+                     (before the first call matching ``before``, when given)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from backoffice.envs.core.domain import Episode
+
+CheckFn = Callable[[Mapping[str, Any], "Episode"], tuple[bool, Any]]
+CHECKS: dict[str, CheckFn] = {}
+
+
+def register_check(kind: str) -> Callable[[CheckFn], CheckFn]:
+    """Add a check kind (a domain may add one when no generic kind fits)."""
+
+    def deco(fn: CheckFn) -> CheckFn:
+        if kind in CHECKS:
+            raise ValueError(f"check kind {kind!r} registered twice")
+        CHECKS[kind] = fn
+        return fn
+
+    return deco
+
+
+def result(check_id: str, kind: str, passed: bool, failure_code: str | None, detail: Any = None) -> dict[str, Any]:
+    """One check result in the shape every grade uses."""
+    return {"id": check_id, "kind": kind, "pass": bool(passed), "failure_code": None if passed else failure_code, "detail": detail}
+
+
+def run_checks(specs: Sequence[Mapping[str, Any]], episode: Episode) -> list[dict[str, Any]]:
+    out = []
+    for spec in specs:
+        fn = CHECKS.get(spec["kind"])
+        if fn is None:
+            raise ValueError(f"unknown check kind {spec['kind']!r}")
+        passed, detail = fn(spec, episode)
+        out.append(result(spec.get("id", spec["kind"]), spec["kind"], passed, spec.get("failure_code"), detail))
+    return out
+
+
+# -- selectors -----------------------------------------------------------------------------
+def matches(row: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
+    if not where:
+        return True
+    for field, want in where.items():
+        have = row.get(field)
+        if isinstance(want, Mapping) and "$in" in want:
+            if have not in want["$in"]:
+                return False
+        elif have != want:
+            return False
+    return True
+
+
+def select(spec: Mapping[str, Any], episode: Episode) -> list[dict[str, Any]]:
+    table = spec["table"]
+    state = episode.state
+    if "row_id" in spec:
+        row = state.get(table, spec["row_id"])
+        rows = [row] if row is not None else []
+    else:
+        rows = state.rows(table, where=lambda r: matches(r, spec.get("where")))
+    if spec.get("created_only"):
+        created = set(episode.diff.get(table, {}).get("created", ()))
+        rows = [r for r in rows if r["id"] in created]
+    return rows
+
+
+def _args_match(call_args: Any, want: Mapping[str, Any] | None) -> bool:
+    if not want:
+        return True
+    if not isinstance(call_args, Mapping):
+        return False
+    return all(call_args.get(k) == v for k, v in want.items())
+
+
+def call_matches(record: Mapping[str, Any], spec: Mapping[str, Any], default_status: str) -> bool:
+    """Does a trace record match ``{"tool", "args", "status"}`` (status ``any`` matches all)?"""
+    if record["tool"] != spec["tool"]:
+        return False
+    status = spec.get("status", default_status)
+    if status != "any" and record["result_status"] != status:
+        return False
+    return _args_match(record["args"], spec.get("args"))
+
+
+# -- kinds ---------------------------------------------------------------------------------
+@register_check("row_equals")
+def _row_equals(spec: Mapping[str, Any], ep: Episode) -> tuple[bool, Any]:
+    expected = [dict(r) for r in spec["rows"]]
+    fields = list(spec.get("fields") or (sorted(expected[0]) if expected else ["id"]))
+    order = spec.get("order_by", fields[0])
+    got = [{f: _plain(r.get(f)) for f in fields} for r in select(spec, ep)]
+    got.sort(key=lambda r: (str(type(r.get(order))), r.get(order)))
+    want = [{f: r.get(f) for f in fields} for r in expected]
+    want.sort(key=lambda r: (str(type(r.get(order))), r.get(order)))
+    if got == want:
+        return True, None
+    return False, {"expected": want, "got": got}
+
+
+def _plain(v: Any) -> Any:
+    return list(v) if isinstance(v, tuple) else v
+
+
+@register_check("field_equals")
+def _field_equals(spec: Mapping[str, Any], ep: Episode) -> tuple[bool, Any]:
+    field = spec.get("field", "status")
+    rows = select(spec, ep)
+    got = [_plain(r.get(field)) for r in rows]
+    ok = bool(rows) and all(v == spec["value"] for v in got)
+    return ok, None if ok else {"field": field, "expected": spec["value"], "got": got}
+
+
+@register_check("status_is")
+def _status_is(spec: Mapping[str, Any], ep: Episode) -> tuple[bool, Any]:
+    return _field_equals({**spec, "field": "status"}, ep)
+
+
+@register_check("count_is")
+def _count_is(spec: Mapping[str, Any], ep: Episode) -> tuple[bool, Any]:
+    n = len(select(spec, ep))
+    return n == spec["count"], None if n == spec["count"] else {"expected": spec["count"], "got": n}
+
+
+@register_check("no_change")
+def _no_change(spec: Mapping[str, Any], ep: Episode) -> tuple[bool, Any]:
+    tables = spec.get("tables") or [spec["table"]]
+    except_ids = set(spec.get("except_ids", ()))
+    where = spec.get("except_where")
+    offending = []
+    for table in tables:
+        d = ep.diff.get(table)
+        if not d:
+            continue
+        for rid in [*d["created"], *d["updated"], *d["deleted"]]:
+            if rid in except_ids:
+                continue
+            if where:
+                after = ep.state.get(table, rid)
+                before = ep.snapshot.table(table).get(rid)
+                if (after and matches(after, where)) or (before and matches(before, where)):
+                    continue
+            offending.append(f"{table}:{rid}")
+    offending.sort()
+    return not offending, offending or None
+
+
+@register_check("tool_called")
+def _tool_called(spec: Mapping[str, Any], ep: Episode) -> tuple[bool, Any]:
+    n = sum(1 for r in ep.trace if call_matches(r, spec, "ok"))
+    need = spec.get("min", 1)
+    return n >= need, None if n >= need else {"calls": n, "min": need}
+
+
+@register_check("tool_not_called")
+def _tool_not_called(spec: Mapping[str, Any], ep: Episode) -> tuple[bool, Any]:
+    before = spec.get("before")
+    for rec in ep.trace:
+        if before is not None and call_matches(rec, before, "ok"):
+            return True, None
+        if call_matches(rec, spec, "any"):
+            return False, {"step": rec["step"]}
+    return True, None

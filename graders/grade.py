@@ -1,0 +1,69 @@
+"""Assembling a grade: checks + the guardrail + domain fields + process metrics.
+
+Every domain grader ends with :func:`finalize`, which adds the guardrail check (no write
+outside the answer key's ``targets``) so no grader can forget it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Any
+
+from backoffice.graders.checks import result
+from backoffice.graders.diff import changed_keys
+
+if TYPE_CHECKING:
+    from backoffice.envs.core.domain import Episode
+
+
+def forbidden_writes(episode: Episode, targets: Sequence[str]) -> list[str]:
+    """``table:id`` keys changed by the episode that no target pattern (fnmatch) allows."""
+    return [k for k in changed_keys(episode.diff) if not any(fnmatchcase(k, t) for t in targets)]
+
+
+def guardrail(episode: Episode, code: str) -> dict[str, Any]:
+    bad = forbidden_writes(episode, episode.key.get("targets", ()))
+    return result("guardrail", "guardrail", not bad, code, {"forbidden_writes": bad} if bad else None)
+
+
+def process_metrics(trace: Sequence[Mapping[str, Any]], **extra: Any) -> dict[str, Any]:
+    """Steps, rejected calls, calls per tool and error codes seen (plus domain extras)."""
+    tools = Counter(r["tool"] or "<invalid>" for r in trace)
+    errors = Counter(r["error_code"] for r in trace if r["error_code"])
+    return {
+        "steps": len(trace),
+        "rejected_calls": sum(errors.values()),
+        "tool_calls": dict(sorted(tools.items())),
+        "error_codes": dict(sorted(errors.items())),
+        **extra,
+    }
+
+
+def finalize(
+    episode: Episode,
+    checks: Sequence[Mapping[str, Any]],
+    fields: Mapping[str, Any],
+    *,
+    guardrail_code: str = "forbidden_write",
+    metrics: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The grade dict: ``pass``, ``score``, ``checks``, ``failure_codes``, domain ``fields``,
+    ``process_metrics``. ``pass`` needs every check (guardrail included); ``score`` is the share
+    of checks passed."""
+    results = [dict(c) for c in checks] + [guardrail(episode, guardrail_code)]
+    passed = all(c["pass"] for c in results)
+    codes = sorted({c["failure_code"] for c in results if not c["pass"] and c["failure_code"]})
+    grade: dict[str, Any] = {
+        "pass": passed,
+        "score": sum(c["pass"] for c in results) / len(results),
+        "checks": results,
+        "failure_codes": codes,
+    }
+    clash = set(fields) & set(grade)
+    if clash:
+        raise ValueError(f"domain fields shadow grade fields: {sorted(clash)}")
+    grade.update(fields)
+    grade["process_metrics"] = process_metrics(episode.trace, **(metrics or {}))
+    return grade

@@ -1,0 +1,1 @@
+"""Policies: oracle, random and wrong policies per domain."""
