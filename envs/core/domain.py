@@ -48,6 +48,11 @@ Grader = Callable[[Episode], dict[str, Any]]
 GeneratorFn = Callable[[int, str], Generated]
 
 
+def default_report_fields(key: Mapping[str, Any], grade: Mapping[str, Any]) -> dict[str, Any]:
+    """Fields from the answer key that evaluation records carry for reports."""
+    return {"defect_tags": list(key.get("defect_tags", ())), "outcome_class": key.get("outcome_class")}
+
+
 def default_step_shaping(record: Mapping[str, Any]) -> float:
     """Training-only per-step shaping: a small cost per call, a larger one per rejected call."""
     return -0.01 if record["result_status"] == "ok" else -0.05
@@ -74,6 +79,9 @@ class Domain:
         sizes: tasks per split in the release.
         default_max_steps: truncation limit when the env is not given one.
         guardrail_code: failure code of a write outside the answer key's ``targets``.
+        report_fields: extra fields (from key and grade) for evaluation records and reports.
+        judge: optional free-text judge run at the end of an episode; its result goes to
+            ``info["judge"]`` and never into the grade.
     """
 
     name: str
@@ -88,6 +96,8 @@ class Domain:
     sizes: Mapping[str, int] = field(default_factory=lambda: {"train": 400, "heldout": 150})
     default_max_steps: int = 40
     guardrail_code: str = "forbidden_write"
+    report_fields: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] = default_report_fields
+    judge: Callable[[Episode], dict[str, Any] | None] | None = None
     step_shaping: Callable[[Mapping[str, Any]], float] = default_step_shaping
     terminal_shaping: Callable[[Mapping[str, Any]], float] = default_terminal_shaping
 

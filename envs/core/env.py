@@ -195,13 +195,14 @@ class BackofficeEnv(gym.Env[str, Any]):
         reward = 0.0
         if terminated or truncated:
             self._done = True
-            grade, diff, end_hash = self._grade()
+            grade, diff, end_hash, judged = self._grade(judge=True)
             shaping += self.domain.terminal_shaping(grade)
             record["end_state_hash"] = end_hash
             record["grade"] = grade
             info.update(
                 grade=grade, diff=diff, score=grade["score"], is_success=bool(grade["pass"]),
                 end_state_hash=end_hash, episode_id=self._episode_id, task_id=self._task.task_id,
+                judge=judged,
             )
             reward = float(grade["score"])
         self._shaped_total += shaping
@@ -216,13 +217,17 @@ class BackofficeEnv(gym.Env[str, Any]):
         self._last_obs = obs
         return obs, float(reward), terminated, truncated, info
 
-    def _grade(self) -> tuple[dict[str, Any], dict[str, Any], str]:
+    def _grade(self, judge: bool = False) -> tuple[dict[str, Any], dict[str, Any], str, dict[str, Any] | None]:
         assert self._store is not None and self._task is not None
         diff = self._store.diff()
         key = self._key if self._key is not None else self.release.answer_key(self._task.task_id)
         episode = Episode(self._task, key, self._snapshot, self._store, diff, self._trace)
         grade = loads(dumps(self.domain.grade(episode)))
-        return grade, loads(dumps(diff)), self._store.content_hash()
+        judged = None
+        if judge and self.domain.judge is not None:
+            judged = self.domain.judge(episode)
+            judged = loads(dumps(judged)) if judged is not None else None
+        return grade, loads(dumps(diff)), self._store.content_hash(), judged
 
     def grade_now(self) -> dict[str, Any]:
         """The pure grade of the current state, without ending the episode (for notebooks)."""

@@ -1,1 +1,45 @@
-"""Policies: oracle, random and wrong policies per domain."""
+"""Policies by name: ``oracle``, ``random``, ``noop`` and ``wrong:<failure_code>``.
+
+Each domain module ``backoffice.training.policies.<domain>`` defines ``Oracle`` (a policy that
+uses only tool results and passes every released task) and ``WRONG_POLICIES`` (failure code ->
+policy class that commits exactly that failure).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from backoffice.training.policies.base import NoopPolicy, Policy, RandomPolicy, ScriptedPolicy, call
+
+
+def domain_module(domain: str) -> Any:
+    return importlib.import_module(f"backoffice.training.policies.{domain}")
+
+
+def get_policy(domain: str, name: str, seed: int = 0) -> Policy:
+    """Build a policy by name for ``domain``."""
+    if name == "noop":
+        return NoopPolicy()
+    if name == "random":
+        return RandomPolicy(seed=seed)
+    module = domain_module(domain)
+    if name == "oracle":
+        return module.Oracle()
+    if name.startswith("wrong:"):
+        code = name.split(":", 1)[1]
+        wrong = module.WRONG_POLICIES
+        if code not in wrong:
+            raise KeyError(f"{domain} has no wrong policy for {code!r}; known: {sorted(wrong)}")
+        policy = wrong[code]()
+        policy.name = name
+        return policy
+    raise KeyError(f"unknown policy {name!r}: use oracle, random, noop or wrong:<failure_code>")
+
+
+def policy_names(domain: str) -> list[str]:
+    """Every built-in policy name of a domain."""
+    return ["oracle", "random", "noop", *(f"wrong:{c}" for c in sorted(domain_module(domain).WRONG_POLICIES))]
+
+
+__all__ = ["NoopPolicy", "Policy", "RandomPolicy", "ScriptedPolicy", "call", "get_policy", "policy_names"]
