@@ -1,0 +1,212 @@
+"""Engine unit tests on a toy domain: store, tools, checks, guardrail, trace, replay, env."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from backoffice.envs.core.build import build_release
+from backoffice.envs.core.canonical import dumps_ascii
+from backoffice.envs.core.domain import Episode
+from backoffice.envs.core.release import Release
+from backoffice.envs.core.replay import replay_episode
+from backoffice.envs.core.store import Snapshot, Store
+from backoffice.envs.core.trace import episodes, read_trace
+from backoffice.graders import finalize, run_checks
+from backoffice.training.policies import NoopPolicy
+from backoffice.training.rollout import run_episode
+from toy_domain import DOMAIN, ToyEnv
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Release:
+    root = tmp_path_factory.mktemp("seeds")
+    build_release(DOMAIN, root)
+    return Release("toy", root)
+
+
+def _snap() -> Snapshot:
+    return Snapshot("s", {"t": [{"id": "b", "v": 2, "tags": ["x"]}, {"id": "a", "v": 1}], "clock": [{"id": "clock", "now": "2026-01-01T00:00:00"}]})
+
+
+# -- store -----------------------------------------------------------------------------------
+def test_store_diff_reports_created_updated_deleted() -> None:
+    store = Store(_snap())
+    store.insert("t", {"id": "c", "v": 3})
+    store.update("t", "a", {"v": 10})
+    store.delete("t", "b")
+    assert store.diff() == {"t": {"created": ["c"], "updated": {"a": {"v": {"before": 1, "after": 10}}}, "deleted": ["b"]}}
+    assert store.ids("t") == ["a", "c"]
+
+
+def test_reverted_write_is_no_change_and_hash_returns() -> None:
+    snap = _snap()
+    store = Store(snap)
+    store.update("t", "a", {"v": 5})
+    assert store.content_hash() != snap.content_hash()
+    store.update("t", "a", {"v": 1})
+    assert store.diff() == {} and store.content_hash() == snap.content_hash()
+
+
+def test_reset_drops_overlay_and_snapshot_is_never_mutated() -> None:
+    snap = _snap()
+    a, b = Store(snap), Store(snap)
+    row = a.get("t", "b")
+    row["v"] = 99  # a copy: must not reach the snapshot
+    a.update("t", "b", {"tags": ["y", "z"]})
+    assert b.get("t", "b") == {"id": "b", "v": 2, "tags": ("x",)}
+    a.reset()
+    assert a.diff() == {} and a.content_hash() == snap.content_hash()
+
+
+def test_rollback_undoes_every_write_since_begin() -> None:
+    store = Store(_snap())
+    store.update("t", "a", {"v": 7})
+    store.begin()
+    store.insert("t", {"id": "z", "v": 0})
+    store.update("t", "a", {"v": 8})
+    store.delete("t", "b")
+    store.rollback()
+    assert store.get("t", "a")["v"] == 7 and not store.exists("t", "z") and store.exists("t", "b")
+
+
+def test_rows_reject_nested_dicts_and_need_string_ids() -> None:
+    store = Store(_snap())
+    with pytest.raises(TypeError):
+        store.insert("t", {"id": "q", "v": {"nested": 1}})
+    with pytest.raises(TypeError):
+        store.insert("t", {"id": 5})
+
+
+def test_dumps_ascii_escapes_everything_non_ascii() -> None:
+    text = dumps_ascii({"k": "caf\u00e9 \U0001f600 \n"})
+    assert text.isascii() and all(32 <= ord(c) < 127 for c in text)
+    assert json.loads(text) == {"k": "caf\u00e9 \U0001f600 \n"}
+
+
+# -- tools and env ---------------------------------------------------------------------------
+def test_tool_errors_are_structured_and_atomic(release: Release) -> None:
+    env = ToyEnv(release=release)
+    env.reset(options={"task_id": "TOY-T0000"})
+    h = env.state.content_hash()
+    cases = [
+        ("not json", "invalid_action"),
+        ({"tool": "nope", "args": {}}, "unknown_tool"),
+        ({"tool": "bump", "args": {"counter_id": "C-1", "by": "many"}}, "invalid_args"),
+        ({"tool": "bump", "args": {"counter_id": "C-1", "extra": 1}}, "invalid_args"),
+        ({"tool": "bump", "args": {"counter_id": "C-9"}}, "not_found"),
+        ({"tool": "bump", "args": {"counter_id": "C-1", "by": 9}}, "conflict"),  # wrote, then failed
+    ]
+    for action, code in cases:
+        obs, _, term, trunc, info = env.step(action)
+        assert json.loads(obs)["code"] == code and info["error_code"] == code
+        assert env.state.content_hash() == h
+    env.step({"tool": "bump", "args": {"counter_id": "C-1"}})
+    assert env.trace[-1]["changed_ids"] == ["counters:C-1"]
+
+
+def test_disallowed_tool_is_refused(release: Release) -> None:
+    env = ToyEnv(release=release)
+    env.reset(options={"task_id": "TOY-T0000"})
+    env._allowed = frozenset({"submit"})
+    obs, *_ = env.step({"tool": "bump", "args": {"counter_id": "C-1"}})
+    assert json.loads(obs)["code"] == "tool_not_allowed"
+
+
+def test_truncation_grades_the_state_left_behind(release: Release) -> None:
+    env = ToyEnv(release=release, max_steps=2)
+    env.reset(options={"task_id": "TOY-T0000"})
+    env.step({"tool": "get_counter", "args": {"counter_id": "C-1"}})
+    obs, reward, term, trunc, info = env.step({"tool": "get_counter", "args": {"counter_id": "C-1"}})
+    assert trunc and not term and "grade" in info and info["grade"]["process_metrics"]["steps"] == 2
+    with pytest.raises(RuntimeError):
+        env.step({"tool": "submit", "args": {}})
+
+
+def test_seeded_reset_picks_the_same_task_and_info(release: Release) -> None:
+    a, b = ToyEnv(release=release), ToyEnv(release=release)
+    assert a.reset(seed=11) == b.reset(seed=11)
+    ids = {a.reset(seed=s)[1]["task_id"] for s in range(30)}
+    assert len(ids) > 5 and all(i.startswith("TOY-T") for i in ids)
+    held = ToyEnv(release=release, split="heldout")
+    assert held.reset(seed=11)[1]["task_id"].startswith("TOY-H")
+
+
+def test_generated_tasks_come_from_integer_seeds(release: Release) -> None:
+    env = ToyEnv(release=release, split="generated")
+    _, info = env.reset(seed=4)
+    assert info["task_id"].startswith("TOY-G")
+    _, again = env.reset(options={"task_id": info["task_id"]})
+    assert again["snapshot_hash"] == info["snapshot_hash"]
+
+
+def test_shaped_rewards_sum_to_the_shaped_reward(release: Release) -> None:
+    env = ToyEnv(release=release, reward_mode="shaped")
+    env.reset(options={"task_id": "TOY-T0001"})
+    total = 0.0
+    for action in ({"tool": "bump", "args": {"counter_id": "C-1"}}, "bad", {"tool": "submit", "args": {}}):
+        _, r, term, trunc, info = env.step(action)
+        total += r
+    assert term and abs(total - info["shaped_reward"]) < 1e-12
+
+
+# -- checks and guardrail ----------------------------------------------------------------------
+def _episode(release: Release, actions: list) -> Episode:
+    env = ToyEnv(release=release)
+    env.reset(options={"task_id": "TOY-T0000"})
+    for a in actions:
+        env.step(a)
+    return Episode(env.task, release.answer_key("TOY-T0000"), env.state.snapshot, env.state, env.state.diff(), env.trace)
+
+
+BUMP1 = {"tool": "bump", "args": {"counter_id": "C-1"}}
+BUMP2 = {"tool": "bump", "args": {"counter_id": "C-2"}}
+READ = {"tool": "get_counter", "args": {"counter_id": "C-1"}}
+
+
+@pytest.mark.parametrize("spec, passing, failing", [
+    ({"kind": "row_equals", "table": "counters", "where": {"id": "C-1"}, "rows": [{"id": "C-1", "value": 1}]}, [BUMP1], []),
+    ({"kind": "field_equals", "table": "counters", "row_id": "C-1", "field": "value", "value": 1}, [BUMP1], [BUMP1, BUMP1]),
+    ({"kind": "status_is", "table": "counters", "row_id": "C-1", "value": None}, [], [{"tool": "nope"}]),
+    ({"kind": "count_is", "table": "counters", "where": {"value": 0}, "count": 1}, [BUMP1], []),
+    ({"kind": "no_change", "table": "counters", "except_ids": ["C-1"]}, [BUMP1], [BUMP2]),
+    ({"kind": "tool_called", "tool": "bump", "args": {"counter_id": "C-1"}}, [BUMP1], [BUMP2]),
+    ({"kind": "tool_not_called", "tool": "bump", "before": {"tool": "get_counter"}}, [READ, BUMP1], [BUMP1, READ]),
+])
+def test_each_check_kind_passes_and_fails(release: Release, spec, passing, failing) -> None:
+    spec = {"id": "c", "failure_code": "oops", **spec}
+    assert run_checks([spec], _episode(release, passing))[0]["pass"]
+    bad = run_checks([spec], _episode(release, failing))[0]
+    if spec["kind"] != "status_is":
+        assert not bad["pass"] and bad["failure_code"] == "oops"
+
+
+def test_guardrail_flags_writes_outside_targets(release: Release) -> None:
+    ep = _episode(release, [BUMP2])
+    grade = finalize(ep, [], {})
+    assert not grade["pass"] and grade["failure_codes"] == ["forbidden_write"]
+    assert grade["checks"][-1]["detail"] == {"forbidden_writes": ["counters:C-2"]}
+    assert finalize(_episode(release, [BUMP1]), [], {})["pass"]
+
+
+# -- trace and replay --------------------------------------------------------------------------
+def test_trace_lines_have_the_contract_fields_and_replay(release: Release, tmp_path) -> None:
+    path = tmp_path / "t.jsonl"
+    env = ToyEnv(release=release, trace_path=str(path))
+    env.reset(options={"task_id": "TOY-T0002"})
+    for a in (BUMP1, "junk", {"tool": "submit"}):
+        env.step(a)
+    run_episode(env, NoopPolicy(), task_id="TOY-T0002")
+    env.close()
+    records = read_trace(path)
+    for rec in records:
+        for key in ("episode_id", "task_id", "seed", "step", "clock", "tool", "args", "result_status", "error_code", "changed_ids"):
+            assert key in rec
+    eps = list(episodes(records))
+    assert [len(e) for e in eps] == [3, 1]
+    assert replay_episode(eps[0], ToyEnv(release=release)).ok
+    tampered = [dict(r) for r in eps[0]]
+    tampered[0]["args"] = {"counter_id": "C-2"}
+    res = replay_episode(tampered, ToyEnv(release=release))
+    assert not res.ok and any("step 1: changed_ids" in d for d in res.divergences)
