@@ -16,7 +16,7 @@ DOMAINS = available_domains()
 
 
 def domain_params() -> list:
-    return [pytest.param(d, id=d) for d in DOMAINS]
+    return [pytest.param(d, id=d, marks=pytest.mark.xdist_group(d)) for d in DOMAINS]
 
 
 @lru_cache(maxsize=None)
