@@ -1,1 +1,112 @@
-"""The sufficiency domain (not built yet)."""
+"""The sufficiency domain: is a case's document file sufficient to release it for decision?"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from backoffice.envs.core import BackofficeEnv, Domain
+from backoffice.envs.sufficiency.generator import DEFECT_TAGS, generate
+from backoffice.envs.sufficiency.tools import toolkit
+from backoffice.graders.sufficiency import FAILURE_CODES, grade
+
+
+def report_fields(key: Mapping[str, Any], grade: Mapping[str, Any]) -> dict[str, Any]:
+    """What an evaluation line carries beyond the generic fields: the case, its defect tags,
+    outcome class and requirement types (for aggregation), the per-failure scorer values, the
+    failure tags and the per-round scores."""
+    return {
+        "case_id": key["case_id"],
+        "defect_tags": list(key["defect_tags"]),
+        "outcome_class": key["outcome_class"],
+        "requirement_types": list(key["requirement_types"]),
+        "scores": dict(grade.get("scores", {})),
+        "failure_tags": list(grade["failure_codes"]),
+        "round_scores": list(grade.get("round_scores", [])),
+    }
+
+
+def terminal_shaping(grade: Mapping[str, Any]) -> float:
+    """Training-only: partial credit for the share of gaps covered (requested or attached)
+    across the review rounds, plus the end-state score and a pass bonus. Never part of the
+    pure grade."""
+    return 0.25 * float(grade.get("gap_coverage", 0.0)) + 0.25 * float(grade["score"]) + 0.5 * float(bool(grade["pass"]))
+
+
+DOMAIN = Domain(
+    name="sufficiency",
+    title="Sufficiency",
+    prefix="SUF",
+    toolkit=toolkit,
+    generate=generate,
+    grade=grade,
+    defect_tags=DEFECT_TAGS,
+    failure_codes=FAILURE_CODES,
+    generator_version="1.0.0",
+    sizes={"train": 480, "heldout": 20 * len(DEFECT_TAGS)},
+    default_max_steps=60,
+    report_fields=report_fields,
+    terminal_shaping=terminal_shaping,
+)
+
+
+class SufficiencyEnv(BackofficeEnv):
+    """Document sufficiency review of one case, with scripted applicant replies.
+
+    ## Description
+    A case (income support claim, housing application, disability claim) sits in the intake
+    queue among other cases. Its case type requires a set of items (identity document, proof of
+    address, signed declaration, ...), each with validity conditions: maximum age on the review
+    date, signature, name match with the applicant, legibility, and whether a record the
+    organisation already holds may cover it. The agent reviews the documents, attaches valid held
+    records, requests only what is still missing or invalid (which pauses the SLA clock), waits
+    for the applicant's scripted reply (some items may be absent or invalid again), restarts the
+    clock and reviews again on the new date, until the case is sufficient (release it and route
+    it to its decision queue) or no further reply is expected (leave the request outstanding).
+
+    ## Action Space
+    A tool call ``{"tool": name, "args": {...}}`` (or the same as JSON text); see Tools.
+
+    ## Observation Space
+    Canonical ASCII JSON text: the task brief after ``reset`` (instructions, ``params.case_id``),
+    then each tool's result ``{"status": "ok", "result": ...}`` or a structured error
+    ``{"status": "error", "code": ..., "message": ...}``.
+
+    ## Rewards
+    ``reward_mode="sparse"``: the pure grade's score on the terminal step, 0 before.
+    ``reward_mode="shaped"`` (training only): -0.01 per call, -0.05 per rejected call, and at the
+    end 0.25 x share of gaps covered + 0.25 x score + 0.5 x pass.
+
+    ## Starting State
+    A snapshot of the case, its documents, the applicant's held records, neighbouring cases and
+    the scripted reply schedule (``_events``/``_uploads``, never returned whole), restored
+    exactly by ``reset(seed=..., options={"task_id": ...})``.
+
+    ## Episode End
+    Terminates on ``submit``; truncates at ``max_steps`` (default 60).
+
+    ## Arguments
+    ``split`` ("train" | "heldout" | "generated"), ``reward_mode`` ("sparse" | "shaped"),
+    ``max_steps``, ``trace_path``, ``render_mode`` (None | "ansi").
+
+    ## Tools
+    get_case, list_cases, get_requirements, list_documents, search_held_records,
+    attach_held_record, request_items (pauses the SLA clock), wait (next scripted reply),
+    resume_clock, release_case, route_case, add_note, submit.
+
+    ## Grade
+    Scored per review round (each reply opens a round judged on that round's documents and
+    date): ``premature_release``, ``over_request``, ``under_request``, ``ignored_held_record``;
+    ``rounds`` and ``round_scores`` list them. End state against the key: ``end_status``,
+    ``clock_state``, ``queue``. Also ``scores`` (1/0 per scorer), ``gap_coverage``,
+    ``end_state``, ``case_id``.
+
+    ## Failure codes
+    premature_release, over_request, under_request, ignored_held_record, end_status_wrong,
+    clock_state_wrong, wrong_queue, forbidden_write.
+
+    ## Version History
+    * v0: initial release (generator 1.0.0).
+    """
+
+    domain = DOMAIN

@@ -1,0 +1,283 @@
+"""Tools of the sufficiency desk: read a case, its requirements, documents and held records;
+attach held records, request items (pausing the SLA clock), wait for the applicant's reply,
+resume the clock, release and route the case, write notes, submit.
+
+Tools never judge validity for the agent: documents come back as raw fields (issue date,
+signature, name, legibility) and the agent applies the rules ``get_requirements`` returns.
+The scripted replies (``_events``, ``_uploads``) are only ever read by ``wait``, one at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
+from backoffice.envs.sufficiency.tables import (
+    INTAKE_QUEUE, RULES_TEXT, add_days, case_number, days_between,
+)
+
+toolkit = Toolkit()
+
+_CASE_ID = Field(description="Case id, e.g. CASE-40213.", max_length=40)
+_DOC_FIELDS = ("id", "item_type", "issued_on", "signed", "name_on_document", "legible", "source",
+               "held_record_id", "received_at", "review_round")
+_CASE_SUMMARY = ("id", "case_type", "applicant_name", "status", "queue", "clock_state")
+
+
+def _case(ctx: ToolContext, case_id: str) -> dict[str, Any]:
+    row = ctx.store.get("cases", case_id)
+    if row is None:
+        raise ToolError("not_found", f"no case {case_id[:40]!r}")
+    return row
+
+
+def _doc_view(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: row.get(k) for k in _DOC_FIELDS}
+
+
+def _open_case(ctx: ToolContext, case_id: str) -> dict[str, Any]:
+    case = _case(ctx, case_id)
+    if case["status"] == "released":
+        raise ToolError("conflict", f"{case_id} has been released for decision; its file is closed")
+    return case
+
+
+def _next_id(ctx: ToolContext, table: str, prefix: str) -> str:
+    n = 1 + sum(1 for rid in ctx.store.ids(table) if rid.startswith(prefix + "-"))
+    while ctx.store.exists(table, f"{prefix}-{n:02d}"):
+        n += 1
+    return f"{prefix}-{n:02d}"
+
+
+def _case_view(ctx: ToolContext, case: dict[str, Any]) -> dict[str, Any]:
+    requests = [
+        {k: r.get(k) for k in ("id", "items", "requested_at", "status", "answered_at")}
+        for r in ctx.store.rows("item_requests", case_id=case["id"])
+    ]
+    return {"case": case, "now": ctx.now, "item_requests": requests}
+
+
+# -- reads ------------------------------------------------------------------------------------
+class CaseArgs(ToolArgs):
+    case_id: str = _CASE_ID
+
+
+@toolkit.tool
+def get_case(ctx: ToolContext, args: CaseArgs) -> dict:
+    """Return one case (type, applicant, amount, status in_review/awaiting_info/released, queue,
+    SLA clock_state running/paused, SLA due date, review round), its item requests and the
+    current date and time (`now`, the review date)."""
+    return _case_view(ctx, _case(ctx, args.case_id))
+
+
+class ListCasesArgs(ToolArgs):
+    queue: str = Field(INTAKE_QUEUE, description="Queue to list, e.g. intake.", max_length=40)
+
+
+@toolkit.tool
+def list_cases(ctx: ToolContext, args: ListCasesArgs) -> dict:
+    """List the cases in one queue (summaries, at most 20, by id)."""
+    rows = ctx.store.rows("cases", queue=args.queue)
+    return {"queue": args.queue, "cases": [{k: r.get(k) for k in _CASE_SUMMARY} for r in rows[:20]], "total": len(rows)}
+
+
+class RequirementsArgs(ToolArgs):
+    case_type: str = Field(description="Case type, e.g. income_support_claim (see get_case).", max_length=60)
+
+
+@toolkit.tool
+def get_requirements(ctx: ToolContext, args: RequirementsArgs) -> dict:
+    """Return the items a case type requires with their validity conditions (max_age_days,
+    signature_required, name_must_match, accept_held_record), its routing rule (standard and
+    senior decision queue, senior threshold in cents) and the sufficiency rules in words."""
+    items = ctx.store.rows("requirements", case_type=args.case_type)
+    routing = ctx.store.get("routing_rules", args.case_type)
+    if not items or routing is None:
+        raise ToolError("not_found", f"no requirements for case type {args.case_type[:60]!r}")
+    return {"case_type": args.case_type, "items": items, "routing": routing, "rules": RULES_TEXT}
+
+
+@toolkit.tool
+def list_documents(ctx: ToolContext, args: CaseArgs) -> dict:
+    """List every document on a case with its raw fields: item_type, issued_on, signed,
+    name_on_document, legible, source (applicant or held_record), received_at, review_round."""
+    _case(ctx, args.case_id)
+    docs = ctx.store.rows("documents", case_id=args.case_id)
+    return {"case_id": args.case_id, "now": ctx.now, "documents": [_doc_view(d) for d in docs]}
+
+
+class HeldSearchArgs(ToolArgs):
+    case_id: str = _CASE_ID
+    item_type: str | None = Field(None, description="Only records of this item type.", max_length=60)
+
+
+@toolkit.tool
+def search_held_records(ctx: ToolContext, args: HeldSearchArgs) -> dict:
+    """Search the records the organisation already holds about the case's applicant
+    (optionally of one item type). Records are not on the case until attached."""
+    case = _case(ctx, args.case_id)
+    rows = ctx.store.rows("held_records", applicant_id=case["applicant_id"])
+    if args.item_type is not None:
+        rows = [r for r in rows if r["item_type"] == args.item_type]
+    return {"case_id": args.case_id, "applicant_id": case["applicant_id"], "records": rows}
+
+
+# -- writes -----------------------------------------------------------------------------------
+class AttachArgs(ToolArgs):
+    case_id: str = _CASE_ID
+    record_id: str = Field(description="Held record id from search_held_records, e.g. HR-10234.", max_length=40)
+
+
+@toolkit.tool
+def attach_held_record(ctx: ToolContext, args: AttachArgs) -> dict:
+    """Attach a record the organisation holds to the case as a document (source held_record).
+    Errors: not_found (no such record for this applicant), conflict (already attached, or the
+    case is released)."""
+    case = _open_case(ctx, args.case_id)
+    record = ctx.store.get("held_records", args.record_id)
+    if record is None or record["applicant_id"] != case["applicant_id"]:
+        raise ToolError("not_found", f"no held record {args.record_id[:40]!r} for this applicant")
+    if ctx.store.rows("documents", case_id=case["id"], held_record_id=record["id"]):
+        raise ToolError("conflict", f"{record['id']} is already attached to {case['id']}")
+    doc = ctx.store.insert("documents", {
+        "id": _next_id(ctx, "documents", f"DOC-{case_number(case['id'])}"), "case_id": case["id"],
+        "item_type": record["item_type"], "issued_on": record["issued_on"], "signed": record["signed"],
+        "name_on_document": record["name_on_document"], "legible": record["legible"],
+        "source": "held_record", "held_record_id": record["id"], "received_at": ctx.now,
+        "review_round": case["review_round"],
+    })
+    return {"attached": _doc_view(doc)}
+
+
+class RequestArgs(ToolArgs):
+    case_id: str = _CASE_ID
+    items: list[str] = Field(min_length=1, max_length=12, description="Item types to request from the applicant, e.g. [\"proof_of_address\"].")
+    message: str | None = Field(None, description="Optional message to the applicant.", max_length=1000)
+
+
+@toolkit.tool
+def request_items(ctx: ToolContext, args: RequestArgs) -> dict:
+    """Ask the applicant for items. The case goes to awaiting_info and its SLA clock is paused
+    until the reply has been received. Errors: not_found (an item the case type does not
+    require), conflict (the case is released)."""
+    case = _open_case(ctx, args.case_id)
+    known = {r["item_type"] for r in ctx.store.rows("requirements", case_type=case["case_type"])}
+    unknown = sorted({i for i in args.items if i not in known})
+    if unknown:
+        raise ToolError("not_found", f"{case['case_type']} requires no item {unknown[0][:60]!r}")
+    items = sorted(set(args.items))
+    request = ctx.store.insert("item_requests", {
+        "id": _next_id(ctx, "item_requests", f"IR-{case_number(case['id'])}"), "case_id": case["id"],
+        "items": items, "requested_at": ctx.now, "review_round": case["review_round"], "status": "open",
+        "answered_at": None, "message": args.message,
+    })
+    changes: dict[str, Any] = {"status": "awaiting_info"}
+    if case["clock_state"] == "running":
+        changes.update(clock_state="paused", paused_at=ctx.now)
+    case = ctx.store.update("cases", case["id"], changes)
+    return {"request": request, "case": {k: case[k] for k in ("id", "status", "clock_state", "paused_at")}}
+
+
+@toolkit.tool
+def wait(ctx: ToolContext, args: CaseArgs) -> dict:
+    """Advance the clock to the applicant's next reply on a case that awaits information. The
+    uploaded documents join the case and the case returns to in_review (the SLA clock stays
+    paused until resume_clock). Error precondition_failed: no request is outstanding, or no
+    reply is expected before the end of the review period."""
+    case = _case(ctx, args.case_id)
+    if case["status"] != "awaiting_info":
+        raise ToolError("precondition_failed", f"{case['id']} has no outstanding request to wait for")
+    pending = sorted(
+        ctx.store.rows("_events", case_id=case["id"], delivered=False), key=lambda e: (e["seq"], e["id"])
+    )
+    if not pending:
+        raise ToolError("precondition_failed", "no reply from the applicant is expected before the end of the review period")
+    event = pending[0]
+    now = max(ctx.now, event["at"])
+    ctx.store.update("clock", "clock", {"now": now})
+    ctx.store.update("_events", event["id"], {"delivered": True})
+    review_round = case["review_round"] + 1
+    uploaded = []
+    for up in ctx.store.rows("_uploads", event_id=event["id"]):
+        uploaded.append(ctx.store.insert("documents", {
+            "id": _next_id(ctx, "documents", f"DOC-{case_number(case['id'])}"), "case_id": case["id"],
+            "item_type": up["item_type"], "issued_on": up["issued_on"], "signed": up["signed"],
+            "name_on_document": up["name_on_document"], "legible": up["legible"], "source": "applicant",
+            "held_record_id": None, "received_at": now, "review_round": review_round,
+        }))
+    for req in ctx.store.rows("item_requests", case_id=case["id"], status="open"):
+        ctx.store.update("item_requests", req["id"], {"status": "answered", "answered_at": now})
+    case = ctx.store.update("cases", case["id"], {"status": "in_review", "review_round": review_round})
+    return {
+        "case_id": case["id"], "now": now, "message": event["message"],
+        "documents": [_doc_view(d) for d in uploaded],
+        "case": {k: case[k] for k in ("status", "clock_state", "review_round")},
+    }
+
+
+@toolkit.tool
+def resume_clock(ctx: ToolContext, args: CaseArgs) -> dict:
+    """Restart a paused SLA clock once the applicant's reply has been received; the SLA due
+    date moves by the days the clock was paused. Errors: conflict (the clock is running, or
+    the case still awaits the applicant's reply)."""
+    case = _case(ctx, args.case_id)
+    if case["clock_state"] != "paused":
+        raise ToolError("conflict", f"the SLA clock of {case['id']} is already running")
+    if case["status"] == "awaiting_info":
+        raise ToolError("conflict", f"{case['id']} still awaits the applicant's reply")
+    paused_days = days_between(case["paused_at"], ctx.now) if case["paused_at"] else 0
+    case = ctx.store.update("cases", case["id"], {
+        "clock_state": "running", "paused_at": None, "sla_due_on": add_days(case["sla_due_on"], paused_days),
+    })
+    return {"case": {k: case[k] for k in ("id", "status", "clock_state", "sla_due_on")}}
+
+
+@toolkit.tool
+def release_case(ctx: ToolContext, args: CaseArgs) -> dict:
+    """Release a case for decision (status released). It stays in its queue until routed.
+    Errors: conflict (already released, or a request to the applicant is outstanding)."""
+    case = _open_case(ctx, args.case_id)
+    if case["status"] == "awaiting_info":
+        raise ToolError("conflict", f"{case['id']} awaits the applicant's reply; it cannot be released now")
+    case = ctx.store.update("cases", case["id"], {"status": "released", "released_at": ctx.now})
+    return {"case": {k: case[k] for k in ("id", "status", "queue", "clock_state", "released_at")}}
+
+
+class RouteArgs(ToolArgs):
+    case_id: str = _CASE_ID
+    queue: str = Field(description="Target queue, e.g. support_decision (see get_requirements routing).", max_length=40)
+
+
+@toolkit.tool
+def route_case(ctx: ToolContext, args: RouteArgs) -> dict:
+    """Move a case to a queue. Error not_found: no such queue."""
+    case = _case(ctx, args.case_id)
+    if ctx.store.get("queues", args.queue) is None:
+        raise ToolError("not_found", f"no queue {args.queue[:40]!r}")
+    case = ctx.store.update("cases", case["id"], {"queue": args.queue})
+    return {"case": {k: case[k] for k in ("id", "status", "queue")}}
+
+
+class NoteArgs(ToolArgs):
+    case_id: str = _CASE_ID
+    text: str = Field(min_length=1, max_length=2000, description="The note.")
+
+
+@toolkit.tool
+def add_note(ctx: ToolContext, args: NoteArgs) -> dict:
+    """Add a note to a case."""
+    case = _case(ctx, args.case_id)
+    note = ctx.store.insert("notes", {
+        "id": _next_id(ctx, "notes", f"NT-{case_number(case['id'])}"), "case_id": case["id"],
+        "author": "agent", "written_at": ctx.now, "text": args.text,
+    })
+    return {"note": note}
+
+
+@toolkit.tool(terminal=True)
+def submit(ctx: ToolContext, args: NoArgs) -> dict:
+    """Finish the episode, leaving every case as it is."""
+    return {"submitted": True}
+

@@ -1,0 +1,134 @@
+"""The sufficiency grader: per-round scorers on the state of each review, plus the end state.
+
+Rounds: round 0 is the first review; each successful ``wait`` on the task's case delivers a
+reply and opens the next round, so the review after a reply is judged on the documents and the
+date *of that round*, recomputed from the end state (every document records the round it joined
+the case) and the trace (the date each reply arrived). Per round, with ``requested`` the items
+asked for in that round and ``attached`` the held records put on the case in it:
+
+- ``premature_release``: the case was released while an item was still uncovered;
+- ``over_request``: requested ∩ ``satisfied_items``;
+- ``under_request``: the round ended without release and a gap (a ``missing_items`` item, or a
+  ``satisfiable_from_records`` item not attached) was left uncovered;
+- ``ignored_held_record``: requested ∩ ``satisfiable_from_records``.
+
+End state against the answer key's ``expected``: ``end_status`` (end_status_wrong),
+``clock_state`` (clock_state_wrong) and ``queue`` (wrong_queue). The guardrail flags any write
+outside the case's own rows (forbidden_write).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from backoffice.envs.core.domain import Episode
+from backoffice.envs.sufficiency.rules import assess
+from backoffice.graders import finalize, result
+
+ROUND_SCORERS = ("premature_release", "over_request", "under_request", "ignored_held_record")
+END_SCORERS = ("end_status_wrong", "clock_state_wrong", "wrong_queue")
+FAILURE_CODES = ROUND_SCORERS + END_SCORERS + ("forbidden_write",)
+
+
+def split_rounds(trace: Sequence[Mapping[str, Any]], case_id: str, start: str) -> list[dict[str, Any]]:
+    """The successful calls of each review round and the date-time the round opened."""
+    rounds: list[dict[str, Any]] = [{"at": start, "calls": []}]
+    for rec in trace:
+        if rec["result_status"] != "ok":
+            continue
+        args = rec["args"] if isinstance(rec["args"], Mapping) else {}
+        if rec["tool"] == "wait" and args.get("case_id") == case_id:
+            rounds.append({"at": rec["result"]["now"], "calls": []})
+        else:
+            rounds[-1]["calls"].append(rec)
+    return rounds
+
+
+def _for_case(calls: Sequence[Mapping[str, Any]], tool: str, case_id: str) -> list[Mapping[str, Any]]:
+    return [c for c in calls if c["tool"] == tool and c["args"].get("case_id") == case_id]
+
+
+def score_round(index: int, at: str, calls: Sequence[Mapping[str, Any]], case: Mapping[str, Any],
+                reqs: Sequence[Mapping[str, Any]], held: Sequence[Mapping[str, Any]],
+                docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Assess one round on its own state and score the agent's actions in it."""
+    cid, name, today = case["id"], case["applicant_name"], at[:10]
+    start_docs = [d for d in docs if d["review_round"] < index or (d["review_round"] == index and d["source"] == "applicant")]
+    attached = [d for d in docs if d["review_round"] == index and d["source"] == "held_record"]
+    before = assess(reqs, start_docs, held, name, today)
+    after = assess(reqs, [*start_docs, *attached], (), name, today)
+    requested = sorted({i for c in _for_case(calls, "request_items", cid) for i in c["args"]["items"]})
+    released = bool(_for_case(calls, "release_case", cid))
+    covered_by_attach = set(before.satisfiable_from_records) - set(after.missing_items)
+    gaps = set(before.missing_items) | set(before.satisfiable_from_records)
+    uncovered = sorted(gaps - set(requested) - covered_by_attach)
+    failures = {
+        "premature_release": sorted(after.missing_items) if released else [],
+        "over_request": sorted(set(requested) & set(before.satisfied_items)),
+        "under_request": [] if released else uncovered,
+        "ignored_held_record": sorted(set(requested) & set(before.satisfiable_from_records)),
+    }
+    scores = {k: 0.0 if v else 1.0 for k, v in failures.items()}
+    return {
+        "round": index, "review_at": at, **before.to_json(),
+        "requested_items": requested, "attached_records": sorted(d["held_record_id"] for d in attached),
+        "released": released, "gaps": sorted(gaps), "gaps_covered": sorted(gaps - set(uncovered)),
+        "failures": failures, "scores": scores, "score": sum(scores.values()) / len(scores),
+    }
+
+
+def grade(ep: Episode) -> dict[str, Any]:
+    """Grade one episode (pure in ``ep``)."""
+    key = ep.key
+    expected = key["expected"]
+    cid = key["case_id"]
+    case = ep.state.get("cases", cid)
+    assert case is not None, "the target case is never deleted (no tool deletes rows)"
+    reqs = [r for r in ep.snapshot.table("requirements").values() if r["case_type"] == case["case_type"]]
+    held = [r for r in ep.snapshot.table("held_records").values() if r["applicant_id"] == case["applicant_id"]]
+    docs = ep.state.rows("documents", case_id=cid)
+    start = ep.snapshot.table("clock")["clock"]["now"]
+    rounds = [
+        score_round(i, rd["at"], rd["calls"], case, reqs, held, docs)
+        for i, rd in enumerate(split_rounds(ep.trace, cid, start))
+    ]
+    found = {code: sorted({i for rd in rounds for i in rd["failures"][code]}) for code in ROUND_SCORERS}
+    end = {"end_status": case["status"], "clock_state": case["clock_state"], "queue": case["queue"]}
+    end_ok = {
+        "end_status_wrong": end["end_status"] == expected["end_status"],
+        "clock_state_wrong": end["clock_state"] == expected["clock_state"],
+        "wrong_queue": end["queue"] == expected["queue"],
+    }
+    checks = [
+        result(code, "round_scorer", not found[code], code,
+               {"items": found[code], "rounds": [rd["round"] for rd in rounds if rd["failures"][code]]} if found[code] else None)
+        for code in ROUND_SCORERS
+    ]
+    for code, field in zip(END_SCORERS, ("end_status", "clock_state", "queue")):
+        checks.append(result(field, "field_equals", end_ok[code], code,
+                             None if end_ok[code] else {"expected": expected[field], "got": end[field]}))
+    total_gaps = sum(len(rd["gaps"]) for rd in rounds)
+    covered = sum(len(rd["gaps_covered"]) for rd in rounds)
+    scores = {code: 0.0 if found[code] else 1.0 for code in ROUND_SCORERS}
+    scores.update({code: 1.0 if ok else 0.0 for code, ok in end_ok.items()})
+    fields = {
+        "case_id": cid,
+        "premature_release": bool(found["premature_release"]),
+        "over_request": found["over_request"],
+        "under_request": found["under_request"],
+        "ignored_held_record": found["ignored_held_record"],
+        "wrong_queue": not end_ok["wrong_queue"],
+        "clock_state_wrong": not end_ok["clock_state_wrong"],
+        "end_state": end,
+        "scores": scores,
+        "rounds": rounds,
+        "round_scores": [rd["score"] for rd in rounds],
+        "gap_coverage": covered / total_gaps if total_gaps else 1.0,
+    }
+    metrics = {
+        "review_rounds": len(rounds),
+        "items_requested": sum(len(rd["requested_items"]) for rd in rounds),
+        "records_attached": sum(len(rd["attached_records"]) for rd in rounds),
+    }
+    return finalize(ep, checks, fields, guardrail_code="forbidden_write", metrics=metrics)

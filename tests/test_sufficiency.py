@@ -1,0 +1,361 @@
+"""Sufficiency domain: reset determinism, the sufficiency rule, tools, per-round scoring, the
+answer key and one wrong policy per failure code (the generic contract is in test_contract.py)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import pytest
+
+from backoffice.envs import get_domain, make_native
+from backoffice.envs.core.canonical import dumps, loads
+from backoffice.envs.core.release import load_release
+from backoffice.envs.sufficiency.generator import DEFECT_TAGS, generate
+from backoffice.envs.sufficiency.rules import assess, failed_conditions, normalise_name
+from backoffice.training.policies import get_policy
+from backoffice.training.policies.sufficiency import WRONG_POLICIES, Oracle
+from backoffice.training.rollout import run_episode
+
+DOMAIN = "sufficiency"
+
+
+@lru_cache(maxsize=None)
+def _release():
+    return load_release(DOMAIN)
+
+
+def _ids() -> tuple[str, ...]:
+    rel = _release()
+    return rel.split_ids["train"] + rel.split_ids["heldout"]
+
+
+def _key(task_id: str) -> dict[str, Any]:
+    return _release().answer_key(task_id)
+
+
+def _first(pred) -> str:
+    return next(t for t in _ids() if pred(_key(t)))
+
+
+def _step(env, tool: str, **args: Any) -> dict[str, Any]:
+    obs, *_ = env.step({"tool": tool, "args": args})
+    return loads(obs)
+
+
+# -- reset: identical seeds give identical state (the first test) -------------------------------
+def test_reset_with_same_seed_restores_identical_state() -> None:
+    env_a, env_b = make_native(DOMAIN), make_native(DOMAIN)
+    task_id = _first(lambda k: k["outcome_class"] == "release_after_reply" and k["expected"]["satisfiable_from_records"])
+    first = env_a.reset(seed=11, options={"task_id": task_id})
+    state = dumps(env_a.state.to_json())
+    # the case, its documents, held records and the reply schedule are all in the restored state
+    for table in ("cases", "documents", "held_records", "_events", "_uploads"):
+        assert env_a.state.count(table) > 0, table
+    assert env_b.reset(seed=11, options={"task_id": task_id}) == first
+    assert dumps(env_b.state.to_json()) == state
+    # play the episode (delivers replies, writes rows), then reset again: same state as before
+    run_episode(env_a, get_policy(DOMAIN, "oracle"), task_id=task_id, seed=11)
+    assert env_a.state.diff() != {}
+    assert env_a.reset(seed=11, options={"task_id": task_id}) == first
+    assert dumps(env_a.state.to_json()) == state
+    assert env_a.state.diff() == {}
+
+
+def test_reset_by_seed_draws_the_same_task() -> None:
+    env = make_native(DOMAIN)
+    obs1, info1 = env.reset(seed=123)
+    h1 = env.state.content_hash()
+    obs2, info2 = env.reset(seed=123)
+    assert (obs1, info1, h1) == (obs2, info2, env.state.content_hash())
+
+
+@pytest.mark.parametrize("tag", DEFECT_TAGS)
+def test_generator_is_pure(tag: str) -> None:
+    for seed in (1, 2, 99):
+        assert dumps(generate(seed, tag)) == dumps(generate(seed, tag))
+
+
+# -- the sufficiency rule ------------------------------------------------------------------------
+REQ = {"item_type": "proof_of_address", "max_age_days": 90, "signature_required": True,
+       "name_must_match": True, "accept_held_record": False}
+
+
+def _doc(**kw: Any) -> dict[str, Any]:
+    base = {"id": "D1", "item_type": "proof_of_address", "issued_on": "2026-01-01", "signed": True,
+            "name_on_document": "Ava Khan", "legible": True, "source": "applicant"}
+    return {**base, **kw}
+
+
+def test_age_limit_is_inclusive_and_future_dates_fail() -> None:
+    assert failed_conditions(_doc(issued_on="2026-01-01"), REQ, "Ava Khan", "2026-04-01") == []  # 90 days
+    assert failed_conditions(_doc(issued_on="2026-01-01"), REQ, "Ava Khan", "2026-04-02") == ["age"]  # 91 days
+    assert failed_conditions(_doc(issued_on="2026-04-03"), REQ, "Ava Khan", "2026-04-02") == ["age"]
+
+
+def test_each_condition_fails_alone() -> None:
+    today = "2026-02-01"
+    assert failed_conditions(_doc(signed=False), REQ, "Ava Khan", today) == ["signature"]
+    assert failed_conditions(_doc(legible=False), REQ, "Ava Khan", today) == ["legibility"]
+    assert failed_conditions(_doc(name_on_document="Eva Khan"), REQ, "Ava Khan", today) == ["name_match"]
+    assert failed_conditions(_doc(source="held_record"), REQ, "Ava Khan", today) == ["held_record_not_accepted"]
+    relaxed = {**REQ, "signature_required": False, "name_must_match": False}
+    assert failed_conditions(_doc(signed=False, name_on_document="Landlord Ltd"), relaxed, "Ava Khan", today) == []
+
+
+def test_names_compare_ignoring_case_and_spacing() -> None:
+    assert normalise_name("  AVA   khan ") == normalise_name("Ava Khan")
+    assert failed_conditions(_doc(name_on_document="AVA  KHAN"), REQ, "Ava Khan", "2026-02-01") == []
+
+
+def test_assess_splits_items_three_ways() -> None:
+    reqs = [REQ, {**REQ, "item_type": "bank_statement", "accept_held_record": True},
+            {**REQ, "item_type": "identity_document", "max_age_days": None}]
+    docs = [_doc(), _doc(id="D2", item_type="identity_document", legible=False)]
+    held = [{"id": "HR-1", "item_type": "bank_statement", "issued_on": "2026-01-20", "signed": True,
+             "name_on_document": "Ava Khan", "legible": True}]
+    a = assess(reqs, docs, held, "Ava Khan", "2026-02-01")
+    assert a.satisfied_items == ("proof_of_address",)
+    assert a.satisfiable_from_records == {"bank_statement": ("HR-1",)}
+    assert a.missing_items == ("identity_document",)
+    assert a.failures["identity_document"] == ("legibility",)
+
+
+# -- tools ---------------------------------------------------------------------------------------
+def _fresh(pred=lambda k: k["outcome_class"] == "release_after_reply"):
+    env = make_native(DOMAIN)
+    task_id = _first(pred)
+    env.reset(options={"task_id": task_id})
+    return env, _key(task_id)
+
+
+def test_request_pauses_clock_wait_delivers_and_resume_restarts() -> None:
+    env, key = _fresh()
+    cid = key["case_id"]
+    items = key["expected"]["rounds"][0]["request_items"]
+    before_docs = env.state.count("documents")
+    res = _step(env, "request_items", case_id=cid, items=items)
+    assert res["status"] == "ok"
+    case = env.state.get("cases", cid)
+    assert (case["status"], case["clock_state"]) == ("awaiting_info", "paused")
+    # cannot release nor resume while the applicant has not replied
+    for tool in ("release_case", "resume_clock"):
+        h = env.state.content_hash()
+        assert _step(env, tool, case_id=cid)["code"] == "conflict"
+        assert env.state.content_hash() == h
+    reply = _step(env, "wait", case_id=cid)
+    assert reply["status"] == "ok" and reply["result"]["documents"]
+    assert env.state.get("clock", "clock")["now"] == reply["result"]["now"] == key["expected"]["rounds"][1]["review_at"]
+    assert env.state.count("documents") == before_docs + len(reply["result"]["documents"])
+    case = env.state.get("cases", cid)
+    assert (case["status"], case["clock_state"], case["review_round"]) == ("in_review", "paused", 1)
+    assert _step(env, "resume_clock", case_id=cid)["status"] == "ok"
+    case = env.state.get("cases", cid)
+    assert case["clock_state"] == "running" and case["sla_due_on"] > env.state.snapshot.table("cases")[cid]["sla_due_on"]
+
+
+def test_tool_errors_are_structured_and_leave_state_unchanged() -> None:
+    rel = _release()
+
+    def has_foreign_record(k):
+        snap = rel.snapshot(k["task_id"])
+        mine = snap.table("cases")[k["case_id"]]["applicant_id"]
+        return k["outcome_class"] == "release_after_reply" and any(r["applicant_id"] != mine for r in snap.table("held_records").values())
+
+    env, key = _fresh(has_foreign_record)
+    cid = key["case_id"]
+    other_applicant_record = next(
+        r["id"] for r in env.state.iter_rows("held_records")
+        if r["applicant_id"] != env.state.get("cases", cid)["applicant_id"]
+    )
+    calls = [
+        ("wait", {"case_id": cid}, "precondition_failed"),  # nothing outstanding
+        ("get_case", {"case_id": "CASE-00000"}, "not_found"),
+        ("request_items", {"case_id": cid, "items": ["passport_photo"]}, "not_found"),
+        ("request_items", {"case_id": cid, "items": []}, "invalid_args"),
+        ("route_case", {"case_id": cid, "queue": "nowhere"}, "not_found"),
+        ("attach_held_record", {"case_id": cid, "record_id": other_applicant_record}, "not_found"),
+        ("resume_clock", {"case_id": cid}, "conflict"),  # already running
+        ("get_requirements", {"case_type": "pet_licence"}, "not_found"),
+        ("release_case", {"case_id": cid, "extra": 1}, "invalid_args"),
+    ]
+    h = env.state.content_hash()
+    for tool, args, code in calls:
+        res = _step(env, tool, **args)
+        assert (res["status"], res["code"]) == ("error", code), (tool, res)
+        assert env.state.content_hash() == h
+
+
+def test_wait_with_no_further_reply_is_a_precondition_error() -> None:
+    env, key = _fresh(lambda k: k["outcome_class"] == "awaiting_applicant")
+    cid = key["case_id"]
+    for rd in key["expected"]["rounds"]:
+        assert _step(env, "request_items", case_id=cid, items=rd["request_items"])["status"] == "ok"
+        res = _step(env, "wait", case_id=cid)
+        if rd["action"] == "await":
+            assert res["code"] == "precondition_failed"
+        else:
+            assert res["status"] == "ok"
+
+
+def test_attach_twice_conflicts_and_released_case_is_closed() -> None:
+    env, key = _fresh(lambda k: k["expected"]["rounds"][0]["attach_records"] and k["outcome_class"] == "release_now")
+    cid = key["case_id"]
+    record = key["expected"]["rounds"][0]["attach_records"][0]
+    assert _step(env, "attach_held_record", case_id=cid, record_id=record)["status"] == "ok"
+    assert _step(env, "attach_held_record", case_id=cid, record_id=record)["code"] == "conflict"
+    assert _step(env, "release_case", case_id=cid)["status"] == "ok"
+    assert _step(env, "request_items", case_id=cid, items=key["expected"]["satisfied_items"][:1])["code"] == "conflict"
+
+
+def test_list_results_never_expose_the_reply_script() -> None:
+    env, key = _fresh()
+    cid = key["case_id"]
+    text = "".join(
+        dumps(_step(env, tool, **args)).decode()
+        for tool, args in (("get_case", {"case_id": cid}), ("list_documents", {"case_id": cid}),
+                           ("search_held_records", {"case_id": cid}), ("list_cases", {"queue": "intake"}))
+    )
+    for row in env.state.iter_rows("_events"):
+        assert row["id"] not in text and row["at"] not in text
+    for row in env.state.iter_rows("_uploads"):
+        assert row["id"] not in text
+
+
+# -- the answer key and per-round scoring ---------------------------------------------------------
+@lru_cache(maxsize=None)
+def _oracle_grades() -> dict[str, dict[str, Any]]:
+    env = make_native(DOMAIN)
+    return {t: run_episode(env, get_policy(DOMAIN, "oracle"), task_id=t).grade for t in _ids()}
+
+
+def test_oracle_rounds_match_the_answer_key() -> None:
+    fields = ("review_at", "missing_items", "satisfied_items", "satisfiable_from_records")
+    for task_id, grade in _oracle_grades().items():
+        want = _key(task_id)["expected"]["rounds"]
+        assert [{f: r[f] for f in fields} for r in grade["rounds"]] == [{f: r[f] for f in fields} for r in want], task_id
+        assert [r["requested_items"] for r in grade["rounds"]] == [r["request_items"] for r in want]
+        assert [r["attached_records"] for r in grade["rounds"]] == [r["attach_records"] for r in want]
+        assert grade["round_scores"] == [1.0] * len(want)
+
+
+def test_tasks_need_two_or_three_review_rounds() -> None:
+    counts = {len(_key(t)["expected"]["rounds"]) for t in _ids()}
+    assert {1, 2, 3} <= counts
+
+
+class _LateOverRequest(Oracle):
+    """Correct at the first review, over-requests from the second one on."""
+
+    def request(self, a, round_no):
+        return sorted({*a.missing_items, *a.satisfied_items[:1]}) if round_no >= 1 else list(a.missing_items)
+
+
+class _StaleReviewer(Oracle):
+    """Treats an item satisfied at the first review as satisfied for good (ignores the new date)."""
+
+    def plan(self, brief, info):
+        self._ok_at_start: set[str] | None = None
+        return super().plan(brief, info)
+
+    def request(self, a, round_no):
+        if self._ok_at_start is None:
+            self._ok_at_start = set(a.satisfied_items)
+        return [i for i in a.missing_items if i not in self._ok_at_start]
+
+
+def test_second_review_is_scored_on_the_new_state() -> None:
+    env = make_native(DOMAIN)
+    task_id = _first(lambda k: len(k["expected"]["rounds"]) == 3)
+    grade = run_episode(env, _LateOverRequest(), task_id=task_id).grade
+    assert "over_request" in grade["failure_codes"]
+    assert grade["round_scores"][0] == 1.0 and grade["round_scores"][1] < 1.0
+    assert grade["rounds"][1]["failures"]["over_request"] and not grade["rounds"][0]["failures"]["over_request"]
+
+
+def test_document_that_expires_while_waiting_must_be_requested_again() -> None:
+    def expires_later(k):
+        rds = k["expected"]["rounds"]
+        return len(rds) > 1 and bool(set(rds[0]["satisfied_items"]) & set(rds[1]["missing_items"]))
+
+    env = make_native(DOMAIN)
+    tasks = [t for t in _ids() if expires_later(_key(t))]
+    assert len(tasks) >= 20
+    for task_id in tasks[:10]:
+        rds = _key(task_id)["expected"]["rounds"]
+        item = sorted(set(rds[0]["satisfied_items"]) & set(rds[1]["missing_items"]))[0]
+        assert item in _oracle_grades()[task_id]["rounds"][1]["requested_items"]
+        grade = run_episode(env, _StaleReviewer(), task_id=task_id).grade
+        assert "under_request" in grade["failure_codes"] and item in grade["under_request"]
+
+
+# -- one wrong policy per failure code ------------------------------------------------------------
+def _release_task(k):
+    return k["expected"]["end_status"] == "released"
+
+
+POSSIBLE = {
+    "premature_release": lambda k, s: bool(k["expected"]["missing_items"]),
+    "over_request": lambda k, s: any(r["action"] in ("request", "await") for r in k["expected"]["rounds"]),
+    "under_request": lambda k, s: bool(k["expected"]["missing_items"]),
+    "ignored_held_record": lambda k, s: bool(k["expected"]["satisfiable_from_records"]),
+    "wrong_queue": lambda k, s: _release_task(k),
+    "clock_state_wrong": lambda k, s: k["outcome_class"] == "release_after_reply",
+    "end_status_wrong": lambda k, s: _release_task(k),
+    "forbidden_write": lambda k, s: any(c["queue"] == "intake" and c["id"] != k["case_id"] for c in s.table("cases").values()),
+}
+
+
+def test_every_failure_code_has_a_wrong_policy() -> None:
+    assert set(WRONG_POLICIES) == set(get_domain(DOMAIN).failure_codes) == set(POSSIBLE)
+
+
+@pytest.mark.parametrize("code", sorted(WRONG_POLICIES))
+def test_wrong_policy_triggers_its_code_wherever_possible(code: str) -> None:
+    env, rel = make_native(DOMAIN), _release()
+    possible = 0
+    for task_id in _ids():
+        key, snap = _key(task_id), rel.snapshot(rel.task(task_id).snapshot_id)
+        grade = run_episode(env, get_policy(DOMAIN, f"wrong:{code}"), task_id=task_id).grade
+        assert code not in _oracle_grades()[task_id]["failure_codes"]
+        if POSSIBLE[code](key, snap):
+            possible += 1
+            assert code in grade["failure_codes"] and not grade["pass"], (task_id, grade["failure_codes"])
+        else:
+            assert code not in grade["failure_codes"], task_id
+    assert possible >= 20
+
+
+def test_noop_under_requests_whenever_something_is_missing() -> None:
+    env = make_native(DOMAIN)
+    for task_id in _ids()[:120]:
+        grade = run_episode(env, get_policy(DOMAIN, "noop"), task_id=task_id).grade
+        assert not grade["pass"]
+        assert ("under_request" in grade["failure_codes"]) == bool(
+            _key(task_id)["expected"]["missing_items"] or _key(task_id)["expected"]["satisfiable_from_records"])
+
+
+# -- rewards and evaluation lines ------------------------------------------------------------------
+def test_shaped_reward_gives_partial_credit_for_covered_gaps() -> None:
+    dom = get_domain(DOMAIN)
+    env = make_native(DOMAIN, reward_mode="shaped")
+    task_id = _first(lambda k: k["defect_tags"][0] == "reply_incomplete")
+    under = run_episode(env, get_policy(DOMAIN, "wrong:under_request"), task_id=task_id)
+    noop = run_episode(env, get_policy(DOMAIN, "noop"), task_id=task_id)
+    oracle = run_episode(env, get_policy(DOMAIN, "oracle"), task_id=task_id)
+    assert 0.0 < under.grade["gap_coverage"] < 1.0 and noop.grade["gap_coverage"] == 0.0
+    assert dom.terminal_shaping(noop.grade) < dom.terminal_shaping(under.grade) < dom.terminal_shaping(oracle.grade)
+    assert not under.grade["pass"]  # partial credit never turns into a pass
+
+
+def test_evaluation_line_carries_case_seed_scores_tags_and_steps() -> None:
+    from backoffice.training.evaluate import Job, run_job
+
+    task_id = _release().split_ids["heldout"][0]
+    rec = run_job(Job(DOMAIN, "wrong:over_request", task_id, "heldout", "t"))
+    for field in ("case_id", "seed", "scores", "failure_tags", "steps", "defect_tags", "outcome_class", "requirement_types"):
+        assert field in rec, field
+    assert rec["case_id"] == _key(task_id)["case_id"]
+    assert rec["failure_tags"] == rec["failure_codes"]
+    assert set(rec["scores"]) >= {"premature_release", "over_request", "under_request", "ignored_held_record",
+                                  "wrong_queue", "clock_state_wrong"}
