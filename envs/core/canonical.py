@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_NON_ASCII = re.compile(r"[^\x00-\x7e]")  # non-ASCII, and DEL (0x7f), which is not printable
 
 
 def dumps(obj: Any) -> bytes:
@@ -40,7 +40,7 @@ def dumps_ascii(obj: Any) -> str:
     orjson already escapes control characters, so the result only holds printable ASCII.
     """
     text = dumps(obj).decode()
-    if text.isascii():
+    if text.isascii() and "\x7f" not in text:
         return text
     return _NON_ASCII.sub(_escape, text)
 

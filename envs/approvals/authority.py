@@ -1,0 +1,224 @@
+"""Who may approve what, when: the desk policy as pure functions over tables.
+
+Used by the generator (to check that each task's trap is the only one) and by the grader (to
+judge every recorded decision at the clock of its own trace line). Never by tools, never by
+policies: the oracle works from tool results alone.
+
+``tables`` is any mapping ``table name -> {id: row}`` (a :class:`Snapshot`'s tables or plain
+dicts). Times are ISO strings; dates compare as strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from backoffice.envs.approvals.tables import is_missing, today
+
+Row = Mapping[str, Any]
+Tables = Mapping[str, Mapping[str, Row]]
+
+#: Problems an assessment can find (internal vocabulary; never shown to agents).
+HARD_LIMIT = "hard_limit"
+MISSING_INFO = "missing_info"
+SELF = "self"
+REPORTING_LINE = "reporting_line"
+INACTIVE_DELEGATION = "inactive_delegation"
+LIMIT = "limit"
+NO_AUTHORITY = "no_authority"
+
+
+def applicable_rule(tables: Tables, request_type: str, amount: int) -> Row | None:
+    """The rule whose band holds ``amount``; above every band, the top band (its hard limit
+    then decides). ``None`` if the type has no rules."""
+    rules = sorted((r for r in tables["rules"].values() if r["request_type"] == request_type), key=lambda r: r["min_amount"])
+    for rule in rules:
+        if rule["min_amount"] <= amount and (rule["max_amount"] is None or amount <= rule["max_amount"]):
+            return rule
+    if rules and amount > rules[-1]["min_amount"]:
+        return rules[-1]
+    return None
+
+
+def window_covers(valid_from: str | None, valid_to: str | None, day: str) -> bool:
+    """Inclusive date window check (``None`` bounds are open)."""
+    return (valid_from is None or valid_from <= day) and (valid_to is None or day <= valid_to)
+
+
+def assignment_active(rh: Row, at: str) -> bool:
+    return window_covers(rh["valid_from"], rh["valid_to"], today(at))
+
+
+def holds_directly(tables: Tables, person_id: str, role_id: str, at: str) -> list[Row]:
+    """Role assignments of ``person_id`` to ``role_id`` valid at ``at``."""
+    return [
+        rh for rh in tables["role_holders"].values()
+        if rh["person_id"] == person_id and rh["role_id"] == role_id and assignment_active(rh, at)
+    ]
+
+
+def delegation_in_effect(tables: Tables, d: Row, at: str) -> bool:
+    """Window covers the day, not revoked at or before ``at``, delegator still holds the role."""
+    if not window_covers(d["valid_from"], d["valid_to"], today(at)):
+        return False
+    if d["revoked_at"] is not None and d["revoked_at"] <= at:
+        return False
+    return bool(holds_directly(tables, d["delegator_id"], d["role_id"], at))
+
+
+def reporting_line(tables: Tables, person_id: str) -> list[str]:
+    """Managers of ``person_id`` from the direct one upwards (cycle-safe)."""
+    people = tables["people"]
+    out: list[str] = []
+    current = people.get(person_id)
+    while current is not None and current.get("manager_id") and current["manager_id"] not in out:
+        out.append(current["manager_id"])
+        current = people.get(current["manager_id"])
+    return out
+
+
+def role_sufficient(role: Row, request_type: str, level: int) -> bool:
+    return request_type in role["request_types"] and role["level"] >= level
+
+
+@dataclass
+class Authority:
+    """What ``person`` holds at ``at`` for a request."""
+
+    ids: list[str] = field(default_factory=list)  # assignment / delegation ids that authorise
+    covering: list[str] = field(default_factory=list)  # ids held now covering the type, any level/limit
+    inactive: list[str] = field(default_factory=list)  # delegations that would authorise if in effect
+    delegators: dict[str, str] = field(default_factory=dict)  # authorising delegation id -> delegator
+
+
+def authority(tables: Tables, person_id: str, request_type: str, amount: int, level: int, at: str) -> Authority:
+    """The person's authority for a request of ``request_type`` and ``amount`` at ``at``."""
+    roles = tables["roles"]
+    out = Authority()
+    for rh in sorted(tables["role_holders"].values(), key=lambda r: r["id"]):
+        role = roles.get(rh["role_id"])
+        if rh["person_id"] != person_id or role is None or not assignment_active(rh, at):
+            continue
+        if request_type in role["request_types"]:
+            out.covering.append(rh["id"])
+            if role_sufficient(role, request_type, level) and role["amount_limit"] >= amount:
+                out.ids.append(rh["id"])
+    for d in sorted(tables["delegations"].values(), key=lambda r: r["id"]):
+        role = roles.get(d["role_id"])
+        if d["delegate_id"] != person_id or role is None or request_type not in role["request_types"]:
+            continue
+        limit = role["amount_limit"] if d["cap"] is None else min(role["amount_limit"], d["cap"])
+        sufficient = role_sufficient(role, request_type, level) and limit >= amount
+        if delegation_in_effect(tables, d, at):
+            out.covering.append(d["id"])
+            if sufficient:
+                out.ids.append(d["id"])
+                out.delegators[d["id"]] = d["delegator_id"]
+        elif sufficient:
+            out.inactive.append(d["id"])
+    return out
+
+
+@dataclass
+class Assessment:
+    """The policy's verdict on one request with one named approver at one instant."""
+
+    rule_id: str | None
+    outcome: str  # proceed / hold / reject / escalate
+    problems: list[str]  # every problem found, in policy order
+    approver_problems: list[str]  # the subset that makes the approver invalid for a proceed
+    authority_ids: list[str]
+    accepted_roles: list[str]
+    required_role_id: str | None
+    delegators: dict[str, str]
+
+
+def accepted_roles(tables: Tables, request_type: str, amount: int, level: int) -> list[str]:
+    """Roles that could approve the request (escalation targets that count)."""
+    return sorted(
+        r["id"] for r in tables["roles"].values()
+        if role_sufficient(r, request_type, level) and r["amount_limit"] >= amount
+    )
+
+
+def assess(tables: Tables, request: Row, approver_id: str, at: str) -> Assessment:
+    """Apply the desk policy (``tables.POLICY``) to ``request`` with ``approver_id`` at ``at``."""
+    rule = applicable_rule(tables, request["type"], request["amount"])
+    if rule is None:
+        return Assessment(None, "escalate", [NO_AUTHORITY], [NO_AUTHORITY], [], [], None, {})
+    amount = request["amount"]
+    problems: list[str] = []
+    approver: list[str] = []
+    if amount > rule["hard_limit"]:
+        problems.append(HARD_LIMIT)
+        approver.append(HARD_LIMIT)
+    if any(is_missing(request.get(f)) for f in rule["required_fields"]):
+        problems.append(MISSING_INFO)
+    if rule["sod_not_requester"] and approver_id == request["requester_id"]:
+        approver.append(SELF)
+    if rule["sod_not_in_requester_line"] and request["requester_id"] in reporting_line(tables, approver_id):
+        approver.append(REPORTING_LINE)
+    auth = authority(tables, approver_id, request["type"], amount, rule["required_level"], at)
+    if not auth.ids:
+        if auth.inactive:
+            approver.append(INACTIVE_DELEGATION)
+        elif auth.covering:
+            approver.append(LIMIT)
+        else:
+            approver.append(NO_AUTHORITY)
+    problems.extend(p for p in approver if p != HARD_LIMIT)
+    if HARD_LIMIT in problems:
+        outcome = "reject"
+    elif MISSING_INFO in problems:
+        outcome = "hold"
+    elif approver:
+        outcome = "escalate"
+    else:
+        outcome = "proceed"
+    return Assessment(
+        rule["id"], outcome, problems, approver, auth.ids,
+        accepted_roles(tables, request["type"], amount, rule["required_level"]),
+        rule["required_role_id"], auth.delegators,
+    )
+
+
+def applies_as_basis(tables: Tables, basis_ids: Iterable[str], assessment: Assessment, outcome: str,
+                     approver_id: str | None, at: str) -> tuple[bool, list[str]]:
+    """Do the cited ids exist and apply to the recorded decision? Returns ``(ok, problems)``.
+
+    Always required: the applicable rule. For ``proceed``: at least one id that gives the
+    approver authority (an assignment or delegation in :attr:`Assessment.authority_ids`);
+    assignments of a cited delegation's delegator are accepted as supporting. For other
+    outcomes, extra ids must be assignments or delegations of the approver named in the task.
+    """
+    ids = list(basis_ids)
+    issues: list[str] = []
+    if assessment.rule_id is None or assessment.rule_id not in ids:
+        issues.append("rule not cited")
+    supporting: set[str] = set()
+    for did in ids:
+        if did in assessment.delegators:
+            d = tables["delegations"][did]
+            supporting.update(rh["id"] for rh in holds_directly(tables, d["delegator_id"], d["role_id"], at))
+    if outcome == "proceed" and not any(i in assessment.authority_ids for i in ids):
+        issues.append("no authority cited")
+    for cid in ids:
+        if cid == assessment.rule_id:
+            continue
+        if cid in tables["rules"]:
+            issues.append(f"{cid} does not apply")
+            continue
+        rh = tables["role_holders"].get(cid)
+        d = tables["delegations"].get(cid)
+        if rh is None and d is None:
+            issues.append(f"{cid} does not exist")
+            continue
+        if outcome == "proceed":
+            if cid not in assessment.authority_ids and cid not in supporting:
+                issues.append(f"{cid} does not apply")
+        else:
+            person = rh["person_id"] if rh is not None else d["delegate_id"]  # type: ignore[index]
+            if person != approver_id:
+                issues.append(f"{cid} does not apply")
+    return not issues, issues

@@ -1,0 +1,300 @@
+"""Tools of the approval desk.
+
+Read tools never change state. Writing tools (``record_decision``, ``escalate``,
+``post_ledger_entry``, ``release_order``) check only their own preconditions: like the real
+systems, the downstream tools do not know whether a valid approval exists, so an agent can
+release money before (or without) a valid decision; the grader sees that in the diff and trace.
+Error codes: ``not_found``, ``conflict``, ``precondition_failed`` and ``invalid_args``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints
+
+from backoffice.envs.approvals.tables import (
+    DECISION_STATUS, LEDGER_TYPES, OPEN_STATUSES, POLICY, REQUEST_TYPES, normalise_instant, today,
+)
+from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
+
+toolkit = Toolkit()
+
+Id = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+PAGE_SIZE = 10
+
+
+def _now(ctx: ToolContext) -> str:
+    return ctx.now
+
+
+def _as_of(ctx: ToolContext, value: str | None) -> str:
+    if value is None:
+        return _now(ctx)
+    try:
+        return normalise_instant(value)
+    except ValueError:
+        raise ToolError("invalid_args", "as_of must be an ISO date (YYYY-MM-DD) or datetime (YYYY-MM-DDTHH:MM:SS)") from None
+
+
+def _request(ctx: ToolContext, request_id: str) -> dict[str, Any]:
+    row = ctx.store.get("requests", request_id)
+    if row is None:
+        raise ToolError("not_found", f"no request {request_id[:64]!r}")
+    return row
+
+
+def _person_summary(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: row[k] for k in ("id", "name", "title", "department", "email")}
+
+
+# -- read tools ---------------------------------------------------------------------------
+class ListPendingArgs(ToolArgs):
+    page: int = Field(1, ge=1, le=100, description="Page number (10 requests per page).")
+
+
+@toolkit.tool
+def list_pending(ctx: ToolContext, args: ListPendingArgs) -> dict:
+    """List the requests waiting for a decision (status pending or on_hold), oldest first, with the desk clock."""
+    rows = sorted(
+        (r for r in ctx.store.iter_rows("requests") if r["status"] in OPEN_STATUSES),
+        key=lambda r: (r["submitted_at"], r["id"]),
+    )
+    pages = max(1, -(-len(rows) // PAGE_SIZE))
+    chunk = rows[(args.page - 1) * PAGE_SIZE: args.page * PAGE_SIZE]
+    return {
+        "now": _now(ctx), "page": args.page, "pages": pages, "total": len(rows),
+        "requests": [
+            {k: r[k] for k in ("id", "type", "amount", "currency", "requester_id", "status", "submitted_at")}
+            for r in chunk
+        ],
+    }
+
+
+class RequestArgs(ToolArgs):
+    request_id: Id = Field(description="Request id, e.g. REQ-4821.")
+
+
+@toolkit.tool
+def get_request(ctx: ToolContext, args: RequestArgs) -> dict:
+    """Return one request with every field (empty fields are null) and its order, if any."""
+    row = _request(ctx, args.request_id)
+    order = ctx.store.get("orders", row["order_id"]) if row.get("order_id") else None
+    return {"request": row, "order": order, "now": _now(ctx)}
+
+
+class RulesArgs(ToolArgs):
+    request_type: Literal[REQUEST_TYPES] = Field(description="Request type whose approval rules to return.")  # type: ignore[valid-type]
+
+
+@toolkit.tool
+def get_rules(ctx: ToolContext, args: RulesArgs) -> dict:
+    """Return the approval rules (amount bands, required role and level, hard limit, separation-of-duties flags, required fields) of a request type, and the desk procedure."""
+    rules = sorted(ctx.store.rows("rules", request_type=args.request_type), key=lambda r: r["min_amount"])
+    return {"request_type": args.request_type, "rules": rules, "procedure": list(POLICY)}
+
+
+@toolkit.tool
+def list_roles(ctx: ToolContext, args: NoArgs) -> dict:
+    """Return every approval role: request types covered, amount limit (cents) and level."""
+    return {"roles": ctx.store.rows("roles")}
+
+
+class FindPeopleArgs(ToolArgs):
+    name: Annotated[str, StringConstraints(min_length=2, max_length=80)] = Field(
+        description="A person's name or part of it (case-insensitive).")
+
+
+@toolkit.tool
+def find_people(ctx: ToolContext, args: FindPeopleArgs) -> dict:
+    """Find people by name (substring or shared surname): id, name, title, department, email."""
+    query = args.name.strip().lower()
+    last = query.split()[-1] if query.split() else query
+    hits = [
+        _person_summary(p) for p in ctx.store.iter_rows("people")
+        if query in p["name"].lower() or p["name"].lower().split()[-1] == last
+    ]
+    return {"people": hits[:PAGE_SIZE], "total": len(hits)}
+
+
+class PersonArgs(ToolArgs):
+    person_id: Id = Field(description="Person id, e.g. EMP-1234.")
+
+
+@toolkit.tool
+def get_person(ctx: ToolContext, args: PersonArgs) -> dict:
+    """Return one person with their manager and full reporting line (managers from the direct one upwards)."""
+    row = ctx.store.get("people", args.person_id)
+    if row is None:
+        raise ToolError("not_found", f"no person {args.person_id[:64]!r}")
+    line: list[str] = []
+    current = row
+    while current is not None and current.get("manager_id") and current["manager_id"] not in line and len(line) < 20:
+        line.append(current["manager_id"])
+        current = ctx.store.get("people", current["manager_id"])
+    return {"person": row, "reporting_line": line}
+
+
+class RoleHoldersArgs(ToolArgs):
+    role_id: Id = Field(description="Role id, e.g. R-417.")
+    as_of: Annotated[str, StringConstraints(max_length=32)] | None = Field(
+        None, description="ISO date or datetime; default: now (the desk clock).")
+
+
+@toolkit.tool
+def lookup_role_holders(ctx: ToolContext, args: RoleHoldersArgs) -> dict:
+    """Return the people holding a role as of a date (assignments whose valid_from <= date <= valid_to)."""
+    if ctx.store.get("roles", args.role_id) is None:
+        raise ToolError("not_found", f"no role {args.role_id[:64]!r}")
+    at = _as_of(ctx, args.as_of)
+    day = today(at)
+    holders = []
+    for rh in ctx.store.iter_rows("role_holders"):
+        if rh["role_id"] != args.role_id or rh["valid_from"] > day or (rh["valid_to"] is not None and rh["valid_to"] < day):
+            continue
+        person = ctx.store.get("people", rh["person_id"])
+        holders.append({
+            "assignment_id": rh["id"], "person_id": rh["person_id"], "name": person["name"] if person else None,
+            "valid_from": rh["valid_from"], "valid_to": rh["valid_to"],
+        })
+    return {"role_id": args.role_id, "as_of": at, "holders": holders}
+
+
+class DelegationsArgs(ToolArgs):
+    person_id: Id = Field(description="Person id whose delegations to return.")
+    as_of: Annotated[str, StringConstraints(max_length=32)] | None = Field(
+        None, description="ISO date or datetime; default: now (the desk clock).")
+    include_inactive: bool = Field(
+        False, description="Also return delegations not in effect at as_of (expired, future or revoked).")
+
+
+def _in_effect(row: dict[str, Any], at: str) -> bool:
+    day = today(at)
+    if row["valid_from"] > day or (row["valid_to"] is not None and row["valid_to"] < day):
+        return False
+    return row["revoked_at"] is None or row["revoked_at"] > at
+
+
+@toolkit.tool
+def lookup_delegations(ctx: ToolContext, args: DelegationsArgs) -> dict:
+    """Return delegations received and given by a person that are in effect as of a date/time (window covers the date, not revoked by then), or all of them with include_inactive."""
+    if ctx.store.get("people", args.person_id) is None:
+        raise ToolError("not_found", f"no person {args.person_id[:64]!r}")
+    at = _as_of(ctx, args.as_of)
+    received, given = [], []
+    for d in ctx.store.iter_rows("delegations"):
+        if not args.include_inactive and not _in_effect(d, at):
+            continue
+        if d["delegate_id"] == args.person_id:
+            received.append(d)
+        if d["delegator_id"] == args.person_id:
+            given.append(d)
+    return {"person_id": args.person_id, "as_of": at, "received": received, "given": given}
+
+
+# -- writing tools ------------------------------------------------------------------------
+BasisIds = Annotated[list[Id], Field(max_length=10)]
+
+
+class DecisionArgs(ToolArgs):
+    request_id: Id = Field(description="Request to decide.")
+    outcome: Literal["proceed", "hold", "reject"] = Field(
+        description="proceed (approve), hold (waiting for information) or reject. To route a request use escalate.")
+    approver_id: Id | None = Field(None, description="Person id of the approver; required for proceed.")
+    basis_ids: BasisIds = Field(default_factory=list, description="Ids the decision rests on: rule id, role assignment id or delegation id.")
+    note: Annotated[str, StringConstraints(max_length=500)] = Field("", description="Short note for the audit trail.")
+
+
+def _open_request(ctx: ToolContext, request_id: str) -> dict[str, Any]:
+    row = _request(ctx, request_id)
+    if row["status"] not in OPEN_STATUSES:
+        raise ToolError("conflict", f"request {request_id} is already {row['status']}")
+    return row
+
+
+def _write_decision(ctx: ToolContext, request: dict[str, Any], outcome: str, approver_id: str | None,
+                    basis_ids: list[str], note: str, escalated_to: str | None) -> dict[str, Any]:
+    rid = request["id"]
+    n = 1 + sum(1 for d in ctx.store.iter_rows("decisions") if d["request_id"] == rid)
+    row = ctx.store.insert("decisions", {
+        "id": f"DEC-{rid}-{n}", "request_id": rid, "outcome": outcome, "approver_id": approver_id,
+        "basis_ids": list(basis_ids), "escalated_to": escalated_to, "note": note, "decided_at": _now(ctx),
+    })
+    ctx.store.update("requests", rid, {"status": DECISION_STATUS[outcome]})
+    return row
+
+
+@toolkit.tool
+def record_decision(ctx: ToolContext, args: DecisionArgs) -> dict:
+    """Record a decision on an open request (pending or on_hold) and set its status (approved / on_hold / rejected). A proceed names the approver."""
+    request = _open_request(ctx, args.request_id)
+    if args.approver_id is not None and ctx.store.get("people", args.approver_id) is None:
+        raise ToolError("not_found", f"no person {args.approver_id[:64]!r}")
+    if args.outcome == "proceed" and args.approver_id is None:
+        raise ToolError("precondition_failed", "a proceed decision needs approver_id")
+    row = _write_decision(ctx, request, args.outcome, args.approver_id, args.basis_ids, args.note, None)
+    return {"decision": row, "request_status": DECISION_STATUS[args.outcome]}
+
+
+class EscalateArgs(ToolArgs):
+    request_id: Id = Field(description="Request to route.")
+    role_id: Id = Field(description="Role the request is routed to.")
+    basis_ids: BasisIds = Field(default_factory=list, description="Ids the routing rests on (the rule id).")
+    note: Annotated[str, StringConstraints(max_length=500)] = Field("", description="Short note for the audit trail.")
+
+
+@toolkit.tool
+def escalate(ctx: ToolContext, args: EscalateArgs) -> dict:
+    """Route an open request to a role's holders: records an 'escalate' decision and sets the status to escalated."""
+    request = _open_request(ctx, args.request_id)
+    if ctx.store.get("roles", args.role_id) is None:
+        raise ToolError("not_found", f"no role {args.role_id[:64]!r}")
+    row = _write_decision(ctx, request, "escalate", None, args.basis_ids, args.note, args.role_id)
+    return {"decision": row, "request_status": "escalated"}
+
+
+class LedgerArgs(ToolArgs):
+    request_id: Id = Field(description="Request the entry settles.")
+    account: Id = Field(description="Account credited (the request's beneficiary_account).")
+    amount: int = Field(ge=1, le=10**12, description="Amount in cents.")
+    memo: Annotated[str, StringConstraints(max_length=200)] = Field("", description="Ledger memo.")
+
+
+@toolkit.tool
+def post_ledger_entry(ctx: ToolContext, args: LedgerArgs) -> dict:
+    """Post the ledger entry that pays out a refund, credit adjustment, write-off or expense claim. One entry per request."""
+    request = _request(ctx, args.request_id)
+    if request["type"] not in LEDGER_TYPES:
+        raise ToolError("precondition_failed", f"{request['type']} requests are released with release_order")
+    if any(e["request_id"] == request["id"] for e in ctx.store.iter_rows("ledger_entries")):
+        raise ToolError("conflict", f"a ledger entry for {request['id']} already exists")
+    row = ctx.store.insert("ledger_entries", {
+        "id": f"LE-{request['id']}-1", "request_id": request["id"], "account": args.account,
+        "amount": args.amount, "memo": args.memo, "posted_at": _now(ctx),
+    })
+    return {"ledger_entry": row}
+
+
+class OrderArgs(ToolArgs):
+    order_id: Id = Field(description="Order id, e.g. PO-30117.")
+
+
+@toolkit.tool
+def release_order(ctx: ToolContext, args: OrderArgs) -> dict:
+    """Release an order awaiting approval (purchase orders and vendor payments) to the supplier."""
+    row = ctx.store.get("orders", args.order_id)
+    if row is None:
+        raise ToolError("not_found", f"no order {args.order_id[:64]!r}")
+    if row["status"] != "awaiting_approval":
+        raise ToolError("conflict", f"order {args.order_id} is {row['status']}")
+    new = ctx.store.update("orders", args.order_id, {"status": "released", "released_at": _now(ctx)})
+    return {"order": new}
+
+
+@toolkit.tool(terminal=True)
+def submit(ctx: ToolContext, args: NoArgs) -> dict:
+    """Finish the task (ends the episode)."""
+    return {"submitted": True}
+
+
+ALL_TOOLS = tuple(toolkit.names)

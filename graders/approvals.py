@@ -1,0 +1,167 @@
+"""The approvals grader: a pure function of the episode.
+
+Every decision the episode recorded on the target request is judged against the rules and the
+delegation windows **at its own decision time** (the clock of its trace line), using the
+snapshot's reference tables (people, roles, role_holders, delegations, rules), which no tool
+can change.
+
+Grade fields:
+    approver_valid   every ``proceed`` names the approver the task names, who may approve at
+                     decision time (authority, limits, hard limit, separation of duties)
+    outcome_match    the last decision's outcome is the expected one; an escalation counts when
+                     it goes to a role that may approve the request
+    side_effects     downstream rows (``ledger_entries:*``, ``orders:*``) written before a valid
+                     proceed decision (all of them when there is none)
+    basis_cited      the final decision cites the applicable rule and, for a proceed, the
+                     assignment or delegation that gives the authority; every cited id exists
+                     and applies
+    outcome          the last decision's outcome (``None`` when nothing was decided)
+
+Failure codes: invalid_approver, self_approval, expired_delegation_used, over_limit (a proceed
+by someone who may not approve, by reason; expired_delegation_used also when a proceed cites a
+delegation not in effect at decision time), wrong_outcome (wrong outcome, or a proceed whose
+ledger entry / order release is missing or wrong), side_effect_before_decision,
+basis_missing_or_wrong, and the guardrail's forbidden_write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from backoffice.envs.approvals import authority as auth
+from backoffice.graders.checks import result
+from backoffice.graders.grade import finalize
+
+if TYPE_CHECKING:
+    from backoffice.envs.core.domain import Episode
+
+#: assessment problem -> failure code of a proceed that ignored it (first one wins)
+_PROBLEM_CODE = (
+    (auth.SELF, "self_approval"),
+    (auth.HARD_LIMIT, "over_limit"),
+    (auth.INACTIVE_DELEGATION, "expired_delegation_used"),
+    (auth.LIMIT, "over_limit"),
+    (auth.NO_AUTHORITY, "invalid_approver"),
+    (auth.REPORTING_LINE, "invalid_approver"),
+)
+_DOWNSTREAM = ("ledger_entries", "orders")
+
+
+class _SnapshotTables(Mapping):
+    """The snapshot's tables as ``name -> {id: row}`` (read-only view)."""
+
+    def __init__(self, snapshot: Any):
+        self._snap = snapshot
+
+    def __getitem__(self, name: str) -> Mapping[str, Any]:
+        return self._snap.table(name)
+
+    def __iter__(self):  # pragma: no cover - not used
+        return iter(self._snap.table_names)
+
+    def __len__(self) -> int:  # pragma: no cover - not used
+        return len(self._snap.table_names)
+
+
+def _decisions(ep: Episode, request_id: str) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
+    """Decisions recorded on ``request_id`` (with step and clock) and every downstream write."""
+    decisions: list[dict[str, Any]] = []
+    downstream: list[tuple[int, str]] = []
+    for rec in ep.trace:
+        if rec["result_status"] != "ok":
+            continue
+        for key in rec["changed_ids"]:
+            table, _, rid = key.partition(":")
+            if table in _DOWNSTREAM:
+                downstream.append((rec["step"], key))
+            elif table == "decisions":
+                row = ep.state.get("decisions", rid)
+                if row is not None and row["request_id"] == request_id:
+                    decisions.append({**row, "_step": rec["step"], "_clock": rec["clock"]})
+    return decisions, downstream
+
+
+def grade(ep: Episode) -> dict[str, Any]:
+    """Grade one approvals episode (see the module docstring)."""
+    exp = ep.key["expected"]
+    rid = exp["request_id"]
+    named = exp["approver_id"]
+    tables = _SnapshotTables(ep.snapshot)
+    request = ep.snapshot.table("requests")[rid]
+    decisions, downstream = _decisions(ep, rid)
+
+    # approver_valid: every proceed, at its own decision time
+    invalid_codes: list[str] = []
+    first_valid_step: int | None = None
+    verdicts: dict[str, auth.Assessment] = {}
+    for d in decisions:
+        if d["outcome"] != "proceed":
+            continue
+        verdict = auth.assess(tables, request, d["approver_id"], d["_clock"])
+        verdicts[d["id"]] = verdict
+        problems = set(verdict.approver_problems)
+        if d["approver_id"] != named:
+            problems.add(auth.NO_AUTHORITY)
+        if problems:
+            invalid_codes.append(next(code for p, code in _PROBLEM_CODE if p in problems))
+        elif verdict.outcome == "proceed" and first_valid_step is None:
+            first_valid_step = d["_step"]
+    approver_valid = not invalid_codes
+    checks = [result("approver_valid", "approver_valid", approver_valid, invalid_codes[0] if invalid_codes else None,
+                     None if approver_valid else {"codes": invalid_codes})]
+
+    # outcome_match: the last decision
+    final = decisions[-1] if decisions else None
+    outcome = final["outcome"] if final else None
+    outcome_match = outcome == exp["outcome"]
+    if outcome_match and outcome == "escalate":
+        outcome_match = final["escalated_to"] in exp["accepted_roles"]  # type: ignore[index]
+    checks.append(result("outcome_match", "outcome_match", outcome_match, "wrong_outcome",
+                         None if outcome_match else {"expected": exp["outcome"], "got": outcome}))
+
+    # downstream effect of a proceed: exactly the request's ledger entry / order release
+    if exp["outcome"] == "proceed":
+        ds = exp["downstream"]
+        if ds["kind"] == "ledger":
+            created = ep.diff.get("ledger_entries", {}).get("created", [])
+            rows = [ep.state.get("ledger_entries", i) for i in created]
+            mine = [r for r in rows if r is not None and r["request_id"] == rid]
+            ok = len(mine) == 1 and mine[0]["account"] == ds["account"] and mine[0]["amount"] == ds["amount"]
+            detail = None if ok else {"ledger_entries": [{"account": r["account"], "amount": r["amount"]} for r in mine]}
+        else:
+            order = ep.state.get("orders", ds["order_id"])
+            ok = order is not None and order["status"] == "released"
+            detail = None if ok else {"order_status": order["status"] if order else None}
+        checks.append(result("downstream_released", "downstream", ok, "wrong_outcome", detail))
+
+    # side_effects: downstream writes before a valid proceed decision
+    side_effects = sorted({key for step, key in downstream if first_valid_step is None or step < first_valid_step})
+    checks.append(result("side_effects", "side_effects", not side_effects, "side_effect_before_decision",
+                         {"rows": side_effects} if side_effects else None))
+
+    # basis_cited: on the final decision, at its decision time; a proceed resting on a
+    # delegation that is not in effect then is an expired delegation used
+    basis_code = "basis_missing_or_wrong"
+    if final is None:
+        basis_ok, basis_issues = False, ["no decision recorded"]
+    else:
+        verdict = verdicts.get(final["id"]) or auth.assess(tables, request, named, final["_clock"])
+        basis_ok, basis_issues = auth.applies_as_basis(
+            tables, final["basis_ids"], verdict, final["outcome"],
+            final["approver_id"] if final["outcome"] == "proceed" else named, final["_clock"],
+        )
+        if final["outcome"] == "proceed" and any(
+            (d := tables["delegations"].get(i)) is not None and not auth.delegation_in_effect(tables, d, final["_clock"])
+            for i in final["basis_ids"]
+        ):
+            basis_code = "expired_delegation_used"
+    checks.append(result("basis_cited", "basis_cited", basis_ok, basis_code,
+                         None if basis_ok else {"issues": basis_issues}))
+
+    fields = {
+        "approver_valid": approver_valid, "outcome_match": outcome_match, "side_effects": side_effects,
+        "basis_cited": basis_ok, "outcome": outcome,
+    }
+    return finalize(ep, checks, fields, guardrail_code="forbidden_write",
+                    metrics={"decisions": len(decisions), "downstream_writes": len(downstream)})

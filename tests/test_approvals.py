@@ -1,0 +1,372 @@
+"""Approvals domain: wrong policies, the desk's tricky rules, tool behaviour, world richness."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from functools import lru_cache
+from typing import Any
+
+import pytest
+
+from backoffice.envs import get_domain, make_native
+from backoffice.envs.approvals import authority as auth
+from backoffice.envs.approvals.generator import DEFECT_TAGS, generate
+from backoffice.envs.approvals.tables import add_days
+from backoffice.envs.core import Episode, Snapshot, Store
+from backoffice.envs.core.release import load_release
+from backoffice.graders.approvals import grade
+from backoffice.training.policies import get_policy
+from backoffice.training.policies.approvals import WRONG_POLICIES, Oracle
+from backoffice.training.policies.base import ScriptedPolicy, call
+from backoffice.training.rollout import run_episode
+
+DOMAIN = "approvals"
+
+
+@lru_cache(maxsize=None)
+def release() -> Any:
+    return load_release(DOMAIN)
+
+
+def all_ids() -> tuple[str, ...]:
+    rel = release()
+    return rel.split_ids["train"] + rel.split_ids["heldout"]
+
+
+def key(task_id: str) -> dict[str, Any]:
+    return release().answer_key(task_id)
+
+
+@lru_cache(maxsize=None)
+def run(policy: str, task_id: str) -> dict[str, Any]:
+    env = _env()
+    return run_episode(env, get_policy(DOMAIN, policy), task_id=task_id).grade
+
+
+@lru_cache(maxsize=None)
+def _env() -> Any:
+    return make_native(DOMAIN)
+
+
+# -- wrong policies: each triggers its code wherever the mistake is possible ---------------------
+def _escalate_with(*tags: str):
+    return lambda k: k["defect_tags"][0] in tags and k["outcome_class"] == "escalate"
+
+
+POSSIBLE = {
+    "invalid_approver": _escalate_with("wrong_request_type", "role_ended", "approver_is_requesters_subordinate"),
+    "self_approval": lambda k: k["defect_tags"][0] == "self_approval",
+    "wrong_outcome": lambda k: k["outcome_class"] in ("escalate", "reject"),
+    "side_effect_before_decision": lambda k: k["outcome_class"] == "proceed",
+    "basis_missing_or_wrong": lambda k: True,
+    "expired_delegation_used": _escalate_with("expired_delegation", "future_delegation", "revoked_delegation"),
+    "over_limit": lambda k: k["defect_tags"][0] in ("over_limit", "needs_escalation"),
+    "forbidden_write": lambda k: True,
+}
+
+
+def test_every_failure_code_has_a_wrong_policy() -> None:
+    assert set(WRONG_POLICIES) == set(get_domain(DOMAIN).failure_codes) == set(POSSIBLE)
+
+
+@pytest.mark.parametrize("code", sorted(POSSIBLE))
+def test_wrong_policy_triggers_its_code_where_possible(code: str) -> None:
+    possible = [t for t in all_ids() if POSSIBLE[code](key(t))]
+    assert len(possible) >= 20
+    missed = [t for t in possible if code not in run(f"wrong:{code}", t)["failure_codes"]]
+    assert not missed, f"wrong:{code} misses {len(missed)} tasks, e.g. {missed[:5]}"
+    assert all(not run(f"wrong:{code}", t)["pass"] for t in possible)
+
+
+def test_oracle_never_triggers_any_code() -> None:
+    codes = Counter(c for t in all_ids() for c in run("oracle", t)["failure_codes"])
+    assert not codes
+    assert all(run("oracle", t)["pass"] for t in all_ids())
+
+
+# -- shortcuts fail ------------------------------------------------------------------------------
+class AlwaysEscalate(ScriptedPolicy):
+    """Looks up the rule and always routes to its required role (skips every authority check)."""
+
+    def plan(self, brief, info):
+        rid = brief["params"]["request_id"]
+        req = (yield call("get_request", request_id=rid))["result"]["request"]
+        rules = (yield call("get_rules", request_type=req["type"]))["result"]["rules"]
+        rule = next(r for r in rules if r["min_amount"] <= req["amount"] and (r["max_amount"] is None or req["amount"] <= r["max_amount"]))
+        yield call("escalate", request_id=rid, role_id=rule["required_role_id"], basis_ids=[rule["id"]])
+
+
+class TrustsAnyRole(Oracle):
+    """Approves whenever the approver holds any role (or delegation) at all, now or ever."""
+
+    def hard_limit_exceeded(self, request, rule):
+        return False
+
+    def is_self(self, request, approver_id):
+        return False
+
+    def line_breach(self, rule, request, line):
+        return False
+
+    def candidate_roles(self, roles, request, rule):
+        return roles
+
+    def assignment_as_of(self, request):
+        return [None, request["submitted_at"]]
+
+    def delegation_query(self, request):
+        return {"include_inactive": True}
+
+    def delegation_usable(self, d, request):
+        return True
+
+
+@pytest.mark.parametrize("policy,ceiling", [(AlwaysEscalate, 0.6), (TrustsAnyRole, 0.5)])
+def test_shortcut_policies_fail_most_tasks(policy: type, ceiling: float) -> None:
+    env = _env()
+    ids = release().split_ids["heldout"]
+    passed = sum(run_episode(env, policy(), task_id=t).grade["pass"] for t in ids)
+    assert passed / len(ids) < ceiling
+
+
+def test_outcome_classes_are_mixed_in_every_split() -> None:
+    for split in ("train", "heldout"):
+        counts = Counter(key(t)["outcome_class"] for t in release().split_ids[split])
+        assert set(counts) == {"proceed", "hold", "reject", "escalate"}
+        assert max(counts.values()) / sum(counts.values()) < 0.5
+
+
+# -- the world is rich enough that shortcuts fail --------------------------------------------------
+def test_every_world_holds_the_classic_traps() -> None:
+    rel = release()
+    look_alikes = 0
+    for task_id in all_ids():
+        snap = rel.snapshot(task_id)
+        now = snap.table("clock")["clock"]["now"]
+        yesterday = add_days(now[:10], -1)
+        roles = snap.table("roles")
+        types = {t for r in roles.values() for t in r["request_types"]}
+        assert any(set(r["request_types"]) != types for r in roles.values())  # roles cover other types
+        assert any(rh["valid_to"] == yesterday for rh in snap.table("role_holders").values())  # ended yesterday
+        assert any(d["cap"] is not None for d in snap.table("delegations").values())  # capped delegation
+        names = Counter(p["name"] for p in snap.table("people").values())
+        params = rel.task(task_id).params
+        look_alikes += names[params["approver_name"]] > 1
+        pending = [r for r in snap.table("requests").values() if r["status"] in ("pending", "on_hold")]
+        assert len(pending) >= 5
+    assert look_alikes > len(all_ids()) // 2
+
+
+def test_subordinate_tasks_have_the_approver_in_the_requesters_line() -> None:
+    rel = release()
+    for task_id in all_ids():
+        k = key(task_id)
+        if k["defect_tags"][0] != "approver_is_requesters_subordinate":
+            continue
+        tables = {n: rel.snapshot(task_id).table(n) for n in rel.snapshot(task_id).table_names}
+        req = tables["requests"][k["expected"]["request_id"]]
+        assert req["requester_id"] in auth.reporting_line(tables, k["expected"]["approver_id"])
+
+
+def test_generator_is_pure_and_rejects_unknown_tags() -> None:
+    for tag in DEFECT_TAGS:
+        assert generate(11, tag) == generate(11, tag)
+    with pytest.raises(ValueError):
+        generate(1, "no_such_tag")
+
+
+# -- tricky rules -------------------------------------------------------------------------------
+NOW = "2026-03-02T09:00:00"
+
+
+def _tables(**over: Any) -> dict[str, dict[str, dict[str, Any]]]:
+    people = {
+        "EMP-1": {"id": "EMP-1", "name": "Boss", "manager_id": None},
+        "EMP-2": {"id": "EMP-2", "name": "Mid", "manager_id": "EMP-1"},
+        "EMP-3": {"id": "EMP-3", "name": "Low", "manager_id": "EMP-2"},
+        "EMP-4": {"id": "EMP-4", "name": "Other", "manager_id": None},
+    }
+    roles = {"R-1": {"id": "R-1", "name": "FM", "request_types": ["refund"], "amount_limit": 10_000_00, "level": 2}}
+    rules = {
+        "RULE-1": {"id": "RULE-1", "request_type": "refund", "min_amount": 1, "max_amount": 1_000_00, "required_role_id": "R-1",
+                   "required_level": 1, "hard_limit": 5_000_00, "sod_not_requester": True, "sod_not_in_requester_line": True,
+                   "required_fields": ["beneficiary_account"]},
+        "RULE-2": {"id": "RULE-2", "request_type": "refund", "min_amount": 1_000_01, "max_amount": None, "required_role_id": "R-1",
+                   "required_level": 2, "hard_limit": 5_000_00, "sod_not_requester": True, "sod_not_in_requester_line": True,
+                   "required_fields": ["beneficiary_account"]},
+    }
+    holders = {"RH-1": {"id": "RH-1", "person_id": "EMP-4", "role_id": "R-1", "valid_from": "2025-01-01", "valid_to": None}}
+    tables = {"people": people, "roles": roles, "rules": rules, "role_holders": holders, "delegations": {}}
+    for name, rows in over.items():
+        tables[name] = {**tables[name], **rows}
+    return tables
+
+
+REQ = {"id": "REQ-1", "type": "refund", "amount": 2_000_00, "requester_id": "EMP-1", "beneficiary_account": "ACC-1"}
+
+
+def _delegation(**over: Any) -> dict[str, Any]:
+    d = {"id": "DLG-1", "delegator_id": "EMP-4", "delegate_id": "EMP-3", "role_id": "R-1", "valid_from": "2026-03-01",
+         "valid_to": "2026-03-02", "cap": None, "revoked_at": None}
+    d.update(over)
+    return d
+
+
+@pytest.mark.parametrize("over,in_effect", [
+    ({}, True),  # valid_to is today: inclusive
+    ({"valid_from": "2026-03-02"}, True),  # starts today
+    ({"valid_to": "2026-03-01"}, False),  # ended yesterday
+    ({"valid_from": "2026-03-03", "valid_to": "2026-03-09"}, False),  # future
+    ({"revoked_at": NOW}, False),  # revoked at this very instant
+    ({"revoked_at": "2026-03-02T08:59:59"}, False),
+    ({"revoked_at": "2026-03-02T09:00:01"}, True),  # revocation still to come
+    ({"delegator_id": "EMP-2"}, False),  # the delegator does not hold the role
+])
+def test_delegation_windows(over: dict[str, Any], in_effect: bool) -> None:
+    tables = _tables()
+    assert auth.delegation_in_effect(tables, _delegation(**over), NOW) is in_effect
+
+
+def test_assignment_ending_yesterday_gives_no_authority() -> None:
+    ended = {"RH-2": {"id": "RH-2", "person_id": "EMP-4", "role_id": "R-1", "valid_from": "2025-01-01", "valid_to": "2026-03-01"}}
+    tables = _tables(role_holders={"RH-1": {**ended["RH-2"], "id": "RH-1"}})
+    req = {**REQ, "requester_id": "EMP-3"}
+    assert auth.assess(tables, req, "EMP-4", NOW).approver_problems == [auth.NO_AUTHORITY]
+    assert auth.assess(tables, req, "EMP-4", "2026-03-01T17:00:00").outcome == "proceed"
+
+
+def test_bands_hard_limit_and_required_fields() -> None:
+    tables = _tables()
+    assert auth.applicable_rule(tables, "refund", 1_000_00)["id"] == "RULE-1"
+    assert auth.applicable_rule(tables, "refund", 1_000_01)["id"] == "RULE-2"
+    over = auth.assess(tables, {**REQ, "amount": 5_000_01, "requester_id": "EMP-3"}, "EMP-4", NOW)
+    assert (over.rule_id, over.outcome) == ("RULE-2", "reject")
+    assert auth.assess(tables, {**REQ, "amount": 5_000_00, "requester_id": "EMP-3"}, "EMP-4", NOW).outcome == "proceed"
+    blank = auth.assess(tables, {**REQ, "requester_id": "EMP-3", "beneficiary_account": " "}, "EMP-4", NOW)
+    assert blank.outcome == "hold"
+
+
+def test_separation_of_duties_and_caps() -> None:
+    rh = {"RH-3": {"id": "RH-3", "person_id": "EMP-3", "role_id": "R-1", "valid_from": "2025-01-01", "valid_to": None}}
+    tables = _tables(role_holders=rh)
+    assert auth.assess(tables, {**REQ, "requester_id": "EMP-3"}, "EMP-3", NOW).approver_problems == [auth.SELF]
+    # EMP-3 reports to EMP-2 who reports to EMP-1: an indirect report of the requester
+    assert auth.assess(tables, REQ, "EMP-3", NOW).approver_problems == [auth.REPORTING_LINE]
+    relaxed = {rid: {**r, "sod_not_in_requester_line": False} for rid, r in tables["rules"].items()}
+    assert auth.assess({**tables, "rules": relaxed}, REQ, "EMP-3", NOW).outcome == "proceed"
+    capped = _tables(delegations={"DLG-1": _delegation(delegate_id="EMP-2", cap=1_999_99)})
+    assert auth.assess(capped, {**REQ, "requester_id": "EMP-3"}, "EMP-2", NOW).approver_problems == [auth.LIMIT]
+    exact = _tables(delegations={"DLG-1": _delegation(delegate_id="EMP-2", cap=2_000_00)})
+    assert auth.assess(exact, {**REQ, "requester_id": "EMP-3"}, "EMP-2", NOW).authority_ids == ["DLG-1"]
+
+
+def _oracle_episode(tag: str, outcome: str) -> tuple[Any, list[dict[str, Any]], str]:
+    env = _env()
+    task_id = next(t for t in all_ids() if key(t)["defect_tags"][0] == tag and key(t)["outcome_class"] == outcome)
+    run_episode(env, get_policy(DOMAIN, "oracle"), task_id=task_id)
+    return env, env.trace, task_id
+
+
+def test_approver_validity_is_judged_at_the_decision_clock() -> None:
+    """The same proceed, re-stamped after the delegation's window, is an expired delegation used."""
+    env, trace, task_id = _oracle_episode("valid_via_delegation", "proceed")
+    ep = Episode(env.task, key(task_id), env._snapshot, env.state, env.state.diff(), trace)
+    assert grade(ep)["pass"]
+    dlg_id = next(i for r in trace if r["tool"] == "record_decision" for i in r["args"]["basis_ids"] if i.startswith("DLG"))
+    valid_to = env._snapshot.table("delegations")[dlg_id]["valid_to"]
+    late = [dict(r, clock=f"{add_days(valid_to, 1)}T09:00:00") if r["tool"] == "record_decision" else r for r in trace]
+    graded = grade(Episode(env.task, key(task_id), env._snapshot, env.state, env.state.diff(), late))
+    assert not graded["approver_valid"] and "expired_delegation_used" in graded["failure_codes"]
+
+
+def test_citing_an_inactive_delegation_beside_a_valid_one_is_caught() -> None:
+    """The approver may approve (another authority is valid) but the decision rests on the
+    expired delegation."""
+    env, _, task_id = _oracle_episode("expired_delegation", "proceed")
+    snap = env._snapshot
+    approver = key(task_id)["expected"]["approver_id"]
+    now = snap.table("clock")["clock"]["now"]
+    tables = {n: snap.table(n) for n in snap.table_names}
+    stale = next(d["id"] for d in snap.table("delegations").values()
+                 if d["delegate_id"] == approver and not auth.delegation_in_effect(tables, d, now))
+    class CitesStale(Oracle):
+        def basis(self, rule_id, authority_id):
+            return [rule_id, stale] if authority_id else [rule_id]
+
+    graded = run_episode(env, CitesStale(), task_id=task_id).grade
+    assert graded["approver_valid"] and not graded["basis_cited"]
+    assert "expired_delegation_used" in graded["failure_codes"]
+
+
+# -- tools ----------------------------------------------------------------------------------------
+def _fresh(task_id: str | None = None) -> Any:
+    env = make_native(DOMAIN, max_steps=1000)
+    env.reset(options={"task_id": task_id or all_ids()[0]})
+    return env
+
+
+@pytest.mark.parametrize("action,code", [
+    ({"tool": "record_decision", "args": {"request_id": "REQ-0000", "outcome": "hold"}}, "not_found"),
+    ({"tool": "get_person", "args": {"person_id": "EMP-0000"}}, "not_found"),
+    ({"tool": "lookup_role_holders", "args": {"role_id": "R-000"}}, "not_found"),
+    ({"tool": "release_order", "args": {"order_id": "PO-00000"}}, "not_found"),
+    ({"tool": "get_rules", "args": {"request_type": "bribe"}}, "invalid_args"),
+    ({"tool": "record_decision", "args": {"request_id": "REQ-0000", "outcome": "escalate"}}, "invalid_args"),
+])
+def test_tool_errors_are_structured_and_change_nothing(action: dict[str, Any], code: str) -> None:
+    env = _fresh()
+    before = env.state.content_hash()
+    _, _, _, _, info = env.step(action)
+    assert info["error_code"] == code
+    assert env.state.content_hash() == before
+
+
+def test_tool_preconditions() -> None:
+    task_id = next(t for t in all_ids() if key(t)["outcome_class"] == "proceed" and key(t)["expected"]["downstream"]["kind"] == "order")
+    env = _fresh(task_id)
+    exp = key(task_id)["expected"]
+    rid, order = exp["request_id"], exp["downstream"]["order_id"]
+
+    def step(tool: str, **args: Any) -> dict[str, Any]:
+        before = env.state.content_hash()
+        _, _, _, _, info = env.step({"tool": tool, "args": args})
+        if info["result_status"] == "error":
+            assert env.state.content_hash() == before
+        return info
+
+    assert step("lookup_delegations", person_id=exp["approver_id"], as_of="2026-13-45")["error_code"] == "invalid_args"
+    assert step("record_decision", request_id=rid, outcome="proceed")["error_code"] == "precondition_failed"
+    assert step("post_ledger_entry", request_id=rid, account="ACC-1", amount=5)["error_code"] == "precondition_failed"
+    assert step("escalate", request_id=rid, role_id="R-000")["error_code"] == "not_found"
+    assert step("release_order", order_id=order)["result_status"] == "ok"
+    assert step("release_order", order_id=order)["error_code"] == "conflict"
+    assert step("record_decision", request_id=rid, outcome="hold", basis_ids=[exp["rule_id"]])["result_status"] == "ok"
+    assert step("record_decision", request_id=rid, outcome="proceed", approver_id=exp["approver_id"])["result_status"] == "ok"
+    assert step("escalate", request_id=rid, role_id=exp["required_role_id"])["error_code"] == "conflict"
+    assert env.state.get("requests", rid)["status"] == "approved"
+
+
+def test_lookups_read_the_clock_and_honour_as_of() -> None:
+    task_id = next(t for t in all_ids() if key(t)["defect_tags"][0] == "expired_delegation" and key(t)["outcome_class"] == "escalate")
+    env = _fresh(task_id)
+    exp = key(task_id)["expected"]
+    submitted = env.state.get("requests", exp["request_id"])["submitted_at"]
+
+    def received(**args: Any) -> list[str]:
+        obs, *_ = env.step({"tool": "lookup_delegations", "args": {"person_id": exp["approver_id"], **args}})
+        return [d["id"] for d in json.loads(obs)["result"]["received"]]
+
+    assert received() == []  # nothing in effect now
+    assert received(as_of=submitted)  # but it was when the request came in
+    assert received(include_inactive=True)
+
+
+def test_snapshot_store_round_trip_of_a_generated_task() -> None:
+    gen = generate(5, "clean")
+    snap = Snapshot("x", gen.snapshot)
+    store = Store(snap)
+    assert store.content_hash() == snap.content_hash()
+    assert set(snap.table_names) == {
+        "people", "roles", "role_holders", "delegations", "rules", "requests", "decisions", "ledger_entries", "orders", "clock",
+    }
