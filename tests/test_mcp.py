@@ -1,0 +1,212 @@
+"""The MCP server, driven by the official SDK's own client: in-process and over stdio.
+
+The same tool calls through MCP and through the native env must give the same observations,
+end state and grade. Checked on the toy domain always, and on every installed domain.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp", reason="needs the `llm` extra (mcp)")
+
+import anyio  # noqa: E402
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+from backoffice.envs import make_native  # noqa: E402
+from backoffice.envs.core.build import build_release  # noqa: E402
+from backoffice.envs.core.canonical import loads  # noqa: E402
+from backoffice.envs.core.release import Release, load_release  # noqa: E402
+from backoffice.envs.core.replay import replay  # noqa: E402
+from backoffice.envs.core.trace import read_trace  # noqa: E402
+from backoffice.training.mcp_server import EpisodeSession, build_server, make_session  # noqa: E402
+from backoffice.training.policies import get_policy  # noqa: E402
+from backoffice.training.rollout import run_episode  # noqa: E402
+from conftest import DOMAINS, domain_params  # noqa: E402
+from toy_domain import DOMAIN as TOY, ToyEnv  # noqa: E402
+
+TESTS = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Release:
+    root = tmp_path_factory.mktemp("seeds")
+    build_release(TOY, root)
+    return Release("toy", root)
+
+
+def native_calls(env: Any, policy: Any, task_id: str) -> tuple[list[dict], list[str], dict[str, Any]]:
+    """The calls a policy makes natively, their observations and the terminal info."""
+    res = run_episode(env, policy, task_id=task_id, keep_observations=True)
+    calls = [{"tool": r["tool"], "args": r["args"]} for r in env.trace]
+    return calls, res.observations[1:], res.info
+
+
+async def play(client: Client, task_id: str, calls: list[dict]) -> tuple[list[Any], dict[str, Any]]:
+    """Reset to ``task_id``, make ``calls`` over MCP, return the results and the grade."""
+    reset = await client.call_tool("reset", {"task_id": task_id})
+    assert not reset.is_error and reset.structured_content["task_id"] == task_id
+    results = [await client.call_tool(c["tool"], c["args"]) for c in calls]
+    grade = await client.call_tool("grade", {})
+    return results, grade.structured_content
+
+
+# -- toy domain, in process --------------------------------------------------------------------
+TOY_CALLS = [
+    {"tool": "get_counter", "args": {"counter_id": "C-1"}},
+    {"tool": "bump", "args": {"counter_id": "C-1", "by": "x"}},  # invalid_args
+    {"tool": "bump", "args": {"counter_id": "C-9"}},             # not_found
+    {"tool": "bump", "args": {"counter_id": "C-1"}},
+    {"tool": "bump", "args": {"counter_id": "C-1"}},
+    {"tool": "submit", "args": {}},
+]
+
+
+def test_in_process_server_lists_calls_and_grades_like_the_native_env(release: Release) -> None:
+    session = EpisodeSession(ToyEnv(release=release, split="heldout"), task_id="TOY-H0001")
+    native = ToyEnv(release=release, split="heldout")
+
+    async def main() -> None:
+        async with Client(build_server(session)) as client:
+            listed = (await client.list_tools()).tools
+            assert [t.name for t in listed] == ["get_counter", "bump", "submit", "reset", "grade"]
+            specs = {s["name"]: s for s in native.tool_specs(format="mcp", allowed_only=False)}
+            for tool in listed[:3]:
+                assert tool.input_schema == specs[tool.name]["inputSchema"] and tool.description == specs[tool.name]["description"]
+            assert "reset" in (client.instructions or "")
+            for task_id in ("TOY-H0001", "TOY-H0002"):
+                results, grade = await play(client, task_id, TOY_CALLS)
+                native.reset(seed=release.task(task_id).seed, options={"task_id": task_id})
+                for call, result in zip(TOY_CALLS, results):
+                    obs, _, term, trunc, info = native.step(call)
+                    assert result.content[0].text == obs
+                    assert result.is_error == (info["result_status"] == "error")
+                    assert result.structured_content["terminated"] == term
+                assert grade["final"] and grade["grade"] == info["grade"]
+                assert grade["end_state_hash"] == info["end_state_hash"] and grade["score"] == info["score"]
+            after = await client.call_tool("bump", {"counter_id": "C-1"})
+            assert after.is_error and loads(after.content[0].text)["code"] == "episode_over"
+            assert session.steps == len(TOY_CALLS)  # the refused call was not a step
+
+    anyio.run(main)
+
+
+def test_grade_mid_episode_and_reset_errors(release: Release) -> None:
+    session = EpisodeSession(ToyEnv(release=release, split="heldout"))  # starts on a task drawn by seed 0
+
+    async def main() -> None:
+        async with Client(build_server(session)) as client:
+            first = await client.call_tool("grade", {})
+            assert first.structured_content["final"] is False and first.structured_content["steps"] == 0
+            reset = await client.call_tool("reset", {"task_id": "TOY-H0003"})
+            body = reset.structured_content
+            assert body["brief"]["task_id"] == "TOY-H0003" and "Allowed tools:" in body["system_prompt"]
+            assert "checks" not in reset.content[0].text  # no answer-key content
+            await client.call_tool("bump", {"counter_id": "C-1"})
+            mid = (await client.call_tool("grade", {})).structured_content
+            assert mid["final"] is False and mid["steps"] == 1
+            assert mid["grade"]["pass"] == (release.task("TOY-H0003").params["target"] == 1)
+            for bad in ({"task_id": "NOPE"}, {"seed": -1}, {"task_id": 5}, {"colour": "red"}):
+                res = await client.call_tool("reset", bad)
+                assert res.is_error and loads(res.content[0].text)["code"] == "invalid_args"
+            unknown = await client.call_tool("no_such_tool", {})
+            assert unknown.is_error and loads(unknown.content[0].text)["code"] == "unknown_tool"
+            drawn = (await client.call_tool("reset", {"seed": 4})).structured_content
+            assert drawn["seed"] == 4 and drawn["task_id"].startswith("TOY-H")
+
+    anyio.run(main)
+
+
+def test_session_traces_replay(release: Release, tmp_path: Path) -> None:
+    trace = tmp_path / "mcp.jsonl"
+    session = EpisodeSession(ToyEnv(release=release, split="heldout", trace_path=str(trace)), task_id="TOY-H0004")
+    for call in TOY_CALLS:
+        session.call(call["tool"], call["args"])
+    session.env.close()
+    records = read_trace(trace)
+    assert [r["tool"] for r in records] == [c["tool"] for c in TOY_CALLS]
+    assert records[-1]["grade"] == session.grade()["grade"]
+
+
+# -- toy domain, over stdio ---------------------------------------------------------------------
+SERVE_TOY = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])
+    from toy_domain import ToyEnv
+    from backoffice.envs.core.release import Release
+    from backoffice.training.mcp_server import EpisodeSession, serve_stdio
+    serve_stdio(EpisodeSession(ToyEnv(release=Release("toy", Path(sys.argv[2])), split="heldout"), task_id=sys.argv[3]))
+""")
+
+
+def test_stdio_server_gives_the_native_grade(release: Release, tmp_path: Path) -> None:
+    script = tmp_path / "serve_toy.py"
+    script.write_text(SERVE_TOY)
+    params = StdioServerParameters(command=sys.executable, args=[str(script), str(TESTS), str(release.path.parent), "TOY-H0005"])
+    native = ToyEnv(release=release, split="heldout")
+    native.reset(seed=release.task("TOY-H0005").seed, options={"task_id": "TOY-H0005"})
+    for call in TOY_CALLS:
+        *_, info = native.step(call)
+
+    async def main() -> dict[str, Any]:
+        with anyio.fail_after(60):
+            async with Client(params) as client:
+                names = [t.name for t in (await client.list_tools()).tools]
+                assert names == ["get_counter", "bump", "submit", "reset", "grade"]
+                _, grade = await play(client, "TOY-H0005", TOY_CALLS)
+                return grade
+
+    grade = anyio.run(main)
+    assert grade["grade"] == info["grade"] and grade["end_state_hash"] == info["end_state_hash"]
+
+
+# -- installed domains ----------------------------------------------------------------------------
+@pytest.mark.parametrize("domain", domain_params())
+def test_oracle_calls_over_mcp_grade_like_the_native_env(domain: str, tmp_path: Path) -> None:
+    ids = load_release(domain).split_ids["heldout"][:8]
+    native = make_native(domain, split="heldout")
+    trace = tmp_path / "mcp.jsonl"
+    session = make_session(domain, task_id=ids[0], trace_path=str(trace))
+
+    async def main() -> None:
+        async with Client(build_server(session)) as client:
+            for task_id in ids:
+                calls, observations, info = native_calls(native, get_policy(domain, "oracle"), task_id)
+                results, grade = await play(client, task_id, calls)
+                assert [r.content[0].text for r in results] == observations
+                names = [t.name for t in (await client.list_tools()).tools]
+                assert set(names[:-2]) == set(load_release(domain).task(task_id).allowed_tools)
+                assert names[-2:] == ["reset", "grade"]
+                assert grade["final"] and grade["grade"] == info["grade"] and grade["grade"]["pass"]
+                assert grade["end_state_hash"] == info["end_state_hash"]
+
+    anyio.run(main)
+    session.env.close()
+    assert all(r.ok for r in replay(read_trace(trace)))
+
+
+@pytest.mark.skipif(not DOMAINS, reason="needs an installed domain (the CLI loads releases by name)")
+def test_backoffice_mcp_command_over_stdio() -> None:
+    domain = DOMAINS[0]
+    task_id = load_release(domain).split_ids["heldout"][0]
+    native = make_native(domain, split="heldout")
+    calls, _, info = native_calls(native, get_policy(domain, "oracle"), task_id)
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "backoffice.training.cli", "mcp", "--env", domain, "--task-id", task_id])
+
+    async def main() -> dict[str, Any]:
+        with anyio.fail_after(60):
+            async with Client(params) as client:
+                names = {t.name for t in (await client.list_tools()).tools}
+                assert names == {*native.task.allowed_tools, "reset", "grade"}
+                _, grade = await play(client, task_id, calls)
+                return grade
+
+    grade = anyio.run(main)
+    assert grade["grade"] == info["grade"] and grade["grade"]["pass"]

@@ -1,0 +1,70 @@
+"""CLI commands for language-model agents: ``backoffice mcp`` and ``backoffice chat``.
+
+``register(app)`` adds them to the main ``backoffice`` Typer app (see the end of ``cli.py``).
+``backoffice eval --policy openai:<model>`` needs nothing here: ``get_policy`` builds the agent.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``mcp`` and ``chat`` commands to ``app``."""
+
+    @app.command("mcp")
+    def mcp_cmd(
+        env: Annotated[str, typer.Option("--env", help="Domain to serve.")] = "approvals",
+        task_id: Annotated[Optional[str], typer.Option("--task-id", help="Task of the first episode (the agent may reset to another).")] = None,
+        split: Annotated[str, typer.Option(help="Split that reset(seed=...) draws from: train or heldout.")] = "heldout",
+        seed: Annotated[Optional[int], typer.Option(help="Seed of the first episode.")] = None,
+        trace: Annotated[Optional[Path], typer.Option(help="Write the trace of every step here (JSONL).")] = None,
+        max_steps: Annotated[Optional[int], typer.Option(help="Truncate episodes after this many steps.")] = None,
+    ) -> None:
+        """Serve one environment as an MCP server over stdio (tools: the task's own, plus reset and grade)."""
+        from backoffice.envs import DOMAINS
+        from backoffice.training.mcp_server import make_session, serve_stdio
+
+        if env not in DOMAINS:
+            raise typer.BadParameter(f"unknown domain {env!r}; choose from {', '.join(DOMAINS)}")
+        if split not in ("train", "heldout"):
+            raise typer.BadParameter("split must be train or heldout")
+        session = make_session(env, task_id=task_id, split=split, seed=seed,
+                               trace_path=str(trace) if trace else None, max_steps=max_steps)
+        serve_stdio(session)
+
+    @app.command("chat")
+    def chat_cmd(
+        model: Annotated[str, typer.Option("--model", help="Model name sent to the endpoint.")],
+        env: Annotated[str, typer.Option("--env", help="Domain.")] = "approvals",
+        task_id: Annotated[Optional[list[str]], typer.Option("--task-id", help="Task(s) to play (repeatable).")] = None,
+        split: Annotated[str, typer.Option(help="train or heldout (when no --task-id).")] = "heldout",
+        limit: Annotated[int, typer.Option(help="Tasks of the split to play when no --task-id.")] = 1,
+        base_url: Annotated[Optional[str], typer.Option(help="Endpoint base URL (default: $OPENAI_BASE_URL). The key is read from $OPENAI_API_KEY.")] = None,
+        temperature: Annotated[Optional[float], typer.Option(help="Sampling temperature.")] = None,
+        trace: Annotated[Path, typer.Option(help="Trace JSONL; the transcript goes beside it (<name>.transcript.jsonl).")] = Path("runs/chat.jsonl"),
+    ) -> None:
+        """Play tasks with an LLM behind an OpenAI-compatible endpoint; write trace and transcript."""
+        from backoffice.envs import make_native
+        from backoffice.training.chat_openai import OpenAIChat
+        from backoffice.training.llm import run_episode, transcript_path_for
+
+        if split not in ("train", "heldout"):
+            raise typer.BadParameter("split must be train or heldout")
+        chat = OpenAIChat(model=model, base_url=base_url, temperature=temperature)
+        native = make_native(env, split=split, trace_path=str(trace))
+        ids = list(task_id or native.release.split_ids[split][:limit])
+        passed = 0
+        try:
+            for tid in ids:
+                res = run_episode(native, chat, task_id=tid)
+                passed += bool(res.grade["pass"])
+                codes = ",".join(res.grade["failure_codes"]) or "-"
+                sys.stdout.write(f"{tid}\tpass={res.grade['pass']}\tscore={res.grade['score']:.3f}\tsteps={res.steps}\tfailures={codes}\n")
+        finally:
+            native.close()
+        sys.stdout.write(f"{passed}/{len(ids)} passed; trace: {trace}; transcript: {transcript_path_for(trace)}\n")
