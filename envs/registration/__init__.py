@@ -1,1 +1,107 @@
-"""The registration domain (not built yet)."""
+"""The registration domain: an intake form must become a correct patient record set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backoffice.envs.core import BackofficeEnv, Domain, Episode
+from backoffice.envs.registration.generator import DEFECT_TAGS, generate
+from backoffice.envs.registration.tables import FAILURE_CODES, GUARDRAIL_CODE
+from backoffice.envs.registration.tools import toolkit
+
+
+def _grade(episode: Episode) -> dict[str, Any]:
+    # imported lazily: the grader imports this package's tables
+    from backoffice.graders.registration import grade
+
+    return grade(episode)
+
+
+def _judge(episode: Episode) -> dict[str, Any] | None:
+    from backoffice.graders.registration_judge import judge
+
+    return judge(episode)
+
+
+DOMAIN = Domain(
+    name="registration",
+    title="Registration",
+    prefix="REG",
+    toolkit=toolkit,
+    generate=generate,
+    grade=_grade,
+    defect_tags=DEFECT_TAGS,
+    failure_codes=FAILURE_CODES,
+    generator_version="1.0.0",
+    sizes={"train": 400, "heldout": 180},
+    default_max_steps=40,
+    guardrail_code=GUARDRAIL_CODE,
+    judge=_judge,
+)
+
+
+class RegistrationEnv(BackofficeEnv):
+    """Patient registration at a hospital desk: turn an intake form into a correct patient record set.
+
+    ## Description
+    The agent works the registration desk of a hospital. An intake form (``params.intake_form_id``)
+    carries the mess real forms have: nicknames and name variants, given and family name swapped,
+    two digits of the date of birth transposed, a new address while the record holds the old one,
+    an identifier (10 digits, mod-11 check digit) or an insurer member id (Luhn check digit) with a
+    typo, or the identifier of a family member. The patient index holds the same person, look-alikes
+    who are not (twins, parents at the same address, namesakes born in another year), and sometimes
+    a deceased record that matches. The agent searches (``search_patients`` is fuzzy and its order
+    is fixed by the task seed, not by match quality), decides whether the person already has a
+    record, creates or updates it, and adds coverage, GP link, contacts and consent; an ambiguous or
+    deceased match must instead be handed over with ``refer_to_human(reason, note)``.
+
+    ## Action Space
+    A tool call ``{"tool": name, "args": {...}}`` (or that object as a JSON string), see Tools.
+
+    ## Observation Space
+    Canonical ASCII JSON text: the task brief after ``reset``; the tool result (``{"status": "ok",
+    "result": ...}`` or ``{"status": "error", "code": ..., "message": ...}``) after each step.
+
+    ## Rewards
+    ``reward_mode="sparse"`` (default): the pure grade's ``score`` on the terminal step, 0 before.
+    ``"shaped"``: -0.01 per call, -0.05 per rejected call, plus 0.5 * score + 0.5 * pass at the end.
+
+    ## Starting State
+    A released seed state (``split="train"`` or ``"heldout"``) or a generated one: 15-25 patient
+    records with coverages, contacts, consents and GP links, payers with their member rosters,
+    GP practices, earlier intake forms, open referrals with running timers and queued letters, the
+    rule file and the clock. Reset restores it exactly, clearing notifications and timers queued
+    during the previous episode.
+
+    ## Episode End
+    Terminates on ``submit`` or ``refer_to_human``; truncates at ``max_steps`` (default 40).
+
+    ## Arguments
+    ``split``, ``reward_mode``, ``max_steps``, ``trace_path``, ``render_mode`` (``"ansi"``).
+
+    ## Tools
+    get_intake_form, search_patients, get_patient, get_name_variants, get_rules, verify_member_id,
+    lookup_member, create_patient (also queues the welcome letter), update_patient (cite
+    ``evidence_ids`` for verified fields), add_coverage, add_contact, record_consent, link_gp
+    (ends the previous active link), refer_to_human(reason, note) (terminal: opens a referral,
+    queues a worklist message, starts a 4-hour timer), submit (terminal). Domain error codes:
+    ``invalid_identifier``, ``patient_not_active``.
+
+    ## Grade
+    ``pass`` (every check), ``score`` (share of checks passed), ``checks``, ``failure_codes``,
+    ``required_ok``, ``forbidden_hit``, ``forbidden_writes``, ``rule_violations`` (rule ids:
+    R-SEARCH-FIRST, R-NO-DUPLICATE, R-MINOR-GUARDIAN, R-COVERAGE-ID, R-VERIFIED-FIELD,
+    R-REFER-MATCH), ``referral_correct``, ``patient_id``, ``action``, ``process_metrics``. The
+    hand-over note is scored by a separate judge in ``info["judge"]`` (a deterministic rubric by
+    default), never part of ``pass``.
+
+    ## Failure codes
+    duplicate_created, search_skipped, missing_required, field_mismatch, invalid_coverage,
+    guardian_missing, verified_overwritten, wrong_patient_updated, missed_referral,
+    unnecessary_referral, wrong_referral_reason, forbidden_hit.
+
+    ## Version History
+    * v0: initial release (generator 1.0.0).
+    """
+
+    domain = DOMAIN

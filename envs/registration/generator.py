@@ -1,0 +1,528 @@
+"""Registration worlds: a hospital's patient index, an intake form with a trap, and its answer key.
+
+``generate(seed, tag)`` is pure in its arguments. The world holds 12-18 background patients with
+coverages, contacts, consents and GP links, old referrals with their timers and queued letters,
+and the form's person planted per tag with look-alikes (household members at the same address,
+twins, namesakes born in another year). Every generated world is checked against the rule
+file's matching rule, and redrawn if an accidental look-alike would change the answer.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field, replace
+from datetime import date, timedelta
+from typing import Any
+
+from backoffice.envs.core.domain import Generated
+from backoffice.envs.registration.tables import (
+    CITIES, FAMILY_NAMES, FEMALE, MINOR_AGE, NAME_GROUPS, PAYERS, PLAIN_GIVEN, PRACTICES, PREFIX,
+    RELATIONSHIPS_KIN, RULES, STREETS, age_on, fold, given_equivalent, identifier_check_digit,
+    is_transposition, luhn_digit, phone_key, match_candidates, name_variants, parse_date,
+)
+from backoffice.envs.registration.tools import ALL_TOOLS
+
+DEFECT_TAGS = (
+    "new_patient", "existing_patient_exact", "existing_patient_name_variant", "transposed_dob_digits",
+    "minor_needs_guardian", "invalid_member_id", "ambiguous_match", "deceased_match", "conflicting_identifier",
+)
+EXISTING_TAGS = ("existing_patient_exact", "existing_patient_name_variant", "transposed_dob_digits", "conflicting_identifier")
+FORMAL_NAMES = tuple(g[0] for g in NAME_GROUPS)
+
+
+@dataclass
+class Person:
+    """One real person of the world (a record, a form's subject or both)."""
+
+    given: str
+    family: str
+    sex: str
+    dob: str
+    address_line: str
+    city: str
+    postcode: str
+    phone: str
+    identifier: str
+    status: str = "active"
+    date_of_death: str = ""
+    verified: list[str] = field(default_factory=lambda: ["identifier", "given_name", "family_name", "dob"])
+    payer: str = ""
+    member_id: str = ""
+    practice: str = ""
+
+
+class World:
+    """Random draws for one task, with uniqueness bookkeeping."""
+
+    def __init__(self, seed: int):
+        self.rng = random.Random(seed)
+        self.today = date(2026, 3, 2) + timedelta(days=self.rng.randint(0, 59))
+        self.now = f"{self.today.isoformat()}T{self.rng.randint(8, 16):02d}:{self.rng.choice((0, 15, 30, 45)):02d}:00"
+        self.identifiers: set[str] = set()
+        self.members: set[str] = set()
+        self.phones: set[str] = set()
+
+    def identifier(self) -> str:
+        while True:
+            body = str(self.rng.randint(1, 9)) + "".join(str(self.rng.randint(0, 9)) for _ in range(8))
+            check = identifier_check_digit(body)
+            if check is not None and body + str(check) not in self.identifiers:
+                self.identifiers.add(body + str(check))
+                return body + str(check)
+
+    def member_id(self, payer_id: str) -> str:
+        prefix = next(p[2] for p in PAYERS if p[0] == payer_id)
+        while True:
+            body = "".join(str(self.rng.randint(0, 9)) for _ in range(7))
+            mid = f"{prefix}{body}{luhn_digit(body)}"
+            if mid not in self.members:
+                self.members.add(mid)
+                return mid
+
+    def phone(self) -> str:
+        while True:
+            p = "07" + "".join(str(self.rng.randint(0, 9)) for _ in range(9))
+            if p not in self.phones:
+                self.phones.add(p)
+                return p
+
+    def address(self, city: tuple[str, str] | None = None) -> tuple[str, str, str]:
+        name, code = city or self.rng.choice(CITIES)
+        line = f"{self.rng.randint(1, 140)} {self.rng.choice(STREETS)}"
+        post = f"{code}{self.rng.randint(1, 9)} {self.rng.randint(1, 9)}{self.rng.choice('ABDEFGHJLNPQRSTUWXYZ')}{self.rng.choice('ABDEFGHJLNPQRSTUWXYZ')}"
+        return line, name, post
+
+    def dob(self, minor: bool = False) -> str:
+        years = self.rng.randint(1, MINOR_AGE - 1) if minor else self.rng.randint(19, 88)
+        d = self.today - timedelta(days=years * 365 + self.rng.randint(20, 340))
+        return d.isoformat()
+
+    def given(self, sex: str | None = None, formal: bool = False) -> tuple[str, str]:
+        pool = FORMAL_NAMES if formal else FORMAL_NAMES + PLAIN_GIVEN
+        g = self.rng.choice([n for n in pool if sex is None or (n in FEMALE) == (sex == "F")])
+        return g, ("F" if g in FEMALE else "M")
+
+    def person(self, family: str, minor: bool = False, address: tuple[str, str, str] | None = None,
+               formal: bool = False, sex: str | None = None) -> Person:
+        g, s = self.given(sex, formal)
+        line, city, post = address or self.address()
+        return Person(g, family, s, self.dob(minor), line, city, post, self.phone(), self.identifier())
+
+
+# -- form mess -------------------------------------------------------------------------------
+def spaced_identifier(ident: str) -> str:
+    return f"{ident[:3]} {ident[3:6]} {ident[6:]}"
+
+
+def mistype_digit(rng: random.Random, text: str, start: int) -> str:
+    """``text`` with one digit at or after ``start`` replaced by another digit."""
+    i = rng.randrange(start, len(text))
+    new = rng.choice([d for d in "0123456789" if d != text[i]])
+    return text[:i] + new + text[i + 1:]
+
+
+def transposed_dob(rng: random.Random, dob: str, today: str) -> str | None:
+    """A valid date that is ``dob`` with two adjacent digits swapped, on the same side of 16."""
+    options = []
+    for i in (2, 5, 8):
+        cand = dob[:i] + dob[i + 1] + dob[i] + dob[i + 2:]
+        d = parse_date(cand)
+        if cand != dob and d is not None and cand <= today[:10] and (age_on(cand, today) < MINOR_AGE) == (age_on(dob, today) < MINOR_AGE) \
+                and 0 <= age_on(cand, today) <= 100:
+            options.append(cand)
+    return rng.choice(options) if options else None
+
+
+def pretty_phone(rng: random.Random, phone: str) -> str:
+    return rng.choice((phone, f"{phone[:5]} {phone[5:]}", f"+44 {phone[1:5]} {phone[5:]}", f"{phone[:5]}-{phone[5:8]}-{phone[8:]}"))
+
+
+def different_given(w: World, avoid: list[str], sex: str | None = None) -> str:
+    """A given name not equivalent to any name in ``avoid``."""
+    while True:
+        g, _ = w.given(sex)
+        if not any(given_equivalent(g, a) or g == a for a in avoid):
+            return g
+
+
+def other_dob(w: World, dob: str, minor: bool) -> str:
+    """A date of birth at least two years from ``dob`` and not a transposition of it."""
+    while True:
+        d = w.dob(minor)
+        if abs(int(d[:4]) - int(dob[:4])) >= 2 and not is_transposition(d, dob):
+            return d
+
+
+# -- generation ------------------------------------------------------------------------------
+def generate(seed: int, defect_tag: str) -> Generated:
+    """One registration task whose trap is ``defect_tag`` (see :data:`DEFECT_TAGS`)."""
+    if defect_tag not in DEFECT_TAGS:
+        raise ValueError(f"unknown defect tag {defect_tag!r}")
+    for attempt in range(50):
+        out = _attempt(seed, defect_tag, attempt)
+        if out is not None:
+            return out
+    raise RuntimeError(f"could not generate a consistent world for seed {seed} tag {defect_tag}")
+
+
+def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C901 - one recipe per tag
+    w = World(seed * 64 + attempt)
+    rng = w.rng
+    today = w.now
+    existing = tag in EXISTING_TAGS or tag in ("deceased_match",) or (tag in ("minor_needs_guardian", "invalid_member_id") and rng.random() < 0.4)
+    minor = tag == "minor_needs_guardian" or (tag in ("new_patient", "invalid_member_id") and rng.random() < 0.12)
+    family = rng.choice(FAMILY_NAMES)
+    formal = tag in ("existing_patient_name_variant",) or rng.random() < 0.5
+    subject = w.person(family, minor=minor, formal=formal)
+    if tag == "transposed_dob_digits":
+        while transposed_dob(rng, subject.dob, today) is None:
+            subject.dob = w.dob(minor)
+
+    records: list[Person] = []          # every patient record of the world
+    household: list[Person] = []
+    # background patients, none sharing the subject's family name
+    for _ in range(rng.randint(12, 18)):
+        records.append(w.person(rng.choice([f for f in FAMILY_NAMES if f != family]), minor=rng.random() < 0.15))
+    if rng.random() < 0.3:
+        records[0].status, records[0].date_of_death = "deceased", (w.today - timedelta(days=rng.randint(100, 2000))).isoformat()
+
+    # household members: same family name and address, different given name and age
+    n_house = 1 if (minor or tag == "conflicting_identifier") else (1 if rng.random() < 0.6 else 0)
+    for _ in range(n_house):
+        sex = "F" if rng.random() < 0.6 else "M"
+        g = different_given(w, [subject.given], sex)
+        p = Person(g, family, sex, other_dob(w, subject.dob, False), subject.address_line, subject.city,
+                   subject.postcode, w.phone(), w.identifier())
+        if minor:  # a parent: at least 20 years older
+            p.dob = (date.fromisoformat(subject.dob) - timedelta(days=365 * rng.randint(20, 40) + rng.randint(0, 300))).isoformat()
+        household.append(p)
+        records.append(p)
+    if tag not in ("ambiguous_match",) and rng.random() < 0.5:  # a namesake born in another year
+        ns = w.person(family, minor=False)
+        ns.given, ns.sex = subject.given, subject.sex
+        ns.dob = other_dob(w, subject.dob, False)
+        records.append(ns)
+    if tag in EXISTING_TAGS and rng.random() < 0.3:  # a twin at the same address
+        tw = replace(subject, given=different_given(w, [subject.given]), identifier=w.identifier(), phone=w.phone(), verified=list(subject.verified))
+        tw.sex = "F" if tw.given in FEMALE else "M"
+        records.append(tw)
+
+    # coverage, GP and what the subject's record looks like if it exists
+    has_cov = tag == "invalid_member_id" or rng.random() < 0.75
+    if has_cov:
+        subject.payer = rng.choice(PAYERS)[0]
+        subject.member_id = w.member_id(subject.payer)
+    subject.practice = rng.choice([p[0] for p in PRACTICES if p[2] == subject.city] or [PRACTICES[0][0]]) if rng.random() < 0.9 else ""
+
+    record: Person | None = None
+    other: Person | None = None      # ambiguous: the second candidate
+    moved = evidence = False
+    record_cov = record_gp = ""
+    if existing:
+        record = replace(subject, verified=list(subject.verified))
+        if rng.random() < 0.55:  # the record holds the old address
+            moved = True
+            record.address_line, record.city, record.postcode = w.address()
+            if rng.random() < 0.5:
+                record.verified.append("address")
+                evidence = rng.random() < 0.5
+        if rng.random() < 0.5:
+            record.phone = w.phone()
+        for hm in household:  # the household lived at the record's address
+            if moved and rng.random() < 0.5:
+                hm.address_line, hm.city, hm.postcode = record.address_line, record.city, record.postcode
+        if tag == "deceased_match":
+            record.status = "deceased"
+            record.date_of_death = (w.today - timedelta(days=rng.randint(60, 1500))).isoformat()
+        records.append(record)
+        if has_cov and tag != "invalid_member_id" and rng.random() < 0.4:
+            record_cov = subject.member_id
+        gp_roll = rng.random()
+        if subject.practice and gp_roll < 0.4:
+            record_gp = subject.practice
+        elif gp_roll < 0.7:
+            record_gp = rng.choice([p[0] for p in PRACTICES if p[0] != subject.practice])
+    if tag == "ambiguous_match":
+        record = replace(subject, verified=list(subject.verified))
+        record.address_line, record.city, record.postcode = w.address()
+        other = w.person(family)
+        other.given = subject.given if rng.random() < 0.5 else rng.choice(name_variants(subject.given) or (subject.given,))
+        other.sex, other.dob = subject.sex, subject.dob
+        records += [record, other]
+
+    # the intake form
+    form_given, form_family, form_dob = subject.given, subject.family, subject.dob
+    form_ident = spaced_identifier(subject.identifier) if rng.random() < 0.4 else subject.identifier
+    if rng.random() < 0.25 and tag in ("new_patient", "existing_patient_exact", "existing_patient_name_variant", "minor_needs_guardian", "invalid_member_id", "deceased_match"):
+        form_ident = ""
+    notes: list[str] = []
+    if tag == "existing_patient_name_variant":
+        if rng.random() < 0.6 and name_variants(subject.given):
+            form_given = rng.choice([v for v in name_variants(subject.given) if v != subject.given])
+            notes.append(f"Goes by {form_given}.")
+        else:
+            form_given, form_family = subject.family, subject.given
+    elif tag == "transposed_dob_digits":
+        form_dob = transposed_dob(rng, subject.dob, today) or subject.dob
+    elif tag == "conflicting_identifier":
+        form_ident = mistype_digit(rng, subject.identifier, 0) if rng.random() < 0.5 else household[0].identifier
+    elif tag == "ambiguous_match":
+        form_ident = "" if rng.random() < 0.6 else mistype_digit(rng, subject.identifier, 0)
+        if name_variants(subject.given) and rng.random() < 0.3:
+            form_given = rng.choice(name_variants(subject.given))
+    if moved and rng.random() < 0.5:
+        notes.append("Moved house recently.")
+    form_member = subject.member_id
+    if tag == "invalid_member_id":
+        form_member = mistype_digit(rng, subject.member_id, 2)
+    guardian = kin = None
+    if minor:
+        parent = household[0]
+        guardian = (f"{parent.given} {parent.family}", "mother" if parent.sex == "F" else "father", parent.phone)
+    elif rng.random() < 0.5:
+        kin_name = f"{different_given(w, [subject.given])} {rng.choice((family, rng.choice(FAMILY_NAMES)))}"
+        kin = (kin_name, rng.choice(RELATIONSHIPS_KIN), w.phone())
+
+    # -- assemble tables ---------------------------------------------------------------------
+    order = list(records)
+    rng.shuffle(order)
+    patients, pid_of = [], {}
+    for i, p in enumerate(order, 1):
+        pid = f"{PREFIX['patients']}-{i:04d}"
+        pid_of[id(p)] = pid
+        reg_year = max(int(p.dob[:4]), 2024 - rng.randint(0, 14))
+        patients.append({
+            "id": pid, "identifier": p.identifier, "given_name": p.given, "family_name": p.family, "dob": p.dob,
+            "sex": p.sex, "address_line": p.address_line, "city": p.city, "postcode": p.postcode, "phone": p.phone,
+            "status": p.status, "date_of_death": p.date_of_death, "verified": sorted(p.verified),
+            "registered_at": f"{reg_year}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T10:00:00",
+            "updated_at": f"{reg_year + rng.randint(0, max(0, 2025 - reg_year))}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T10:00:00",
+        })
+    coverages: list[dict[str, Any]] = []
+    roster: list[tuple[str, str, Person]] = []
+    gp_links: list[dict[str, Any]] = []
+    contacts: list[dict[str, Any]] = []
+    consents: list[dict[str, Any]] = []
+
+    def add_cov(pid: str, payer: str, mid: str, status: str = "active") -> None:
+        coverages.append({"id": f"{PREFIX['coverages']}-{len(coverages) + 1:04d}", "patient_id": pid, "payer_id": payer,
+                          "member_id": mid, "status": status, "start_date": f"{2026 - rng.randint(1, 8)}-01-01"})
+
+    def add_gp(pid: str, practice: str) -> None:
+        gp_links.append({"id": f"{PREFIX['gp_links']}-{len(gp_links) + 1:04d}", "patient_id": pid, "practice_id": practice,
+                         "status": "active", "linked_at": f"{2026 - rng.randint(1, 10)}-{rng.randint(1, 12):02d}-01", "ended_at": ""})
+
+    for p in order:
+        pid = pid_of[id(p)]
+        if p is record:
+            if record_cov:
+                add_cov(pid, subject.payer, record_cov)
+                roster.append((subject.payer, record_cov, subject))
+            elif rng.random() < 0.3:
+                payer = rng.choice([x[0] for x in PAYERS if x[0] != subject.payer])
+                add_cov(pid, payer, w.member_id(payer), "ended")
+            if record_gp:
+                add_gp(pid, record_gp)
+            continue
+        if rng.random() < 0.6:
+            payer = rng.choice(PAYERS)[0]
+            mid = w.member_id(payer)
+            add_cov(pid, payer, mid)
+            roster.append((payer, mid, p))
+        if rng.random() < 0.7:
+            add_gp(pid, rng.choice([x[0] for x in PRACTICES if x[2] == p.city] or [PRACTICES[0][0]]))
+        if age_on(p.dob, today) < MINOR_AGE or rng.random() < 0.2:
+            role = "guardian" if age_on(p.dob, today) < MINOR_AGE else "next_of_kin"
+            contacts.append({"id": f"{PREFIX['contacts']}-{len(contacts) + 1:04d}", "patient_id": pid, "role": role,
+                             "name": f"{different_given(w, [p.given])} {p.family}", "relationship": "mother" if role == "guardian" else "spouse",
+                             "phone": w.phone()})
+    if has_cov and not record_cov:
+        roster.append((subject.payer, subject.member_id, subject))
+    for hm in household:  # family members often share the payer
+        if has_cov and rng.random() < 0.5:
+            roster.append((subject.payer, w.member_id(subject.payer), hm))
+    record_pid = pid_of.get(id(record)) if record is not None else None
+    kin_on_file = guardian_on_file = None
+    if record_pid and kin and rng.random() < 0.4:
+        kin_on_file = {"id": f"{PREFIX['contacts']}-{len(contacts) + 1:04d}", "patient_id": record_pid, "role": "next_of_kin",
+                       "name": kin[0], "relationship": kin[1], "phone": kin[2]}
+        contacts.append(kin_on_file)
+    if record_pid and guardian and rng.random() < 0.4:
+        guardian_on_file = {"id": f"{PREFIX['contacts']}-{len(contacts) + 1:04d}", "patient_id": record_pid, "role": "guardian",
+                            "name": guardian[0], "relationship": guardian[1], "phone": guardian[2]}
+        contacts.append(guardian_on_file)
+    rng.shuffle(roster)
+    member_roster = [{"id": f"{PREFIX['member_roster']}-{i:04d}", "payer_id": payer, "member_id": mid, "given_name": p.given,
+                      "family_name": p.family, "dob": p.dob, "status": "active"} for i, (payer, mid, p) in enumerate(roster, 1)]
+    for i, c in enumerate(rng.sample(patients, k=min(5, len(patients))), 1):
+        consents.append({"id": f"{PREFIX['consents']}-{i:04d}", "patient_id": c["id"], "intake_form_id": f"{PREFIX['intake_forms']}-8{i:03d}",
+                         "kind": "treatment", "given_by": "self", "contact_id": "", "recorded_at": "2025-11-03T10:00:00"})
+
+    n_forms = rng.randint(2, 6)
+    form_id = f"{PREFIX['intake_forms']}-{n_forms:04d}"
+    forms = []
+    for i in range(1, n_forms):  # earlier forms, already processed
+        src = patients[(i * 7) % len(patients)]
+        forms.append({**_blank_form(f"{PREFIX['intake_forms']}-{i:04d}", "2026-02-1{}T09:30:00".format(i % 10), "processed"),
+                      "given_name": src["given_name"], "family_name": src["family_name"], "dob": src["dob"], "sex": src["sex"],
+                      "address_line": src["address_line"], "city": src["city"], "postcode": src["postcode"], "phone": src["phone"],
+                      "identifier": src["identifier"], "consent_signed_by": "self"})
+    form = {
+        **_blank_form(form_id, w.now, "pending"),
+        "given_name": form_given if rng.random() < 0.85 else form_given.upper(), "family_name": form_family if rng.random() < 0.8 else form_family.upper(),
+        "dob": form_dob, "sex": subject.sex, "address_line": subject.address_line, "city": subject.city,
+        "postcode": subject.postcode, "phone": pretty_phone(rng, subject.phone), "identifier": form_ident,
+        "previous_address": f"{record.address_line}, {record.city} {record.postcode}" if (moved and record and rng.random() < 0.5) else "",
+        "payer_id": subject.payer, "member_id": form_member, "gp_practice_id": subject.practice,
+        "consent_signed_by": "guardian" if minor else "self", "notes": " ".join(notes),
+    }
+    if guardian:
+        form.update(guardian_name=guardian[0], guardian_relationship=guardian[1], guardian_phone=pretty_phone(rng, guardian[2]))
+    if kin:
+        form.update(next_of_kin_name=kin[0], next_of_kin_relationship=kin[1], next_of_kin_phone=pretty_phone(rng, kin[2]))
+    forms.append(form)
+    evidence_rows = []
+    if evidence:
+        kind = rng.choice(("utility_bill", "bank_statement", "council_tax_bill", "tenancy_agreement"))
+        evidence_rows.append({"id": f"{PREFIX['evidence']}-0001", "intake_form_id": form_id, "field": "address", "kind": kind,
+                              "detail": f"{kind.replace('_', ' ')} dated {(w.today - timedelta(days=rng.randint(5, 60))).isoformat()} showing {subject.address_line}, {subject.city} {subject.postcode}"})
+    if rng.random() < 0.4:
+        evidence_rows.append({"id": f"{PREFIX['evidence']}-{len(evidence_rows) + 1:04d}", "intake_form_id": form_id, "field": "none",
+                              "kind": "appointment_letter", "detail": "hospital appointment letter brought by the patient"})
+
+    # old referrals with their timers; queued letters
+    referrals, timers, notifications = [], [], []
+    for i in range(1, rng.randint(1, 3) + 1):
+        rid = f"{PREFIX['referrals']}-{i:04d}"
+        referrals.append({"id": rid, "intake_form_id": f"INT-9{i:03d}", "reason": rng.choice(("ambiguous_match", "other")),
+                          "note": "Two possible records, sent to the supervisor.", "status": "open", "created_at": f"{w.today - timedelta(days=1)}T15:00:00"})
+        timers.append({"id": f"{PREFIX['task_timers']}-{i:04d}", "kind": "referral_pickup", "ref_id": rid,
+                       "due_at": f"{w.today}T{rng.randint(9, 12):02d}:00:00", "status": "running"})
+    for i in range(1, rng.randint(2, 4) + 1):
+        notifications.append({"id": f"{PREFIX['notifications']}-{i:04d}", "kind": rng.choice(("welcome_pack", "appointment_reminder")),
+                              "ref_id": rng.choice(patients)["id"], "channel": rng.choice(("post", "sms")), "status": "queued",
+                              "created_at": f"{w.today - timedelta(days=1)}T17:00:00"})
+
+    snapshot = {
+        "patients": patients, "coverages": coverages, "contacts": contacts, "consents": consents, "gp_links": gp_links,
+        "practices": [{"id": p[0], "name": p[1], "city": p[2]} for p in PRACTICES],
+        "payers": [{"id": p[0], "name": p[1], "member_prefix": p[2]} for p in PAYERS],
+        "member_roster": member_roster, "intake_forms": forms, "evidence": evidence_rows, "referrals": referrals,
+        "notifications": notifications, "task_timers": timers,
+        "rules": [{"id": r[0], "title": r[1], "text": r[2]} for r in RULES],
+        "clock": [{"id": "clock", "now": w.now}],
+    }
+
+    # -- the answer key ----------------------------------------------------------------------
+    cands = match_candidates(form, patients)
+    cand_ids = sorted(c["id"] for c in cands)
+    if tag == "ambiguous_match":
+        want = sorted([pid_of[id(record)], pid_of[id(other)]])
+        if cand_ids != want:
+            return None
+        outcome, reason = "refer", "ambiguous_match"
+    elif tag == "deceased_match":
+        if cand_ids != [record_pid]:
+            return None
+        outcome, reason = "refer", "deceased_match"
+    elif record is not None:
+        if cand_ids != [record_pid]:
+            return None
+        outcome, reason = "update", None
+    else:
+        if cand_ids:
+            return None
+        outcome, reason = "create", None
+
+    counts = {t: len(rows) for t, rows in snapshot.items()}
+
+    def nxt(table: str, k: int = 1) -> str:
+        return f"{table}:{PREFIX[table]}-{counts[table] + k:04d}"
+
+    targets: list[str] = []
+    key: dict[str, Any] = {
+        "defect_tags": [tag], "outcome_class": outcome, "needs_action": True, "intake_form_id": form_id,
+        "referral_reason": reason, "candidates": cand_ids, "minor": minor, "patient_id": None,
+        "expected_fields": {}, "coverage": None, "practice_id": None, "contacts": [], "consent_by": None,
+    }
+    if outcome == "refer":
+        targets = [nxt("referrals"), nxt("notifications"), nxt("task_timers")]
+    else:
+        if outcome == "create":
+            targets += [nxt("patients"), nxt("notifications")]
+            exp = {k: form[k] for k in ("given_name", "family_name", "dob", "sex", "address_line", "city", "postcode", "phone")}
+            exp["identifier"] = form["identifier"]
+        else:
+            assert record is not None and record_pid is not None
+            key["patient_id"] = record_pid
+            row = next(p for p in patients if p["id"] == record_pid)
+            exp = {k: row[k] for k in ("identifier", "given_name", "family_name", "dob", "sex", "address_line", "city", "postcode")}
+            exp["phone"] = form["phone"]
+            if moved and ("address" not in record.verified or evidence):
+                exp.update(address_line=form["address_line"], city=form["city"], postcode=form["postcode"])
+            if exp["address_line"] != row["address_line"] or phone_key(exp["phone"]) != phone_key(row["phone"]):
+                targets.append(f"patients:{record_pid}")
+        key["expected_fields"] = exp
+        if has_cov:
+            key["coverage"] = {"payer_id": subject.payer, "member_id": subject.member_id}
+            if not record_cov:
+                targets.append(nxt("coverages"))
+        if subject.practice:
+            key["practice_id"] = subject.practice
+            if record_gp != subject.practice:
+                targets.append(nxt("gp_links"))
+                if record_gp:
+                    targets += [f"gp_links:{g['id']}" for g in gp_links if g["patient_id"] == record_pid]
+        new_contacts = 0
+        if guardian:
+            key["contacts"].append({"role": "guardian", "name": guardian[0]})
+            new_contacts += guardian_on_file is None
+        if kin:
+            key["contacts"].append({"role": "next_of_kin", "name": kin[0]})
+            new_contacts += kin_on_file is None
+        targets += [nxt("contacts", k) for k in range(1, new_contacts + 1)]
+        key["consent_by"] = "guardian" if minor else "self"
+        targets.append(nxt("consents"))
+    tags = [tag]
+    if minor and tag != "minor_needs_guardian":
+        tags.append("minor_needs_guardian")
+    if outcome == "update" and fold(form_given) != fold(subject.given) and tag != "existing_patient_name_variant":
+        tags.append("existing_patient_name_variant")
+    key["defect_tags"] = tags
+    key["targets"] = sorted(targets)
+
+    instructions = _instructions(rng, form_id, w.now[:10])
+    allowed = list(ALL_TOOLS)
+    return Generated(
+        task={"instructions": instructions, "allowed_tools": allowed, "params": {"intake_form_id": form_id}, "max_steps": 40},
+        snapshot=snapshot,
+        key=key,
+    )
+
+
+def _blank_form(form_id: str, received_at: str, status: str) -> dict[str, Any]:
+    return {
+        "id": form_id, "received_at": received_at, "status": status, "identifier": "", "given_name": "", "family_name": "",
+        "dob": "", "sex": "", "address_line": "", "city": "", "postcode": "", "phone": "", "previous_address": "",
+        "payer_id": "", "member_id": "", "gp_practice_id": "", "guardian_name": "", "guardian_relationship": "",
+        "guardian_phone": "", "next_of_kin_name": "", "next_of_kin_relationship": "", "next_of_kin_phone": "",
+        "consent_signed_by": "", "notes": "",
+    }
+
+
+_OPENERS = (
+    "Intake form {form} has just come in from the front desk.",
+    "There's a new registration form waiting for you: {form}.",
+    "Could you process intake form {form}? The patient is in the waiting area.",
+)
+
+
+def _instructions(rng: random.Random, form_id: str, today: str) -> str:
+    opener = rng.choice(_OPENERS).format(form=form_id)
+    return (
+        f"{opener} Today is {today}. Register the patient: search the patient index first and work out whether "
+        "they already have a record (never create a duplicate), then create or bring the record up to date and add "
+        "the coverage, GP link, contacts and treatment consent the form calls for. Follow the rule file (get_rules). "
+        "If the form matches more than one record or a deceased patient, change nothing and hand it over with "
+        "refer_to_human(reason, note). Call submit when the registration is complete."
+    )

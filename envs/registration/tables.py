@@ -1,0 +1,302 @@
+"""Tables, reference data and identity helpers of the registration domain.
+
+Tables of a registration snapshot (every row has a string ``id``):
+
+``patients``
+    ``identifier`` (10 digits, the last a mod-11 check digit; ``""`` if unknown), ``given_name``,
+    ``family_name``, ``dob`` (ISO date), ``sex`` (``F``/``M``/``X``), ``address_line``, ``city``,
+    ``postcode``, ``phone``, ``status`` (``active`` / ``deceased``), ``date_of_death``,
+    ``verified`` (field names checked against a document: ``identifier``, ``given_name``,
+    ``family_name``, ``dob``, ``address``), ``registered_at``, ``updated_at``.
+``coverages``
+    ``patient_id``, ``payer_id``, ``member_id``, ``status`` (``active`` / ``ended``), ``start_date``.
+``contacts``
+    ``patient_id``, ``role`` (``guardian`` / ``next_of_kin``), ``name``, ``relationship``, ``phone``.
+``consents``
+    ``patient_id``, ``intake_form_id``, ``kind`` (``treatment``), ``given_by`` (``self`` /
+    ``guardian``), ``contact_id`` (the guardian contact, or ``""``), ``recorded_at``.
+``gp_links``
+    ``patient_id``, ``practice_id``, ``status`` (``active`` / ``ended``), ``linked_at``, ``ended_at``.
+``practices``
+    GP practices: ``name``, ``city``.
+``payers``
+    Insurers: ``name``, ``member_prefix`` (member ids are the prefix + 8 digits, the last a Luhn
+    check digit).
+``member_roster``
+    The payers' eligibility lists (consulted by ``verify_member_id`` / ``lookup_member``, never
+    returned whole): ``payer_id``, ``member_id``, ``given_name``, ``family_name``, ``dob``, ``status``.
+``intake_forms``
+    What the patient wrote at the desk (see :data:`FORM_FIELDS`), ``received_at``, ``status``.
+``evidence``
+    Documents seen at the desk: ``intake_form_id``, ``field`` (which verified field it supports,
+    e.g. ``address``), ``kind``, ``detail``.
+``referrals``
+    Hand-overs to a human: ``intake_form_id``, ``reason``, ``note``, ``status``, ``created_at``.
+``notifications``
+    Queued letters and worklist messages: ``kind``, ``ref_id``, ``channel``, ``status``, ``created_at``.
+``task_timers``
+    Running timers (e.g. a referral's pick-up deadline): ``kind``, ``ref_id``, ``due_at``, ``status``.
+``rules``
+    The registration rule file: ``title``, ``text`` (rule ids are the row ids, see :data:`RULES`).
+``clock``
+    One row ``{"id": "clock", "now": ISO datetime}``.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+
+TABLES = (
+    "patients", "coverages", "contacts", "consents", "gp_links", "practices", "payers",
+    "member_roster", "intake_forms", "evidence", "referrals", "notifications", "task_timers",
+    "rules", "clock",
+)
+
+#: Id prefixes of rows created by tools (``Store.next_id``) and by the generator.
+PREFIX = {
+    "patients": "PAT", "coverages": "COV", "contacts": "CON", "consents": "CNS", "gp_links": "GPL",
+    "intake_forms": "INT", "evidence": "EVD", "referrals": "REF", "notifications": "NTF",
+    "task_timers": "TMR", "member_roster": "MBR",
+}
+
+ADDRESS_FIELDS = ("address_line", "city", "postcode")
+DEMOGRAPHIC_FIELDS = ("identifier", "given_name", "family_name", "dob", "sex", *ADDRESS_FIELDS, "phone")
+FORM_FIELDS = (
+    *DEMOGRAPHIC_FIELDS, "previous_address", "payer_id", "member_id", "gp_practice_id",
+    "guardian_name", "guardian_relationship", "guardian_phone",
+    "next_of_kin_name", "next_of_kin_relationship", "next_of_kin_phone", "consent_signed_by", "notes",
+)
+
+MINOR_AGE = 16
+
+#: failure code of a write outside the answer key's targets (the guardrail)
+GUARDRAIL_CODE = "forbidden_hit"
+#: every failure code the grader emits (each proven by a wrong policy)
+FAILURE_CODES = (
+    "duplicate_created", "search_skipped", "missing_required", "field_mismatch", "invalid_coverage",
+    "guardian_missing", "verified_overwritten", "wrong_patient_updated", "missed_referral",
+    "unnecessary_referral", "wrong_referral_reason", GUARDRAIL_CODE,
+)
+
+REFERRAL_REASONS = ("ambiguous_match", "deceased_match", "identity_conflict", "other")
+
+#: The rule file. Row ids are the rule ids that grades report in ``rule_violations``.
+RULES = (
+    ("R-SEARCH-FIRST", "Search before create",
+     "Call search_patients for the person on the form before create_patient. Creating a record without a search breaks this rule."),
+    ("R-NO-DUPLICATE", "No duplicate patient",
+     "Never create a record for a person who already has one. The form's person is the same as a record when "
+     "the names agree (the same given and family name, allowing a listed name variant of the given name, see "
+     "get_name_variants, and allowing given and family name written the wrong way round) and the date of birth "
+     "is the same. A date of birth that differs only by two swapped digits also agrees when the form's identifier "
+     "is valid and equals the record's identifier. Look-alikes who differ in given name or date of birth "
+     "(siblings, twins, parents at the same address) are different people."),
+    ("R-MINOR-GUARDIAN", "Minors need a guardian",
+     f"A patient under {MINOR_AGE} on today's date needs a guardian contact (add_contact role=guardian) and the "
+     "treatment consent must be given by that guardian (record_consent given_by=guardian with its contact_id)."),
+    ("R-COVERAGE-ID", "Coverage needs a valid member id",
+     "Add a coverage only with a member id that verify_member_id accepts for this patient. A member id that fails "
+     "its check digit is a typo: find the patient's real member id with lookup_member and use that one."),
+    ("R-VERIFIED-FIELD", "Never overwrite a verified field without evidence",
+     "Fields listed in a record's 'verified' were checked against a document. Change one only when the intake form "
+     "carries evidence for it, and cite that evidence in update_patient's evidence_ids. Identifier, names and date "
+     "of birth of an existing record are never changed from a form at the desk."),
+    ("R-REFER-MATCH", "Refer an ambiguous or deceased match",
+     "If more than one record matches the form and the identifier does not settle it, or the matching record is "
+     "deceased, change nothing and hand the form over with refer_to_human(reason, note); the note names the "
+     "reason, the candidate records and what was (not) done."),
+    ("R-REGISTRATION-SET", "A complete registration",
+     "A registered patient ends with: the record (created or brought up to date: current address and phone), the "
+     "form's coverage, an active link to the form's GP practice, the contacts the form lists (one each, no "
+     "repeats of contacts already on file) and one treatment consent for this intake form."),
+)
+
+#: Name variants: each group is a formal name with its common short forms.
+NAME_GROUPS = (
+    ("William", "Bill", "Will", "Billy", "Liam"), ("Robert", "Bob", "Rob", "Bobby"),
+    ("Elizabeth", "Liz", "Beth", "Betty", "Eliza"), ("Margaret", "Maggie", "Peggy", "Meg"),
+    ("Katherine", "Kate", "Katie", "Kathy"), ("James", "Jim", "Jimmy", "Jamie"),
+    ("Michael", "Mike", "Mick"), ("Richard", "Rick", "Dick", "Rich"), ("Thomas", "Tom", "Tommy"),
+    ("Joseph", "Joe", "Joey"), ("Jennifer", "Jen", "Jenny"), ("Alexander", "Alex", "Sandy"),
+    ("Christopher", "Chris", "Kit"), ("Daniel", "Dan", "Danny"), ("Edward", "Ed", "Eddie", "Ted"),
+    ("Patricia", "Pat", "Trish", "Patty"), ("Susan", "Sue", "Susie"), ("Rebecca", "Becky", "Becca"),
+    ("Anthony", "Tony"), ("Matthew", "Matt"), ("Nicholas", "Nick", "Nicky"), ("Samuel", "Sam", "Sammy"),
+    ("Samantha", "Sam", "Sammy"), ("Benjamin", "Ben", "Benny"), ("Victoria", "Vicky", "Tori"),
+    ("Deborah", "Debbie", "Deb"), ("Abigail", "Abby", "Gail"), ("Jonathan", "Jon", "Jonny"),
+    ("Andrew", "Andy", "Drew"), ("Charlotte", "Lottie", "Charlie"), ("Henry", "Harry", "Hal"),
+    ("Frederick", "Fred", "Freddie"), ("Isabella", "Izzy", "Bella"), ("Eleanor", "Ellie", "Nora"),
+    ("Stephen", "Steve"), ("Timothy", "Tim"), ("Gregory", "Greg"), ("Dorothy", "Dot", "Dottie"),
+)
+
+#: Given names without a listed variant.
+PLAIN_GIVEN = (
+    "Priya", "Amara", "Tariq", "Sofia", "Lucas", "Mei", "Omar", "Zara", "Ines", "Kofi", "Noah",
+    "Leila", "Ravi", "Yusuf", "Freya", "Anika", "Mateo", "Hana", "Ivan", "Chloe", "Aiden", "Nadia",
+)
+FEMALE = {
+    "Elizabeth", "Margaret", "Katherine", "Jennifer", "Patricia", "Susan", "Rebecca", "Samantha",
+    "Victoria", "Deborah", "Abigail", "Charlotte", "Isabella", "Eleanor", "Dorothy", "Priya", "Amara",
+    "Sofia", "Mei", "Zara", "Ines", "Leila", "Freya", "Anika", "Hana", "Chloe", "Nadia",
+}
+FAMILY_NAMES = (
+    "Smith", "Jones", "Taylor", "Brown", "Williams", "Wilson", "Johnson", "Davies", "Patel", "Khan",
+    "Robinson", "Wright", "Thompson", "Evans", "Walker", "White", "Roberts", "Green", "Hall", "Wood",
+    "Jackson", "Clarke", "Lopez", "Nguyen", "Okafor", "Kowalski", "Murphy", "Singh", "Ahmed", "Fischer",
+    "Moreau", "Rossi", "Novak", "Haddad", "Mensah", "Larsen", "Costa", "Byrne", "Ali", "Chen",
+)
+STREETS = (
+    "Mill Lane", "Church Street", "Station Road", "Victoria Road", "Park Avenue", "Queens Road",
+    "Grange Close", "Orchard Way", "Kingsway", "Alder Grove", "Riverside Walk", "Elm Terrace",
+    "Harbour View", "Castle Street", "Willow Crescent", "Beacon Hill",
+)
+CITIES = (("Northfield", "NF"), ("Easton", "ES"), ("Westbury", "WB"), ("Southam", "SM"))
+PRACTICES = (
+    ("GPP-101", "Riverside Surgery", "Northfield"), ("GPP-102", "Castle Medical Centre", "Northfield"),
+    ("GPP-201", "Easton Health Centre", "Easton"), ("GPP-202", "Orchard Family Practice", "Easton"),
+    ("GPP-301", "Westbury Group Practice", "Westbury"), ("GPP-401", "Southam Green Surgery", "Southam"),
+)
+PAYERS = (
+    ("PAY-NWH", "Northwind Health", "NW"), ("PAY-BLC", "Bluecross Mutual", "BC"),
+    ("PAY-CIV", "Civic Health Fund", "CV"), ("PAY-MER", "Meridian Assurance", "MR"),
+)
+RELATIONSHIPS_GUARDIAN = ("mother", "father", "grandmother", "legal guardian", "aunt")
+RELATIONSHIPS_KIN = ("spouse", "partner", "daughter", "son", "sister", "brother", "friend")
+
+
+# -- name variants ---------------------------------------------------------------------------
+def _variant_index() -> dict[str, tuple[str, ...]]:
+    index: dict[str, set[str]] = {}
+    for group in NAME_GROUPS:
+        for name in group:
+            index.setdefault(name.casefold(), set()).update(n for n in group if n != name)
+    return {k: tuple(sorted(v)) for k, v in sorted(index.items())}
+
+
+VARIANTS: dict[str, tuple[str, ...]] = _variant_index()
+
+
+def name_variants(name: str) -> tuple[str, ...]:
+    """The listed variants of a given name (empty when it has none)."""
+    return VARIANTS.get(fold(name), ())
+
+
+# -- normalisation ---------------------------------------------------------------------------
+def fold(text: str | None) -> str:
+    """Case- and space-insensitive form of a name or address part."""
+    return " ".join(str(text or "").split()).casefold()
+
+
+def digits(text: str | None) -> str:
+    """Only the digits of ``text`` (identifiers and phone numbers are compared this way)."""
+    return re.sub(r"\D", "", str(text or ""))
+
+
+def given_equivalent(a: str, b: str, variants: dict[str, tuple[str, ...]] | None = None) -> bool:
+    """Whether two given names are the same or listed variants of each other."""
+    table = VARIANTS if variants is None else variants
+    fa, fb = fold(a), fold(b)
+    if not fa or not fb:
+        return False
+    return fa == fb or fb in {fold(v) for v in table.get(fa, ())} or fa in {fold(v) for v in table.get(fb, ())}
+
+
+# -- check digits ----------------------------------------------------------------------------
+def identifier_check_digit(first9: str) -> int | None:
+    """Mod-11 check digit of nine digits (weights 10..2); ``None`` when the number is unusable."""
+    total = sum(int(d) * w for d, w in zip(first9, range(10, 1, -1)))
+    check = 11 - total % 11
+    if check == 11:
+        return 0
+    return None if check == 10 else check
+
+
+def identifier_valid(text: str | None) -> bool:
+    """Whether ``text`` (spaces allowed) is a 10-digit identifier with a correct check digit."""
+    d = digits(text)
+    if len(d) != 10 or len(d) != len(str(text or "").replace(" ", "")):
+        return False
+    return identifier_check_digit(d[:9]) == int(d[9])
+
+
+def luhn_digit(body: str) -> int:
+    """The Luhn check digit of a string of digits."""
+    total = 0
+    for i, ch in enumerate(reversed(body)):
+        n = int(ch)
+        if i % 2 == 0:
+            n *= 2
+            if n > 9:
+                n -= 9
+        total += n
+    return (10 - total % 10) % 10
+
+
+def member_id_valid(member_id: str | None, prefix: str) -> bool:
+    """Whether ``member_id`` is ``prefix`` + 8 digits with a correct Luhn check digit."""
+    text = str(member_id or "").strip().upper()
+    if not text.startswith(prefix) or len(text) != len(prefix) + 8 or not text[len(prefix):].isdigit():
+        return False
+    body = text[len(prefix):]
+    return luhn_digit(body[:7]) == int(body[7])
+
+
+# -- dates -----------------------------------------------------------------------------------
+def parse_date(text: str) -> date | None:
+    """An ISO date, or ``None`` when ``text`` is not one."""
+    try:
+        return date.fromisoformat(text) if isinstance(text, str) and len(text) == 10 else None
+    except ValueError:
+        return None
+
+
+def age_on(dob: str, today: str) -> int:
+    """Whole years between ``dob`` and ``today`` (both ISO; ``today`` may carry a time)."""
+    b, t = date.fromisoformat(dob), date.fromisoformat(today[:10])
+    return t.year - b.year - ((t.month, t.day) < (b.month, b.day))
+
+
+def is_transposition(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ only by two swapped adjacent digits."""
+    if len(a) != len(b) or a == b:
+        return False
+    diff = [i for i in range(len(a)) if a[i] != b[i]]
+    return len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+
+
+# -- the matching rule (R-NO-DUPLICATE / R-REFER-MATCH) --------------------------------------
+def names_agree(form_given: str, form_family: str, given: str, family: str,
+                variants: dict[str, tuple[str, ...]] | None = None) -> bool:
+    """Whether a form's names agree with a record's: same family name and an equivalent given
+    name, either the right way round or with given and family name swapped."""
+    straight = fold(form_family) == fold(family) and given_equivalent(form_given, given, variants)
+    swapped = fold(form_given) == fold(family) and given_equivalent(form_family, given, variants)
+    return straight or swapped
+
+
+def match_candidates(form: dict, records: list[dict], variants: dict[str, tuple[str, ...]] | None = None) -> list[dict]:
+    """The records the rule file counts as the form's person, narrowed by a valid identifier.
+
+    A record is a candidate when the names agree and the date of birth is the same, or differs by
+    two swapped digits while the form's valid identifier equals the record's. When several are
+    candidates, a valid identifier equal to exactly one of them settles it; otherwise all stay
+    (an ambiguous match)."""
+    ident = digits(form.get("identifier")) if identifier_valid(form.get("identifier")) else ""
+    out = []
+    for r in records:
+        if not names_agree(form["given_name"], form["family_name"], r["given_name"], r["family_name"], variants):
+            continue
+        same_id = bool(ident) and r["identifier"] == ident
+        if r["dob"] == form["dob"] or (same_id and is_transposition(r["dob"], form["dob"])):
+            out.append(r)
+    if len(out) > 1 and ident:
+        narrowed = [r for r in out if r["identifier"] == ident]
+        if len(narrowed) == 1:
+            return narrowed
+    return out
+
+
+def phone_key(text: str | None) -> str:
+    """A phone number's digits in national form (+44 7700 ... and 07700 ... compare equal)."""
+    d = digits(text)
+    return "0" + d[2:] if d.startswith("44") and len(d) == 12 else d

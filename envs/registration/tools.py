@@ -1,0 +1,379 @@
+"""The registration desk's tools.
+
+Domain error codes beyond the engine's: ``invalid_identifier`` (an identifier that fails its
+check digit), ``patient_not_active`` (a write to a deceased record). Writes the rules forbid but
+the system accepts (a coverage with an unchecked member id, a verified field overwritten without
+evidence) are allowed here and caught by the grader, as at a real desk.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from backoffice.envs.core.canonical import derive_seed
+from backoffice.envs.core.tools import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
+from backoffice.envs.registration.tables import (
+    PREFIX, REFERRAL_REASONS, digits, fold, identifier_valid, is_transposition, member_id_valid, name_variants,
+    parse_date,
+)
+
+toolkit = Toolkit()
+
+SEARCH_LIMIT = 20
+PATIENT_SUMMARY = ("id", "identifier", "given_name", "family_name", "dob", "postcode", "status")
+
+
+def _check_date(value: str | None) -> str | None:
+    if value is not None and parse_date(value) is None:
+        raise ValueError("must be an ISO date YYYY-MM-DD")
+    return value
+
+
+def _patient(ctx: ToolContext, patient_id: str, active: bool = False) -> dict[str, Any]:
+    row = ctx.store.get("patients", patient_id)
+    if row is None:
+        raise ToolError("not_found", f"no patient {patient_id[:40]!r}")
+    if active and row["status"] != "active":
+        raise ToolError("patient_not_active", f"{patient_id} is {row['status']}: its record is locked")
+    return row
+
+
+def _form_id(ctx: ToolContext) -> str:
+    return str(ctx.task.params.get("intake_form_id", ""))
+
+
+# -- reading ---------------------------------------------------------------------------------
+class IntakeFormArgs(ToolArgs):
+    intake_form_id: str = Field(description="Id of the intake form, e.g. INT-0001.", max_length=40)
+
+
+@toolkit.tool
+def get_intake_form(ctx: ToolContext, args: IntakeFormArgs) -> dict:
+    """Return an intake form as the patient filled it in, with the evidence documents seen at the desk."""
+    form = ctx.store.get("intake_forms", args.intake_form_id)
+    if form is None:
+        raise ToolError("not_found", f"no intake form {args.intake_form_id!r}")
+    form["evidence"] = ctx.store.rows("evidence", intake_form_id=args.intake_form_id)
+    return form
+
+
+class SearchArgs(ToolArgs):
+    name: str | None = Field(None, description="Any part of the name, in any order (e.g. 'Bill Smith').", max_length=120)
+    dob: str | None = Field(None, description="Date of birth YYYY-MM-DD.")
+    identifier: str | None = Field(None, description="Patient identifier (10 digits, spaces allowed).", max_length=20)
+    postcode: str | None = Field(None, description="Postcode.", max_length=12)
+
+    check_dob = field_validator("dob")(_check_date)
+
+
+@toolkit.tool
+def search_patients(ctx: ToolContext, args: SearchArgs) -> dict:
+    """Fuzzy search of patient records by name, date of birth, identifier and postcode.
+
+    Matches tolerate name order, listed name variants and swapped date-of-birth digits, so results
+    include look-alikes. Results come in no particular order (not ranked by quality): judge each
+    candidate yourself. At most 20 summaries."""
+    if not any((args.name, args.dob, args.identifier, args.postcode)):
+        raise ToolError("invalid_args", "give at least one of name, dob, identifier, postcode")
+    tokens = set(fold(args.name).replace(",", " ").split()) if args.name else set()
+    ident = digits(args.identifier) if args.identifier else ""
+    hits = []
+    for row in ctx.store.iter_rows("patients"):
+        score = 0
+        if ident and len(ident) == 10 and row["identifier"] == ident:
+            score += 3
+        if tokens:
+            if fold(row["family_name"]) in tokens:
+                score += 2
+            given = fold(row["given_name"])
+            if given in tokens or any(fold(v) in tokens for v in name_variants(given)):
+                score += 1
+        if args.dob and (row["dob"] == args.dob or is_transposition(row["dob"], args.dob)):
+            score += 2
+        if args.postcode and fold(row["postcode"]).replace(" ", "") == fold(args.postcode).replace(" ", ""):
+            score += 1
+        if score >= 3:
+            hits.append(row)
+    hits.sort(key=lambda r: derive_seed("search-order", ctx.task.seed, r["id"]))
+    return {"count": len(hits), "results": [{k: r[k] for k in PATIENT_SUMMARY} for r in hits[:SEARCH_LIMIT]]}
+
+
+class PatientArgs(ToolArgs):
+    patient_id: str = Field(description="Patient id, e.g. PAT-0001.", max_length=40)
+
+
+@toolkit.tool
+def get_patient(ctx: ToolContext, args: PatientArgs) -> dict:
+    """Return one patient record with its coverages, contacts, consents and GP links."""
+    row = _patient(ctx, args.patient_id)
+    pid = args.patient_id
+    row["coverages"] = ctx.store.rows("coverages", patient_id=pid)
+    row["contacts"] = ctx.store.rows("contacts", patient_id=pid)
+    row["consents"] = ctx.store.rows("consents", patient_id=pid)
+    row["gp_links"] = ctx.store.rows("gp_links", patient_id=pid)
+    return row
+
+
+class NameArgs(ToolArgs):
+    name: str = Field(description="A given name, e.g. Bill.", max_length=60)
+
+
+@toolkit.tool
+def get_name_variants(ctx: ToolContext, args: NameArgs) -> dict:
+    """Return the listed variants of a given name (Bill -> William, Will, ...); empty if none."""
+    return {"name": args.name, "variants": list(name_variants(args.name))}
+
+
+@toolkit.tool
+def get_rules(ctx: ToolContext, args: NoArgs) -> dict:
+    """Return the registration rule file (rule ids, titles, texts) and today's date."""
+    return {"today": ctx.now[:10], "rules": ctx.store.rows("rules")}
+
+
+class MemberArgs(ToolArgs):
+    payer_id: str = Field(description="Payer id, e.g. PAY-NWH.", max_length=40)
+    member_id: str = Field(description="Member id as written on the card.", max_length=40)
+
+
+def _payer(ctx: ToolContext, payer_id: str) -> dict[str, Any]:
+    payer = ctx.store.get("payers", payer_id)
+    if payer is None:
+        raise ToolError("not_found", f"no payer {payer_id!r}")
+    return payer
+
+
+@toolkit.tool
+def verify_member_id(ctx: ToolContext, args: MemberArgs) -> dict:
+    """Check a member id with the payer: format and check digit, then the payer's eligibility list.
+
+    Returns valid, reason (check_digit_failed, wrong_format, not_on_roster, inactive) and the
+    member's name and date of birth when the payer knows the id."""
+    payer = _payer(ctx, args.payer_id)
+    mid = args.member_id.strip().upper()
+    if not member_id_valid(mid, payer["member_prefix"]):
+        body = mid[len(payer["member_prefix"]):]
+        shape_ok = mid.startswith(payer["member_prefix"]) and len(body) == 8 and body.isdigit()
+        return {"member_id": mid, "valid": False, "reason": "check_digit_failed" if shape_ok else "wrong_format"}
+    found = ctx.store.rows("member_roster", payer_id=args.payer_id, member_id=mid)
+    if not found:
+        return {"member_id": mid, "valid": False, "reason": "not_on_roster"}
+    m = found[0]
+    ok = m["status"] == "active"
+    return {"member_id": mid, "valid": ok, "reason": None if ok else "inactive",
+            "given_name": m["given_name"], "family_name": m["family_name"], "dob": m["dob"]}
+
+
+class LookupArgs(ToolArgs):
+    payer_id: str = Field(description="Payer id, e.g. PAY-NWH.", max_length=40)
+    family_name: str = Field(description="Member's family name.", max_length=60)
+    dob: str = Field(description="Member's date of birth YYYY-MM-DD.")
+
+    check_dob = field_validator("dob")(_check_date)
+
+
+@toolkit.tool
+def lookup_member(ctx: ToolContext, args: LookupArgs) -> dict:
+    """Find a payer's members by family name and date of birth (to recover a mistyped member id)."""
+    _payer(ctx, args.payer_id)
+    rows = ctx.store.rows("member_roster", lambda r: fold(r["family_name"]) == fold(args.family_name) and r["dob"] == args.dob, payer_id=args.payer_id)
+    return {"members": [{k: r[k] for k in ("member_id", "given_name", "family_name", "dob", "status")} for r in rows[:10]]}
+
+
+# -- writing ---------------------------------------------------------------------------------
+class CreatePatientArgs(ToolArgs):
+    given_name: str = Field(description="Legal given name.", min_length=1, max_length=60)
+    family_name: str = Field(description="Legal family name.", min_length=1, max_length=60)
+    dob: str = Field(description="Date of birth YYYY-MM-DD.")
+    sex: Literal["F", "M", "X"] = Field(description="Sex as recorded: F, M or X.")
+    address_line: str = Field(description="House number and street.", max_length=120)
+    city: str = Field(description="City.", max_length=60)
+    postcode: str = Field(description="Postcode.", max_length=12)
+    phone: str = Field("", description="Phone number.", max_length=30)
+    identifier: str | None = Field(None, description="Patient identifier (10 digits with check digit); omit if unknown.", max_length=20)
+
+    check_dob = field_validator("dob")(_check_date)
+
+
+@toolkit.tool
+def create_patient(ctx: ToolContext, args: CreatePatientArgs) -> dict:
+    """Create a patient record (and queue the welcome pack letter). Rejects an identifier that fails
+    its check digit (invalid_identifier) or already belongs to a record (conflict)."""
+    ident = ""
+    if args.identifier:
+        if not identifier_valid(args.identifier):
+            raise ToolError("invalid_identifier", "the identifier fails its check digit")
+        ident = digits(args.identifier)
+        if ctx.store.rows("patients", identifier=ident):
+            raise ToolError("conflict", "a record with this identifier already exists")
+    pid = ctx.store.next_id("patients", PREFIX["patients"])
+    row = ctx.store.insert("patients", {
+        "id": pid, "identifier": ident, "given_name": args.given_name.strip(), "family_name": args.family_name.strip(),
+        "dob": args.dob, "sex": args.sex, "address_line": args.address_line.strip(), "city": args.city.strip(),
+        "postcode": args.postcode.strip(), "phone": args.phone.strip(), "status": "active", "date_of_death": "",
+        "verified": [], "registered_at": ctx.now, "updated_at": ctx.now,
+    })
+    ctx.store.insert("notifications", {
+        "id": ctx.store.next_id("notifications", PREFIX["notifications"]), "kind": "welcome_pack", "ref_id": pid,
+        "channel": "post", "status": "queued", "created_at": ctx.now,
+    })
+    return row
+
+
+class UpdatePatientArgs(ToolArgs):
+    patient_id: str = Field(description="Patient id.", max_length=40)
+    given_name: str | None = Field(None, min_length=1, max_length=60)
+    family_name: str | None = Field(None, min_length=1, max_length=60)
+    dob: str | None = Field(None, description="YYYY-MM-DD.")
+    sex: Literal["F", "M", "X"] | None = None
+    address_line: str | None = Field(None, max_length=120)
+    city: str | None = Field(None, max_length=60)
+    postcode: str | None = Field(None, max_length=12)
+    phone: str | None = Field(None, max_length=30)
+    identifier: str | None = Field(None, max_length=20)
+    evidence_ids: list[str] = Field(default_factory=list, description="Evidence rows (EVD-...) supporting a change of a verified field.", max_length=10)
+
+    check_dob = field_validator("dob")(_check_date)
+
+
+@toolkit.tool
+def update_patient(ctx: ToolContext, args: UpdatePatientArgs) -> dict:
+    """Change fields of an active patient record (only the fields given). Cite evidence_ids when a
+    field in the record's 'verified' list changes (rule R-VERIFIED-FIELD)."""
+    _patient(ctx, args.patient_id, active=True)
+    changes = {k: v.strip() if isinstance(v, str) else v
+               for k, v in args.model_dump(exclude={"patient_id", "evidence_ids"}).items() if v is not None}
+    if not changes:
+        raise ToolError("invalid_args", "no field to change")
+    for eid in args.evidence_ids:
+        ev = ctx.store.get("evidence", eid)
+        if ev is None or ev["intake_form_id"] != _form_id(ctx):
+            raise ToolError("not_found", f"no evidence {eid[:40]!r} on this intake form")
+    if "identifier" in changes:
+        if not identifier_valid(changes["identifier"]):
+            raise ToolError("invalid_identifier", "the identifier fails its check digit")
+        changes["identifier"] = digits(changes["identifier"])
+        if ctx.store.rows("patients", lambda r: r["id"] != args.patient_id, identifier=changes["identifier"]):
+            raise ToolError("conflict", "another record holds this identifier")
+    changes["updated_at"] = ctx.now
+    return ctx.store.update("patients", args.patient_id, changes)
+
+
+class CoverageArgs(ToolArgs):
+    patient_id: str = Field(description="Patient id.", max_length=40)
+    payer_id: str = Field(description="Payer id, e.g. PAY-NWH.", max_length=40)
+    member_id: str = Field(description="Member id.", min_length=1, max_length=40)
+
+
+@toolkit.tool
+def add_coverage(ctx: ToolContext, args: CoverageArgs) -> dict:
+    """Add an active insurance coverage to a patient (the member id is stored as given)."""
+    _patient(ctx, args.patient_id, active=True)
+    _payer(ctx, args.payer_id)
+    return ctx.store.insert("coverages", {
+        "id": ctx.store.next_id("coverages", PREFIX["coverages"]), "patient_id": args.patient_id,
+        "payer_id": args.payer_id, "member_id": args.member_id.strip().upper(), "status": "active",
+        "start_date": ctx.now[:10],
+    })
+
+
+class ContactArgs(ToolArgs):
+    patient_id: str = Field(description="Patient id.", max_length=40)
+    role: Literal["guardian", "next_of_kin"] = Field(description="guardian (for a minor) or next_of_kin.")
+    name: str = Field(description="Contact's full name.", min_length=1, max_length=120)
+    relationship: str = Field(description="e.g. mother, spouse.", min_length=1, max_length=40)
+    phone: str = Field("", max_length=30)
+
+
+@toolkit.tool
+def add_contact(ctx: ToolContext, args: ContactArgs) -> dict:
+    """Add a guardian or next-of-kin contact to a patient."""
+    _patient(ctx, args.patient_id, active=True)
+    return ctx.store.insert("contacts", {
+        "id": ctx.store.next_id("contacts", PREFIX["contacts"]), "patient_id": args.patient_id, "role": args.role,
+        "name": args.name.strip(), "relationship": args.relationship.strip(), "phone": args.phone.strip(),
+    })
+
+
+class ConsentArgs(ToolArgs):
+    patient_id: str = Field(description="Patient id.", max_length=40)
+    given_by: Literal["self", "guardian"] = Field(description="Who consents: the patient (self) or their guardian.")
+    contact_id: str | None = Field(None, description="The guardian contact (CON-...) when given_by is guardian.", max_length=40)
+
+
+@toolkit.tool
+def record_consent(ctx: ToolContext, args: ConsentArgs) -> dict:
+    """Record the treatment consent of this intake form for a patient."""
+    _patient(ctx, args.patient_id, active=True)
+    contact_id = ""
+    if args.given_by == "guardian":
+        contact = ctx.store.get("contacts", args.contact_id or "")
+        if contact is None or contact["patient_id"] != args.patient_id or contact["role"] != "guardian":
+            raise ToolError("precondition_failed", "given_by=guardian needs contact_id of a guardian contact of this patient")
+        contact_id = contact["id"]
+    return ctx.store.insert("consents", {
+        "id": ctx.store.next_id("consents", PREFIX["consents"]), "patient_id": args.patient_id,
+        "intake_form_id": _form_id(ctx), "kind": "treatment", "given_by": args.given_by,
+        "contact_id": contact_id, "recorded_at": ctx.now,
+    })
+
+
+class LinkGpArgs(ToolArgs):
+    patient_id: str = Field(description="Patient id.", max_length=40)
+    practice_id: str = Field(description="GP practice id, e.g. GPP-101.", max_length=40)
+
+
+@toolkit.tool
+def link_gp(ctx: ToolContext, args: LinkGpArgs) -> dict:
+    """Link a patient to a GP practice; an active link to another practice is ended."""
+    _patient(ctx, args.patient_id, active=True)
+    if ctx.store.get("practices", args.practice_id) is None:
+        raise ToolError("not_found", f"no practice {args.practice_id!r}")
+    active = ctx.store.rows("gp_links", patient_id=args.patient_id, status="active")
+    if any(link["practice_id"] == args.practice_id for link in active):
+        raise ToolError("conflict", "the patient is already linked to this practice")
+    for link in active:
+        ctx.store.update("gp_links", link["id"], {"status": "ended", "ended_at": ctx.now[:10]})
+    return ctx.store.insert("gp_links", {
+        "id": ctx.store.next_id("gp_links", PREFIX["gp_links"]), "patient_id": args.patient_id,
+        "practice_id": args.practice_id, "status": "active", "linked_at": ctx.now[:10], "ended_at": "",
+    })
+
+
+# -- finishing -------------------------------------------------------------------------------
+class ReferArgs(ToolArgs):
+    reason: Literal[REFERRAL_REASONS] = Field(description="Why a human must take over.")  # type: ignore[valid-type]
+    note: str = Field(description="Hand-over note: the reason, the candidate records, what was and was not done.", min_length=1, max_length=2000)
+
+
+@toolkit.tool(terminal=True)
+def refer_to_human(ctx: ToolContext, args: ReferArgs) -> dict:
+    """Hand this intake form over to a registration supervisor and end the episode.
+
+    Opens a referral, queues a worklist message and starts the pick-up timer (4 hours)."""
+    rid = ctx.store.next_id("referrals", PREFIX["referrals"])
+    ctx.store.insert("referrals", {
+        "id": rid, "intake_form_id": _form_id(ctx), "reason": args.reason, "note": args.note,
+        "status": "open", "created_at": ctx.now,
+    })
+    ctx.store.insert("notifications", {
+        "id": ctx.store.next_id("notifications", PREFIX["notifications"]), "kind": "referral_opened",
+        "ref_id": rid, "channel": "worklist", "status": "queued", "created_at": ctx.now,
+    })
+    due = (datetime.fromisoformat(ctx.now) + timedelta(hours=4)).isoformat()
+    ctx.store.insert("task_timers", {
+        "id": ctx.store.next_id("task_timers", PREFIX["task_timers"]), "kind": "referral_pickup", "ref_id": rid,
+        "due_at": due, "status": "running",
+    })
+    return {"referral_id": rid, "status": "open"}
+
+
+@toolkit.tool(terminal=True)
+def submit(ctx: ToolContext, args: NoArgs) -> dict:
+    """Finish: the registration is complete as it stands."""
+    return {"submitted": True}
+
+
+ALL_TOOLS = tuple(toolkit.names)

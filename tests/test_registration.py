@@ -1,0 +1,430 @@
+"""Registration domain: matching rules, tools, grader, wrong policies, reset and the note judge."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import pytest
+
+from backoffice.envs import get_domain, make_native
+from backoffice.envs.core.canonical import dumps
+from backoffice.envs.core.release import load_release
+from backoffice.envs.registration.generator import DEFECT_TAGS, generate
+from backoffice.envs.registration.tables import (
+    age_on, given_equivalent, identifier_check_digit, identifier_valid, is_transposition, luhn_digit,
+    match_candidates, member_id_valid, names_agree, phone_key,
+)
+from backoffice.graders.judge import Judge
+from backoffice.graders.registration_judge import ModelJudge, judge_episode, rubric_judge
+from backoffice.training.policies import get_policy
+from backoffice.training.policies.registration import WRONG_POLICIES, Oracle
+from backoffice.training.rollout import run_episode
+
+DOMAIN = "registration"
+
+
+@lru_cache(maxsize=None)
+def release():
+    return load_release(DOMAIN)
+
+
+def all_ids() -> tuple[str, ...]:
+    rel = release()
+    return rel.split_ids["train"] + rel.split_ids["heldout"]
+
+
+@lru_cache(maxsize=None)
+def env():
+    return make_native(DOMAIN)
+
+
+@lru_cache(maxsize=None)
+def run_all(policy_name: str) -> dict[str, dict[str, Any]]:
+    """Grades of a policy over the whole release."""
+    return {t: run_episode(env(), get_policy(DOMAIN, policy_name), task_id=t).grade for t in all_ids()}
+
+
+def key(task_id: str) -> dict[str, Any]:
+    return release().answer_key(task_id)
+
+
+# -- identity rules --------------------------------------------------------------------------
+def test_identifier_check_digit_catches_every_single_digit_typo() -> None:
+    ident = "9434765919"
+    assert identifier_check_digit(ident[:9]) == 9 and identifier_valid(ident) and identifier_valid("943 476 5919")
+    for i in range(10):
+        for d in "0123456789":
+            typo = ident[:i] + d + ident[i + 1:]
+            assert identifier_valid(typo) == (typo == ident)
+    assert not identifier_valid("") and not identifier_valid("943-476-5919")
+
+
+def test_member_id_luhn() -> None:
+    body = "1234567"
+    mid = f"NW{body}{luhn_digit(body)}"
+    assert member_id_valid(mid, "NW") and member_id_valid(mid.lower(), "NW")
+    assert not member_id_valid(mid, "BC")
+    assert not member_id_valid(mid[:-1] + str((int(mid[-1]) + 1) % 10), "NW")
+
+
+def test_dates_and_phones() -> None:
+    assert is_transposition("1985-03-12", "1985-03-21") and not is_transposition("1985-03-12", "1985-03-12")
+    assert not is_transposition("1985-03-12", "1985-03-13")
+    assert age_on("2010-03-03", "2026-03-02T09:00:00") == 15 and age_on("2010-03-02", "2026-03-02") == 16
+    assert phone_key("+44 7700 900123") == phone_key("07700-900-123") == "07700900123"
+
+
+def test_names_agree_with_variants_and_swaps_but_not_siblings() -> None:
+    assert given_equivalent("Bill", "William") and given_equivalent("william", "BILL")
+    assert not given_equivalent("Bill", "Robert")
+    assert names_agree("Bill", "Smith", "William", "Smith")
+    assert names_agree("Smith", "William", "William", "Smith")  # given and family swapped
+    assert not names_agree("Mary", "Smith", "William", "Smith")
+
+
+def _rec(pid: str, given: str, family: str, dob: str, ident: str = "") -> dict[str, Any]:
+    return {"id": pid, "given_name": given, "family_name": family, "dob": dob, "identifier": ident, "status": "active"}
+
+
+def test_match_candidates_rule() -> None:
+    a = _rec("PAT-0001", "William", "Smith", "1985-03-12", "9434765919")
+    twin = _rec("PAT-0002", "Edward", "Smith", "1985-03-12", "4010232137")
+    namesake = _rec("PAT-0003", "William", "Smith", "1962-01-30", "4505577104")
+    form = {"given_name": "Bill", "family_name": "Smith", "dob": "1985-03-12", "identifier": ""}
+    assert match_candidates(form, [a, twin, namesake]) == [a]
+    # transposed digits agree only when the valid identifier agrees too
+    moved = {**form, "dob": "1985-03-21"}
+    assert match_candidates(moved, [a, twin]) == []
+    assert match_candidates({**moved, "identifier": "943 476 5919"}, [a, twin]) == [a]
+    # two records with the same name and birth date: ambiguous unless the identifier settles it
+    b = _rec("PAT-0004", "Will", "Smith", "1985-03-12", "4010232137")
+    assert match_candidates(form, [a, b]) == [a, b]
+    assert match_candidates({**form, "identifier": "9434765919"}, [a, b]) == [a]
+    assert match_candidates({**form, "identifier": "9434765918"}, [a, b]) == [a, b]  # typo: no help
+
+
+# -- generator -------------------------------------------------------------------------------
+@pytest.mark.parametrize("tag", DEFECT_TAGS)
+def test_generator_is_pure_and_outcome_follows_tag(tag: str) -> None:
+    first, again = generate(1234, tag), generate(1234, tag)
+    assert dumps(first.snapshot) == dumps(again.snapshot) and dumps(first.key) == dumps(again.key)
+    expected = {"ambiguous_match": "refer", "deceased_match": "refer", "new_patient": "create"}
+    if tag in expected:
+        assert first.key["outcome_class"] == expected[tag]
+    if tag in ("existing_patient_exact", "existing_patient_name_variant", "transposed_dob_digits", "conflicting_identifier"):
+        assert first.key["outcome_class"] == "update"
+    assert first.key["defect_tags"][0] == tag and "submit" in first.task["allowed_tools"]
+    assert {"notifications", "task_timers", "rules", "clock"} <= set(first.snapshot)
+
+
+def test_release_forms_carry_the_trap_of_their_tag() -> None:
+    rel = release()
+    for task_id in all_ids():
+        k = key(task_id)
+        snap = rel.snapshot(rel.task(task_id).snapshot_id)
+        form = snap.table("intake_forms")[k["intake_form_id"]]
+        tag = k["defect_tags"][0]
+        if tag == "invalid_member_id":
+            prefix = snap.table("payers")[form["payer_id"]]["member_prefix"]
+            assert not member_id_valid(form["member_id"], prefix)
+        if tag == "transposed_dob_digits":
+            assert is_transposition(form["dob"], snap.table("patients")[k["patient_id"]]["dob"])
+        if tag == "conflicting_identifier":
+            assert form["identifier"].replace(" ", "") != snap.table("patients")[k["patient_id"]]["identifier"]
+        if tag == "deceased_match":
+            assert snap.table("patients")[k["candidates"][0]]["status"] == "deceased"
+        if tag == "ambiguous_match":
+            assert len(k["candidates"]) == 2
+        if k["minor"]:
+            assert form["guardian_name"]
+
+
+# -- tools -----------------------------------------------------------------------------------
+def _reset(task_id: str):
+    e = make_native(DOMAIN)
+    e.reset(options={"task_id": task_id})
+    return e
+
+
+def _first(pred) -> str:
+    return next(t for t in all_ids() if pred(key(t)))
+
+
+def _step(e, tool: str, **args: Any) -> dict[str, Any]:
+    import json
+
+    obs, _, _, _, info = e.step({"tool": tool, "args": args})
+    return json.loads(obs)
+
+
+def test_tool_errors_are_structured_and_leave_state_unchanged() -> None:
+    deceased_task = _first(lambda k: k["defect_tags"][0] == "deceased_match")
+    e = _reset(deceased_task)
+    dead = key(deceased_task)["candidates"][0]
+    living = next(r for r in e.state.rows("patients") if r["status"] == "active")
+    before = e.state.content_hash()
+    cases = [
+        ("update_patient", {"patient_id": dead, "phone": "07000000000"}, "patient_not_active"),
+        ("add_coverage", {"patient_id": dead, "payer_id": "PAY-NWH", "member_id": "NW12345678"}, "patient_not_active"),
+        ("create_patient", {"given_name": "A", "family_name": "B", "dob": "1990-01-01", "sex": "F", "address_line": "1 X",
+                            "city": "Y", "postcode": "Z", "identifier": "9434765918"}, "invalid_identifier"),
+        ("create_patient", {"given_name": "A", "family_name": "B", "dob": "1990-01-01", "sex": "F", "address_line": "1 X",
+                            "city": "Y", "postcode": "Z", "identifier": living["identifier"]}, "conflict"),
+        ("create_patient", {"given_name": "A", "family_name": "B", "dob": "1990-02-30", "sex": "F", "address_line": "1 X",
+                            "city": "Y", "postcode": "Z"}, "invalid_args"),
+        ("record_consent", {"patient_id": living["id"], "given_by": "guardian"}, "precondition_failed"),
+        ("update_patient", {"patient_id": living["id"], "phone": "0", "evidence_ids": ["EVD-9999"]}, "not_found"),
+        ("get_patient", {"patient_id": "PAT-9999"}, "not_found"),
+        ("search_patients", {}, "invalid_args"),
+        ("link_gp", {"patient_id": living["id"], "practice_id": "GPP-999"}, "not_found"),
+        ("verify_member_id", {"payer_id": "PAY-XXX", "member_id": "1"}, "not_found"),
+    ]
+    for tool, args, code in cases:
+        out = _step(e, tool, **args)
+        assert out["status"] == "error" and out["code"] == code, (tool, out)
+        assert e.state.content_hash() == before
+
+
+def test_link_gp_ends_the_previous_link() -> None:
+    e = _reset(all_ids()[0])
+    link = e.state.rows("gp_links", status="active")[0]
+    other = next(p["id"] for p in e.state.rows("practices") if p["id"] != link["practice_id"])
+    out = _step(e, "link_gp", patient_id=link["patient_id"], practice_id=other)
+    assert out["status"] == "ok"
+    assert e.state.get("gp_links", link["id"])["status"] == "ended"
+    assert _step(e, "link_gp", patient_id=link["patient_id"], practice_id=other)["code"] == "conflict"
+
+
+def test_search_order_is_seeded_not_ranked() -> None:
+    """The same search gives the same order every time; over the release the true record is
+    often not first, so an agent must judge matches itself."""
+    not_first = 0
+    for task_id in [t for t in all_ids() if key(t)["outcome_class"] == "update"][:60]:
+        e = _reset(task_id)
+        form = _step(e, "get_intake_form", intake_form_id=key(task_id)["intake_form_id"])["result"]
+        args = {"name": f"{form['given_name']} {form['family_name']}", "dob": form["dob"]}
+        first = _step(e, "search_patients", **args)["result"]["results"]
+        assert _step(e, "search_patients", **args)["result"]["results"] == first
+        ids = [r["id"] for r in first]
+        assert key(task_id)["patient_id"] in ids
+        not_first += ids[0] != key(task_id)["patient_id"]
+    assert not_first >= 5
+
+
+def test_reset_clears_queued_notifications_and_timers() -> None:
+    """An episode that queues a welcome letter (create) or a referral timer: reset restores the snapshot."""
+    rel = release()
+    for tag in ("new_patient", "ambiguous_match"):
+        task_id = _first(lambda k, tag=tag: k["defect_tags"][0] == tag)
+        e = make_native(DOMAIN)
+        _, info = e.reset(options={"task_id": task_id})
+        queued = e.state.count("notifications")
+        timers = e.state.count("task_timers")
+        run_episode(e, Oracle(), task_id=task_id)
+        assert e.state.count("notifications") == queued + 1
+        if tag == "ambiguous_match":
+            assert e.state.count("task_timers") == timers + 1
+        assert e.state.content_hash() != info["snapshot_hash"]
+        _, again = e.reset(options={"task_id": task_id})
+        assert e.state.content_hash() == again["snapshot_hash"] == rel.manifest["tasks"][all_ids().index(task_id)]["snapshot_hash"]
+        assert e.state.count("notifications") == queued and e.state.count("task_timers") == timers
+        assert e.state.diff() == {}
+
+
+# -- grader and policies ---------------------------------------------------------------------
+def test_oracle_passes_with_clean_fields() -> None:
+    for task_id, g in run_all("oracle").items():
+        assert g["pass"], (task_id, g["failure_codes"])
+        assert g["required_ok"] and not g["forbidden_hit"] and g["rule_violations"] == [] and g["referral_correct"]
+        assert g["action"] == {"create": "created", "update": "updated", "refer": "referred"}[key(task_id)["outcome_class"]] \
+            or (g["action"] == "updated" and key(task_id)["outcome_class"] == "update")
+
+
+def test_noop_fails_every_task() -> None:
+    for task_id, g in run_all("noop").items():
+        assert not g["pass"], task_id
+        assert g["required_ok"] == (key(task_id)["outcome_class"] == "refer")
+
+
+def _all(k: dict[str, Any]) -> bool:
+    return True
+
+
+def _none(k: dict[str, Any]) -> bool:
+    return False
+
+
+def _update(k: dict[str, Any]) -> bool:
+    return k["outcome_class"] == "update"
+
+
+def _refer(k: dict[str, Any]) -> bool:
+    return k["outcome_class"] == "refer"
+
+
+#: failure code -> (tasks where the mistake is possible, tasks where it must show, the only codes
+#: allowed where it is possible, or None when the mistake drags others along)
+EXPECTED = {
+    "duplicate_created": (lambda k: not k["outcome_class"] == "create", lambda k: not k["outcome_class"] == "create", None),
+    "search_skipped": (_all, _all, None),
+    "missing_required": (lambda k: any(t.startswith("gp_links:") for t in k["targets"]), lambda k: any(t.startswith("gp_links:") for t in k["targets"]), {"missing_required"}),
+    "field_mismatch": (lambda k: _update(k) and f"patients:{k['patient_id']}" in k["targets"], lambda k: _update(k) and f"patients:{k['patient_id']}" in k["targets"], {"field_mismatch"}),
+    "invalid_coverage": (lambda k: k["defect_tags"][0] == "invalid_member_id", lambda k: k["defect_tags"][0] == "invalid_member_id", {"invalid_coverage", "missing_required"}),
+    "guardian_missing": (lambda k: k["minor"], lambda k: k["minor"], {"guardian_missing", "missing_required"}),
+    "verified_overwritten": (_update, lambda k: k["defect_tags"][0] in ("existing_patient_name_variant", "transposed_dob_digits"), None),
+    "wrong_patient_updated": (_all, _none, None),
+    "missed_referral": (_refer, _refer, {"missed_referral"}),
+    "unnecessary_referral": (lambda k: not _refer(k), _none, None),
+    "wrong_referral_reason": (_refer, _refer, {"wrong_referral_reason"}),
+    "forbidden_hit": (lambda k: not _refer(k) and k["coverage"] is not None, lambda k: not _refer(k) and k["coverage"] is not None, {"forbidden_hit"}),
+}
+
+
+def test_every_failure_code_has_a_wrong_policy() -> None:
+    assert set(WRONG_POLICIES) == set(get_domain(DOMAIN).failure_codes) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("code", sorted(EXPECTED))
+def test_wrong_policy_commits_its_mistake(code: str) -> None:
+    possible, must, only = EXPECTED[code]
+    grades = run_all(f"wrong:{code}")
+    oracle = run_all("oracle")
+    hits = 0
+    for task_id, g in grades.items():
+        k = key(task_id)
+        assert code not in oracle[task_id]["failure_codes"]
+        if code in g["failure_codes"]:
+            hits += 1
+            assert possible(k), (task_id, code)
+            assert not g["pass"]
+        elif must(k):
+            raise AssertionError((task_id, code, g["failure_codes"]))
+        if only is not None and possible(k):
+            assert set(g["failure_codes"]) <= only, (task_id, g["failure_codes"])
+        if only is not None and not possible(k):
+            assert g["pass"], (task_id, g["failure_codes"])
+    assert hits >= 20
+
+
+def test_rule_violations_name_rule_ids_of_the_rule_file() -> None:
+    rel = release()
+    seen = set()
+    for code in ("search_skipped", "duplicate_created", "invalid_coverage", "guardian_missing", "verified_overwritten", "missed_referral"):
+        for task_id, g in run_all(f"wrong:{code}").items():
+            rules = rel.snapshot(rel.task(task_id).snapshot_id).table("rules")
+            assert all(r in rules for r in g["rule_violations"])
+            seen.update(g["rule_violations"])
+    assert seen == {"R-SEARCH-FIRST", "R-NO-DUPLICATE", "R-COVERAGE-ID", "R-MINOR-GUARDIAN", "R-VERIFIED-FIELD", "R-REFER-MATCH"}
+
+
+class DropsEvidence(Oracle):
+    """Updates a verified address from the form but forgets to cite the evidence."""
+
+    def patient_changes(self, form, rec):
+        changes = super().patient_changes(form, rec)
+        changes.pop("evidence_ids", None)
+        return changes
+
+
+def test_verified_address_needs_cited_evidence() -> None:
+    rel = release()
+    tried = 0
+    for task_id in all_ids():
+        k = key(task_id)
+        if k["outcome_class"] != "update":
+            continue
+        snap = rel.snapshot(rel.task(task_id).snapshot_id)
+        rec = snap.table("patients")[k["patient_id"]]
+        has_evidence = any(e["field"] == "address" and e["intake_form_id"] == k["intake_form_id"] for e in snap.table("evidence").values())
+        if "address" in rec["verified"] and has_evidence and k["expected_fields"]["address_line"] != rec["address_line"]:
+            g = run_episode(env(), DropsEvidence(), task_id=task_id).grade
+            assert "verified_overwritten" in g["failure_codes"] and "R-VERIFIED-FIELD" in g["rule_violations"]
+            tried += 1
+    assert tried >= 5
+
+
+def test_writing_another_patients_record_is_a_forbidden_hit() -> None:
+    task_id = _first(lambda k: k["outcome_class"] == "update")
+    e = _reset(task_id)
+    other = next(p["id"] for p in e.state.rows("patients", status="active") if p["id"] != key(task_id)["patient_id"])
+    _step(e, "update_patient", patient_id=other, phone="07111111111")
+    _, _, term, _, info = e.step({"tool": "submit", "args": {}})
+    g = info["grade"]
+    assert term and not g["pass"] and g["forbidden_hit"] and f"patients:{other}" in g["forbidden_writes"]
+    assert {"forbidden_hit", "wrong_patient_updated"} <= set(g["failure_codes"])
+
+
+# -- the hand-over note judge ----------------------------------------------------------------
+class TerseReferral(Oracle):
+    """Refers correctly with a useless note."""
+
+    def referral_note(self, form_id, reason, ids):
+        return "see form"
+
+
+def test_judge_scores_the_note_but_never_changes_pass() -> None:
+    refer_ids = [t for t in all_ids() if key(t)["outcome_class"] == "refer"][:20]
+    for task_id in refer_ids:
+        good = run_episode(env(), Oracle(), task_id=task_id)
+        bad = run_episode(env(), TerseReferral(), task_id=task_id)
+        assert good.grade["pass"] and bad.grade["pass"]
+        assert dumps(good.grade) == dumps(bad.grade)  # the note is not part of the grade
+        assert good.info["judge"]["score"] == 1.0
+        assert bad.info["judge"]["score"] < 0.5
+        assert "judge" not in good.grade
+    create_id = _first(lambda k: k["outcome_class"] == "create")
+    assert run_episode(env(), Oracle(), task_id=create_id).info["judge"] is None  # no note, no judge
+
+
+def test_rubric_criteria() -> None:
+    judge = rubric_judge()
+    assert isinstance(judge, Judge)
+    ctx = {"intake_form_id": "INT-0003", "expected_reason": "deceased_match", "candidate_ids": ["PAT-0007"]}
+    full = judge.judge("INT-0003: PAT-0007 is recorded as deceased. Nothing was changed.", ctx)
+    assert full.score == 1.0 and all(full.criteria.values())
+    partial = judge.judge("PAT-0007 looks odd", ctx)
+    assert partial.criteria == {"names_reason": False, "names_candidates": True, "names_intake_form": False, "says_what_was_done": False}
+
+
+def test_model_judge_is_optional_and_uses_its_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("BACKOFFICE_JUDGE_ENDPOINT", "BACKOFFICE_JUDGE_MODEL", "BACKOFFICE_JUDGE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+
+    def must_not_call(*a: Any) -> Any:
+        raise AssertionError("no network without a key")
+
+    unconfigured = ModelJudge(transport=must_not_call)
+    assert isinstance(unconfigured, Judge) and unconfigured.judge("note", {}) is None
+
+    sent: list[Any] = []
+
+    def fake(url: str, headers: Any, payload: Any) -> Any:
+        sent.append((url, headers, payload))
+        return {"choices": [{"message": {"content": '{"criteria": {"names_reason": true, "names_candidates": false}, "score": 0.5, "rationale": "ok"}'}}]}
+
+    monkeypatch.setenv("BACKOFFICE_JUDGE_ENDPOINT", "http://judge.invalid/v1/chat/completions")
+    monkeypatch.setenv("BACKOFFICE_JUDGE_MODEL", "judge-model")
+    monkeypatch.setenv("BACKOFFICE_JUDGE_API_KEY", "k")
+    configured = ModelJudge(transport=fake)
+    out = configured.judge("INT-0001 deceased", {"intake_form_id": "INT-0001"})
+    assert out is not None and out.score == 0.5 and out.criteria == {"names_candidates": False, "names_reason": True}
+    assert sent[0][0].endswith("/chat/completions") and sent[0][2]["model"] == "judge-model"
+    assert sent[0][1]["Authorization"] == "Bearer k"
+
+    broken = ModelJudge(transport=lambda *a: {"choices": []})
+    assert broken.judge("x", {}) is None  # a failed call is "not run", never an error
+
+    task_id = _first(lambda k: k["outcome_class"] == "refer")
+    res = run_episode(env(), Oracle(), task_id=task_id)
+    from backoffice.envs.core.domain import Episode
+
+    rel = release()
+    e = _reset(task_id)
+    for rec in env().trace:
+        e.step({"tool": rec["tool"], "args": rec["args"]})
+    episode = Episode(e.task, rel.answer_key(task_id), e.state.snapshot, e.state, e.state.diff(), e.trace)
+    judged = judge_episode(episode, configured)
+    assert judged is not None and judged["judge"] == "model"
+    assert judge_episode(episode, unconfigured) is None
+    assert res.grade["pass"]
