@@ -61,12 +61,18 @@ def run_checks(specs: Sequence[Mapping[str, Any]], episode: Episode) -> list[dic
 
 
 # -- selectors -----------------------------------------------------------------------------
+_PLAIN = (str, int, float, bool, type(None))
+
+
 def matches(row: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
     if not where:
         return True
     for field, want in where.items():
         have = row.get(field)
-        if isinstance(want, Mapping) and "$in" in want:
+        if isinstance(want, _PLAIN):  # fast path: plain values compare by equality
+            if have != want:
+                return False
+        elif isinstance(want, Mapping) and "$in" in want:
             if have not in want["$in"]:
                 return False
         elif have != want:
@@ -80,12 +86,34 @@ def select(spec: Mapping[str, Any], episode: Episode) -> list[dict[str, Any]]:
     if "row_id" in spec:
         row = state.get(table, spec["row_id"])
         rows = [row] if row is not None else []
+    elif spec.get("created_only"):
+        # only rows the episode created can match: O(rows changed), not O(table); same id order
+        where = spec.get("where")
+        got = (state.get(table, rid) for rid in episode.diff.get(table, {}).get("created", ()))
+        return [r for r in got if r is not None and matches(r, where)]
+    elif (named := _id_list(spec.get("where"))) is not None:
+        # ``where: {"id": {"$in": [...]}}`` names its rows: fetch them, in id order like state.rows
+        got = (state.get(table, rid) for rid in named)
+        rows = [r for r in got if r is not None and matches(r, spec["where"])]
     else:
         rows = state.rows(table, where=lambda r: matches(r, spec.get("where")))
     if spec.get("created_only"):
         created = set(episode.diff.get(table, {}).get("created", ()))
         rows = [r for r in rows if r["id"] in created]
     return rows
+
+
+def _id_list(where: Any) -> list[str] | None:
+    """The sorted ids of a ``where`` that selects by ``{"id": {"$in": [str, ...]}}``, else ``None``."""
+    if not isinstance(where, Mapping):
+        return None
+    want = where.get("id")
+    if not isinstance(want, Mapping) or not isinstance(want.get("$in"), (list, tuple)):
+        return None
+    ids = want["$in"]
+    if not all(isinstance(i, str) for i in ids):
+        return None
+    return sorted(set(ids))
 
 
 def _args_match(call_args: Any, want: Mapping[str, Any] | None) -> bool:

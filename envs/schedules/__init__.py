@@ -1,1 +1,95 @@
-"""The schedules domain (not built yet)."""
+"""The schedules domain: premium instalment schedules of insurance policies."""
+
+from __future__ import annotations
+
+from backoffice.envs.core import BackofficeEnv, Domain
+from backoffice.envs.schedules.generator import DEFECT_TAGS, generate
+from backoffice.envs.schedules.tools import toolkit
+from backoffice.graders.schedules import FAILURE_CODES, GUARDRAIL_CODE, grade
+
+DOMAIN = Domain(
+    name="schedules",
+    title="Schedules",
+    prefix="SCH",
+    toolkit=toolkit,
+    generate=generate,
+    grade=grade,
+    defect_tags=DEFECT_TAGS,
+    failure_codes=FAILURE_CODES,
+    generator_version="1",
+    sizes={"train": 400, "heldout": 154},
+    default_max_steps=60,
+    guardrail_code=GUARDRAIL_CODE,
+)
+
+
+class SchedulesEnv(BackofficeEnv):
+    """Premium instalment schedules: a customer asks to change how they pay an insurance premium.
+
+    ## Description
+    A back-office agent works one customer change request on a policy's premium instalment
+    schedule: annual or quarterly to monthly, to quarterly, a split of the remaining premium
+    into N parts, a payment holiday (deferral) or a new collection day. The outstanding premium
+    is the annual premium minus every paid instalment (in any schedule version); paid
+    instalments are never touched. A rules document, drawn per task, says where remainder cents
+    go, how a collection day of 29-31 falls in shorter months, the minimum instalment, the
+    reminder lead time and when (and by whom) approval is required. The book holds other
+    customers' policies, some of them lookalikes (same surname, address and dates).
+
+    ## Action Space
+    A tool call ``{"tool": name, "args": {...}}`` (a dict or its JSON string), see Tools.
+
+    ## Observation Space
+    Canonical ASCII JSON text: the task brief after ``reset`` (instructions, allowed tools and
+    ``params`` ``request_id`` / ``policy_id``), then each tool's result
+    (``{"status": "ok", "result": ...}`` or ``{"status": "error", "code", "message"}``).
+
+    ## Rewards
+    ``sparse`` (default): the pure grade's score on the terminal step, 0 before. ``shaped``:
+    -0.01 per call, -0.05 per rejected call, plus 0.5 * score + 0.5 * pass at the end.
+
+    ## Starting State
+    A released task (``options={"task_id": "SCH-T0000"}``), one drawn from the split by seed, or
+    a freshly generated one (``options={"generate": n}``). The clock starts on the day the
+    request was received.
+
+    ## Episode End
+    Terminates on a successful ``submit``; truncates at ``max_steps`` (default 60).
+
+    ## Arguments
+    ``split`` ("train" | "heldout" | "generated"), ``reward_mode`` ("sparse" | "shaped"),
+    ``max_steps``, ``trace_path`` (JSONL trace), ``render_mode`` ("ansi").
+
+    ## Tools
+    Reads: get_request, get_policy, get_rules, get_schedule, list_instalments, get_instruction,
+    list_reminders, list_approvals. Writes: create_draft_schedule, add_instalment,
+    remove_instalment, request_approval(policy_id, role, reason), wait (advances the clock to the
+    approver's decision), commit_schedule (structured error ``approval_required`` while a needed
+    approval is not granted), supersede_schedule, cancel_instalments, update_instruction,
+    create_reminder, cancel_reminder. Terminal: submit. ``allowed_tools`` varies per task
+    (``update_instruction`` and the approval tools are withheld in some tasks).
+
+    ## Grade
+    The answer key's ``checks`` evaluated on diff + trace, one pass/fail each (``checks`` and
+    ``check_results``): ``sch.amounts`` / ``sch.due_dates`` (row_equals on the new instalments),
+    ``sch.total_is_outstanding``, ``sch.prior_superseded`` and ``sch.prior_due_cancelled``
+    (status_is), ``sch.paid_untouched`` (row_equals), ``sch.reminders`` (row_equals),
+    ``sch.mandate_day`` (field_equals), ``sch.approval_requested`` (tool_called with the expected
+    role), ``sch.no_commit_before_approval`` (tool_not_called before the approver's decision),
+    ``sch.other_accounts_unchanged`` (no_change outside the target account), plus the guardrail.
+    Fields: ``request_kind``, ``approval_required``, ``check_results``, ``new_instalments``,
+    ``new_total``.
+
+    ## Failure codes
+    rounding_drift, outstanding_wrong, prior_not_superseded, paid_instalment_altered,
+    wrong_due_dates, approval_missing, commit_before_approval, collateral_change,
+    reminder_mismatch, mandate_not_updated.
+
+    ## Version History
+    * v0: initial release (generator version 1).
+    """
+
+    domain = DOMAIN
+
+
+__all__ = ["DOMAIN", "SchedulesEnv"]

@@ -1,0 +1,520 @@
+"""Generator of schedules tasks: a small book of policies and one customer's change request.
+
+``generate(seed, tag)`` draws a world (the target policy with its schedule history, lookalike
+or unrelated neighbour accounts, a rules document that varies per task) and a request whose
+trap is ``tag``, and writes the answer key: the expected new instalments, the declarative
+``checks`` the grader runs, and the ``targets`` the guardrail allows.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import date, timedelta
+from typing import Any
+
+from backoffice.envs.core import Generated
+from backoffice.envs.schedules.tables import (
+    ACCOUNT_TABLES, ROLES, ROUNDING_RULES, MONTH_END_RULES, LATE_REMINDER_RULES, APPROVAL_TRIGGERS,
+    add_months, approval_needed, days_between, due_date, last_period_of, months_between, period_of,
+    plan_instalments, redate_instalments, reminder_send_on, split_amounts,
+)
+from backoffice.envs.schedules.tools import READ_TOOLS
+
+DEFECT_TAGS = (
+    "rounding_remainder", "month_end_dates", "paid_instalments_present", "approval_needed",
+    "collection_day_change", "other_accounts_nearby", "short_notice",
+)
+SPLIT_KINDS = ("to_monthly", "to_quarterly", "split", "deferral")
+KINDS_BY_TAG = {
+    "rounding_remainder": SPLIT_KINDS,
+    "month_end_dates": ("to_monthly", "split", "deferral", "collection_day"),
+    "paid_instalments_present": SPLIT_KINDS,
+    "approval_needed": ("to_monthly", "split", "deferral"),
+    "collection_day_change": ("collection_day",),
+    "other_accounts_nearby": (*SPLIT_KINDS, "collection_day"),
+    "short_notice": ("to_monthly", "split", "collection_day"),
+}
+PRIOR_FREQUENCIES = {
+    "to_monthly": ("annual", "quarterly"),
+    "to_quarterly": ("annual", "monthly"),
+    "split": ("annual", "quarterly", "monthly"),
+    "deferral": ("monthly",),
+    "collection_day": ("monthly", "quarterly"),
+}
+FIRST = ("Amira", "Jonas", "Priya", "Tomasz", "Elena", "Kwame", "Sofia", "Liam", "Mei", "Rafael", "Ingrid",
+         "Omar", "Chloe", "Daniel", "Fatima", "Henrik", "Aisha", "Marco", "Nora", "Samuel", "Yuki", "Zoe")
+SURNAMES = ("Haddad", "Novak", "Okafor", "Lindqvist", "Moreau", "Castillo", "Brennan", "Kowalski", "Tanaka",
+            "Adeyemi", "Fischer", "Rossi", "Sandberg", "Mensah", "Duarte", "Hughes", "Varga", "Petrov")
+STREETS = ("Mill Lane", "Harbour Road", "Station Street", "Elm Close", "Kingsway", "Orchard Row", "Bridge End")
+TOWNS = ("Ashford", "Kelso", "Norwich", "Truro", "Ely", "Wells", "Penrith")
+PRODUCTS = ("home", "motor", "contents", "travel_annual", "pet", "landlord")
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+          "October", "November", "December")
+START = date(2026, 1, 5)
+WRITE_TOOLS = (
+    "create_draft_schedule", "add_instalment", "remove_instalment", "commit_schedule", "supersede_schedule",
+    "cancel_instalments", "create_reminder", "cancel_reminder",
+)
+
+
+def month_words(period: str) -> str:
+    return f"{MONTHS[int(period[5:7]) - 1]} {period[:4]}"
+
+
+def ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+class _Reject(Exception):
+    """The drawn world does not fit the tag: draw again (from the same rng stream)."""
+
+
+def generate(seed: int, defect_tag: str) -> Generated:
+    """One task whose trap is ``defect_tag``; pure in ``(seed, defect_tag)``."""
+    if defect_tag not in DEFECT_TAGS:
+        raise ValueError(f"unknown defect tag {defect_tag!r}")
+    rng = random.Random(seed)
+    for _ in range(2000):
+        try:
+            return _draw(rng, defect_tag)
+        except _Reject:
+            continue
+    raise RuntimeError(f"could not draw a {defect_tag} task from seed {seed}")  # pragma: no cover
+
+
+# -- the target policy's history -----------------------------------------------------------
+def _schedule_rows(pn: str, acc: str, version: int, status: str, frequency: str, change_type: str, created: str) -> dict[str, Any]:
+    return {
+        "id": f"SCD-{pn}V{version}", "policy_id": f"POL-{pn}", "account_id": acc, "version": version,
+        "status": status, "frequency": frequency, "change_type": change_type, "created_at": created,
+        "committed_at": created, "superseded_at": None,
+    }
+
+
+def _instalment(pn: str, acc: str, version: int, seq: int, period: str, due: str, amount: int, status: str, paid_on: str | None) -> dict[str, Any]:
+    return {
+        "id": f"INS-{pn}V{version}-{seq:02d}", "schedule_id": f"SCD-{pn}V{version}", "policy_id": f"POL-{pn}",
+        "account_id": acc, "seq": seq, "period": period, "due_date": due, "amount": amount, "status": status,
+        "paid_on": paid_on,
+    }
+
+
+def _book_schedule(
+    pn: str, acc: str, premium: int, frequency: str, m0: str, day: int, today: str, rules: dict[str, Any],
+    rng: random.Random, with_history: bool, deposit: bool,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Schedules and instalments of one policy (history optional); the last schedule is active."""
+    schedules, instalments = [], []
+    version, remaining, first_period = 1, premium, m0
+    created = f"{add_months(m0, -1)}-15T10:00:00"
+    if with_history:
+        # version 1 was monthly; its first j months were paid before the customer changed frequency
+        j = rng.randint(1, 3)
+        amounts = split_amounts(premium, 12, rules["rounding"])
+        for seq in range(1, 13):
+            period = add_months(m0, seq - 1)
+            due = due_date(period, day, rules["month_end"])
+            paid = seq <= j
+            instalments.append(_instalment(pn, acc, 1, seq, period, due, amounts[seq - 1], "paid" if paid else "cancelled", due if paid else None))
+        sched = _schedule_rows(pn, acc, 1, "superseded", "monthly", "new_business", created)
+        sched["superseded_at"] = f"{add_months(m0, j - 1)}-20T10:00:00"
+        schedules.append(sched)
+        remaining -= sum(amounts[:j])
+        first_period = add_months(m0, j)
+        version = 2
+        created = sched["superseded_at"]
+    last = last_period_of(m0 + "-01")
+    if frequency == "annual":
+        periods = [first_period]
+    else:
+        step = 3 if frequency == "quarterly" else 1
+        periods = [add_months(first_period, step * i) for i in range(months_between(first_period, last) // step + 1)]
+    seq = 0
+    if deposit:
+        dep = remaining * rng.randint(10, 25) // 100
+        paid_on = (date.fromisoformat(today) - timedelta(days=rng.randint(5, 40))).isoformat()
+        seq += 1
+        instalments.append(_instalment(pn, acc, version, seq, period_of(date.fromisoformat(paid_on)), paid_on, dep, "paid", paid_on))
+        remaining -= dep
+    for period, amount in zip(periods, split_amounts(remaining, len(periods), rules["rounding"])):
+        seq += 1
+        due = due_date(period, day, rules["month_end"])
+        paid = due < today
+        instalments.append(_instalment(pn, acc, version, seq, period, due, amount, "paid" if paid else "due", due if paid else None))
+    schedules.append(_schedule_rows(pn, acc, version, "active", frequency, "new_business" if version == 1 else "to_" + frequency, created))
+    return schedules, instalments
+
+
+def _reminders(pn: str, acc: str, instalments: list[dict[str, Any]], lead: int, today: str) -> list[dict[str, Any]]:
+    """The last paid instalment's sent reminder and the next due one's (scheduled if still ahead)."""
+    out = []
+    paid = [r for r in instalments if r["status"] == "paid"]
+    due = sorted((r for r in instalments if r["status"] == "due"), key=lambda r: r["due_date"])
+    picks = ([paid[-1]] if paid else []) + due[:1]
+    for n, inst in enumerate(picks, start=1):
+        send = (date.fromisoformat(inst["due_date"]) - timedelta(days=lead)).isoformat()
+        status = "scheduled" if inst["status"] == "due" and send >= today else "sent"
+        out.append({
+            "id": f"REM-{pn}-{n:02d}", "policy_id": f"POL-{pn}", "account_id": acc, "instalment_id": inst["id"],
+            "due_date": inst["due_date"], "amount": inst["amount"], "send_on": send, "channel": "email", "status": status,
+        })
+    return out
+
+
+# -- the draw ------------------------------------------------------------------------------
+def _draw(rng: random.Random, tag: str) -> Generated:
+    today_d = START + timedelta(days=rng.randrange(0, 330))
+    today = today_d.isoformat()
+    kind = rng.choice(KINDS_BY_TAG[tag])
+    frequency = rng.choice(PRIOR_FREQUENCIES[kind])
+    month_end_tag = tag == "month_end_dates"
+    day = rng.choice((29, 30, 31)) if month_end_tag and kind != "collection_day" else rng.randint(1, 28)
+    new_day = day
+    if kind == "collection_day":
+        choices = [d for d in ((29, 30, 31) if month_end_tag else range(1, 29)) if d != day]
+        new_day = rng.choice(choices)
+    rules: dict[str, Any] = {
+        "id": "RULES",
+        "rounding": rng.choice(ROUNDING_RULES),
+        "month_end": rng.choice(MONTH_END_RULES),
+        "reminder_lead_days": rng.choice((3, 5, 7, 10, 14)),
+        "late_reminder": rng.choice(LATE_REMINDER_RULES),
+        "approval_order": rng.sample(APPROVAL_TRIGGERS, 3),
+    }
+    roles = rng.sample(ROLES, 3)
+    for trigger, role in zip(APPROVAL_TRIGGERS, roles):
+        rules[f"approval_role_{trigger}"] = role
+
+    # the policy year: an annual schedule is drawn before the year starts, others during it
+    this_period = period_of(today_d)
+    if frequency == "annual":
+        m0 = add_months(this_period, rng.randint(1, 2))
+    else:
+        m0 = add_months(this_period, -rng.randint(0, 8 if frequency == "monthly" else 6))
+    last = last_period_of(m0 + "-01")
+    term_start, term_end = f"{m0}-01", f"{add_months(m0, 12)}-01"
+    premium = rng.randint(24_000, 480_000)
+    paid_tag = tag == "paid_instalments_present"
+    with_history = frequency != "annual" and months_between(m0, this_period) >= 3 and rng.random() < (0.5 if paid_tag else 0.15)
+    deposit = frequency == "annual" and rng.random() < (0.6 if paid_tag else 0.2)
+    rules["minimum_instalment_cents"] = 0  # set below, once the amounts are known
+    pn_int = rng.randrange(1100, 9700)
+    pn = str(pn_int)
+    acc = f"ACC-{rng.randrange(1000, 9999)}"
+    schedules, instalments = _book_schedule(pn, acc, premium, frequency, m0, day, today, rules, rng, with_history, deposit)
+    prior = schedules[-1]
+    prior_rows = [r for r in instalments if r["schedule_id"] == prior["id"]]
+    due_rows = sorted((r for r in prior_rows if r["status"] == "due"), key=lambda r: r["due_date"])
+    paid_rows = [r for r in instalments if r["status"] == "paid"]
+    if not due_rows or (paid_tag and not paid_rows):
+        raise _Reject
+    outstanding = premium - sum(r["amount"] for r in paid_rows)
+    assert outstanding == sum(r["amount"] for r in due_rows)
+    first_due_period = due_rows[0]["period"]
+
+    # the request
+    parts = pause = None
+    if kind == "collection_day":
+        start = first_due_period
+        rules["minimum_instalment_cents"] = _pick_minimum(rng, min(r["amount"] for r in due_rows))
+        expected = redate_instalments(rules, due_rows, new_day)
+    else:
+        if kind == "deferral":
+            if frequency != "monthly" or len(due_rows) < 3:
+                raise _Reject
+            pause = rng.randint(1, 3)
+            start = add_months(first_due_period, pause)
+        else:
+            start = add_months(first_due_period, rng.choice((0, 0, 1, 2)) if tag != "short_notice" else 0)
+        span = months_between(start, last) + 1
+        if kind == "split":
+            if span < 2:
+                raise _Reject
+            parts = rng.randint(2, min(12, span))
+        if kind == "to_quarterly" and span < 4:
+            raise _Reject
+        if kind in ("to_monthly", "deferral") and span < 2:
+            raise _Reject
+        probe = plan_instalments({**rules, "minimum_instalment_cents": 0}, kind, outstanding, day, start, last, parts)
+        smallest = outstanding // len(probe)
+        binding = tag not in ("rounding_remainder",) and rng.random() < 0.12 and len(probe) >= 4
+        if binding:
+            options = [m for m in (2_500, 5_000, 10_000, 15_000, 20_000, 25_000, 40_000) if smallest < m <= outstanding // 2]
+            if not options:
+                raise _Reject
+            rules["minimum_instalment_cents"] = rng.choice(options)
+        else:
+            rules["minimum_instalment_cents"] = _pick_minimum(rng, min([smallest] + [r["amount"] for r in due_rows]))
+        expected = plan_instalments(rules, kind, outstanding, day, start, last, parts)
+    first_due = expected[0]["due_date"]
+    days_first = days_between(today, first_due)
+    if days_first < 2 or (tag == "short_notice" and days_first > 25):
+        raise _Reject
+    n_new = len(expected)
+    uneven = kind in SPLIT_KINDS and outstanding % n_new != 0
+    month_end_hit = any(int(r["due_date"][8:10]) != new_day for r in expected)
+    if tag == "rounding_remainder" and not uneven:
+        raise _Reject
+    if month_end_tag and not month_end_hit:
+        raise _Reject
+    if tag == "collection_day_change" and new_day == day:
+        raise _Reject  # pragma: no cover - excluded above
+
+    # approval triggers, fitted to the tag
+    _fit_approval_rules(rng, rules, tag, kind, n_new, days_first)
+    need = approval_needed(rules, kind, n_new, first_due, today)
+    if tag == "approval_needed" and (need is None or need[0] == "short_notice"):
+        raise _Reject
+    if tag == "short_notice" and days_first >= rules["min_notice_days"]:
+        raise _Reject
+    if tag not in ("approval_needed", "short_notice") and need is not None:
+        raise _Reject
+    approvers = [
+        {"id": role, "name": f"{rng.choice(FIRST)} {rng.choice(SURNAMES)}", "delay_hours": rng.randint(1, 6), "decision": "granted"}
+        for role in ROLES
+    ]
+    # approvers decide within the day, so "today" is the same date when the reminder is set
+    send_on = reminder_send_on(rules, first_due, today)
+    if tag == "short_notice" and rng.random() < 0.6 and send_on is not None and send_on > today:
+        raise _Reject  # prefer short-notice tasks whose reminder would fall in the past
+
+    # people and neighbours
+    surname = rng.choice(SURNAMES)
+    holder = f"{rng.choice(FIRST)} {surname}"
+    address = f"{rng.randint(1, 120)} {rng.choice(STREETS)}, {rng.choice(TOWNS)}"
+    product = rng.choice(PRODUCTS)
+    lookalikes = 2 if tag == "other_accounts_nearby" else 0
+    neighbours = _neighbours(rng, rules, today, pn_int, acc, surname, address, frequency, m0, day, lookalikes)
+
+    reminders = _reminders(pn, acc, instalments, rules["reminder_lead_days"], today)
+    policy_id, man = f"POL-{pn}", f"MAN-{pn}"
+    req_id = f"REQ-{rng.randrange(10000, 99999)}"
+    words = _customer_words(kind, frequency, start, parts, pause, new_day)
+    request = {
+        "id": req_id, "policy_id": policy_id, "account_id": acc, "received_on": today,
+        "channel": rng.choice(("phone", "email", "web_form")), "kind": kind,
+        "start_period": None if kind == "collection_day" else start, "parts": parts, "pause_months": pause,
+        "new_collection_day": new_day if kind == "collection_day" else None, "customer_words": words,
+    }
+    snapshot = {
+        "policies": [_policy(policy_id, acc, holder, product, premium, term_start, term_end, man)],
+        "accounts": [_account(acc, holder, address, rng)],
+        "schedules": schedules,
+        "instalments": instalments,
+        "reminders": reminders,
+        "instructions": [_instruction(man, policy_id, acc, day, rng)],
+        "approvals": [],
+        "requests": [request],
+        "rules": [rules],
+        "_approvers": approvers,
+        "clock": [{"id": "clock", "now": f"{today}T09:00:00"}],
+    }
+    for table, rows in neighbours.items():
+        snapshot[table] = snapshot[table] + rows  # new lists: the target's own lists stay its own
+
+    allowed = list(READ_TOOLS) + list(WRITE_TOOLS)
+    if need is not None or rng.random() < 0.7:
+        allowed += ["request_approval", "wait"]
+    if kind == "collection_day" or rng.random() < 0.5:
+        allowed.append("update_instruction")
+    allowed.append("submit")
+
+    secondary = []
+    for flag, name in ((uneven, "rounding_remainder"), (month_end_hit, "month_end_dates"),
+                       (bool(paid_rows), "paid_instalments_present"),
+                       (need is not None and need[0] != "short_notice", "approval_needed"),
+                       (kind == "collection_day", "collection_day_change"), (lookalikes > 0, "other_accounts_nearby"),
+                       (days_first < rules["min_notice_days"], "short_notice")):
+        if flag and name != tag:
+            secondary.append(name)
+    expected_rows = [{"seq": r["seq"], "due_date": r["due_date"], "amount": r["amount"]} for r in expected]
+    key = {
+        "defect_tags": [tag, *secondary],
+        "targets": [f"schedules:SCD-{pn}V*", f"instalments:INS-{pn}V*", f"reminders:REM-{pn}-*",
+                    f"approvals:APV-{pn}-*", "clock:clock"] + ([f"instructions:{man}"] if kind == "collection_day" else []),
+        "outcome_class": kind + ("+approval" if need else ""),
+        "needs_action": True,
+        "expected": {
+            "kind": kind, "policy_id": policy_id, "account_id": acc, "outstanding": outstanding,
+            "count": n_new, "split": kind in SPLIT_KINDS, "uneven_split": uneven, "instalments": expected_rows,
+            "prior_schedule_id": prior["id"], "prior_due_ids": [r["id"] for r in due_rows],
+            "paid_ids": sorted(r["id"] for r in paid_rows),
+            "approval_trigger": need[0] if need else None, "approval_role": need[1] if need else None,
+            "reminder_send_on": send_on, "first_due": first_due,
+            "new_collection_day": new_day if kind == "collection_day" else None,
+            "scheduled_reminders_before": sorted(r["id"] for r in reminders if r["status"] == "scheduled"),
+            "month_end_adjusted": month_end_hit,
+        },
+        "checks": _checks(policy_id, acc, man, prior["id"], due_rows, paid_rows, expected_rows, send_on, kind, new_day, need),
+    }
+    brief = _brief(rng, holder, acc, policy_id, req_id, kind)
+    task = {"instructions": brief, "allowed_tools": allowed, "params": {"request_id": req_id, "policy_id": policy_id}, "max_steps": 60}
+    return Generated(task=task, snapshot=snapshot, key=key)
+
+
+def _pick_minimum(rng: random.Random, ceiling: int) -> int:
+    options = [m for m in (500, 1_000, 2_000, 2_500, 5_000) if m <= ceiling]
+    if not options:
+        raise _Reject
+    return rng.choice(options)
+
+
+def _fit_approval_rules(rng: random.Random, rules: dict[str, Any], tag: str, kind: str, n_new: int, days_first: int) -> None:
+    """Set the approval thresholds so that the tag's trigger (and only it, for other tags) applies."""
+    notice_values = (3, 5, 7, 10, 14, 21, 28)
+    count_values = (2, 3, 4, 6, 8, 10, 12)
+    if tag == "short_notice":
+        above = [v for v in notice_values if v > days_first]
+        if not above:
+            raise _Reject
+        rules["min_notice_days"] = rng.choice(above)
+        rules["max_instalments_without_approval"] = rng.choice(count_values)
+        rules["deferral_needs_approval"] = rng.random() < 0.5
+        return
+    rules["min_notice_days"] = rng.choice([v for v in notice_values if v <= days_first] or [days_first])
+    if tag == "approval_needed":
+        if kind == "deferral" and rng.random() < 0.7:
+            rules["deferral_needs_approval"] = True
+            rules["max_instalments_without_approval"] = rng.choice(count_values)
+        else:
+            below = [v for v in count_values if v < n_new]
+            if not below:
+                raise _Reject
+            rules["max_instalments_without_approval"] = rng.choice(below)
+            rules["deferral_needs_approval"] = rng.random() < 0.5
+        return
+    rules["deferral_needs_approval"] = False if kind == "deferral" else rng.random() < 0.5
+    rules["max_instalments_without_approval"] = rng.choice([v for v in count_values if v >= n_new] or [12])
+
+
+def _checks(
+    policy_id: str, acc: str, man: str, prior_id: str, due_rows: list[dict[str, Any]], paid_rows: list[dict[str, Any]],
+    expected: list[dict[str, Any]], send_on: str | None, kind: str, new_day: int, need: tuple[str, str] | None,
+) -> list[dict[str, Any]]:
+    new = {"table": "instalments", "where": {"policy_id": policy_id, "status": "due"}, "created_only": True}
+    checks: list[dict[str, Any]] = [
+        {"id": "sch.amounts", "kind": "row_equals", **new, "fields": ["seq", "amount"], "order_by": "seq",
+         "rows": [{"seq": r["seq"], "amount": r["amount"]} for r in expected], "failure_code": "rounding_drift"},
+        {"id": "sch.due_dates", "kind": "row_equals", **new, "fields": ["seq", "due_date"], "order_by": "seq",
+         "rows": [{"seq": r["seq"], "due_date": r["due_date"]} for r in expected], "failure_code": "wrong_due_dates"},
+        {"id": "sch.prior_superseded", "kind": "status_is", "table": "schedules", "row_id": prior_id,
+         "value": "superseded", "failure_code": "prior_not_superseded"},
+        {"id": "sch.prior_due_cancelled", "kind": "status_is", "table": "instalments",
+         "where": {"schedule_id": prior_id, "id": {"$in": [r["id"] for r in due_rows]}}, "value": "cancelled",
+         "failure_code": "prior_not_superseded"},
+    ]
+    if paid_rows:
+        fields = ["id", "schedule_id", "period", "due_date", "amount", "status", "paid_on"]
+        checks.append({"id": "sch.paid_untouched", "kind": "row_equals", "table": "instalments",
+                       "where": {"policy_id": policy_id, "status": "paid"}, "fields": fields, "order_by": "id",
+                       "rows": [{f: r[f] for f in fields} for r in sorted(paid_rows, key=lambda r: r["id"])],
+                       "failure_code": "paid_instalment_altered"})
+    checks.append({"id": "sch.reminders", "kind": "row_equals", "table": "reminders",
+                   "where": {"policy_id": policy_id, "status": "scheduled"}, "fields": ["due_date", "send_on"],
+                   "order_by": "due_date", "rows": [] if send_on is None else [{"due_date": expected[0]["due_date"], "send_on": send_on}],
+                   "failure_code": "reminder_mismatch"})
+    if kind == "collection_day":
+        checks.append({"id": "sch.mandate_day", "kind": "field_equals", "table": "instructions", "row_id": man,
+                       "field": "collection_day", "value": new_day, "failure_code": "mandate_not_updated"})
+    if need is not None:
+        checks.append({"id": "sch.approval_requested", "kind": "tool_called", "tool": "request_approval",
+                       "args": {"policy_id": policy_id, "role": need[1]}, "failure_code": "approval_missing"})
+        checks.append({"id": "sch.no_commit_before_approval", "kind": "tool_not_called", "tool": "commit_schedule",
+                       "before": {"tool": "wait"}, "failure_code": "commit_before_approval"})
+    checks.append({"id": "sch.other_accounts_unchanged", "kind": "no_change", "tables": list(ACCOUNT_TABLES),
+                   "except_where": {"account_id": acc}, "failure_code": "collateral_change"})
+    return checks
+
+
+# -- world pieces --------------------------------------------------------------------------
+def _policy(pid: str, acc: str, holder: str, product: str, premium: int, start: str, end: str, man: str) -> dict[str, Any]:
+    return {"id": pid, "account_id": acc, "holder": holder, "product": product, "annual_premium": premium,
+            "term_start": start, "term_end": end, "instruction_id": man, "status": "in_force"}
+
+
+def _account(acc: str, holder: str, address: str, rng: random.Random) -> dict[str, Any]:
+    user = holder.lower().replace(" ", ".")
+    return {"id": acc, "account_id": acc, "holder": holder, "address": address,
+            "email": f"{user}@example.org", "iban_last4": f"{rng.randrange(10000):04d}"}
+
+
+def _instruction(man: str, pid: str, acc: str, day: int, rng: random.Random) -> dict[str, Any]:
+    return {"id": man, "policy_id": pid, "account_id": acc, "mandate_ref": f"DD{rng.randrange(10**7, 10**8)}",
+            "collection_day": day, "status": "active"}
+
+
+def _neighbours(
+    rng: random.Random, rules: dict[str, Any], today: str, pn: int, acc: str, surname: str, address: str,
+    frequency: str, m0: str, day: int, lookalikes: int,
+) -> dict[str, list[dict[str, Any]]]:
+    """Other customers' policies; ``lookalikes`` of them share surname, address, dates and ids nearby."""
+    out: dict[str, list[dict[str, Any]]] = {t: [] for t in ("policies", "accounts", "schedules", "instalments", "reminders", "instructions", "approvals")}
+    used_pn, used_acc = {pn}, {acc}
+    count = rng.randint(2, 4) + lookalikes
+    for i in range(count):
+        alike = i < lookalikes
+        if alike:
+            npn = pn + i + 1
+        else:
+            npn = rng.randrange(1100, 9700)
+            while npn in used_pn or abs(npn - pn) < 5:
+                npn = rng.randrange(1100, 9700)
+        used_pn.add(npn)
+        nacc = f"ACC-{rng.randrange(1000, 9999)}"
+        while nacc in used_acc:
+            nacc = f"ACC-{rng.randrange(1000, 9999)}"
+        used_acc.add(nacc)
+        holder = f"{rng.choice(FIRST)} {surname if alike else rng.choice(SURNAMES)}"
+        naddr = address if alike else f"{rng.randint(1, 120)} {rng.choice(STREETS)}, {rng.choice(TOWNS)}"
+        nfreq = frequency if alike and frequency != "annual" else rng.choice(("monthly", "quarterly", "quarterly"))
+        this = today[:7]
+        nm0 = m0 if alike and frequency != "annual" else add_months(this, -rng.randint(0, 6))
+        nday = day if alike else rng.randint(1, 28)
+        premium = rng.randint(24_000, 480_000)
+        spn = str(npn)
+        schedules, instalments = _book_schedule(spn, nacc, premium, nfreq, nm0, nday, today, rules, rng, False, False)
+        if not any(r["status"] == "due" for r in instalments):
+            continue
+        man = f"MAN-{spn}"
+        out["policies"].append(_policy(f"POL-{spn}", nacc, holder, rng.choice(PRODUCTS), premium, f"{nm0}-01", f"{add_months(nm0, 12)}-01", man))
+        out["accounts"].append(_account(nacc, holder, naddr, rng))
+        out["schedules"].extend(schedules)
+        out["instalments"].extend(instalments)
+        out["reminders"].extend(_reminders(spn, nacc, instalments, rules["reminder_lead_days"], today))
+        out["instructions"].append(_instruction(man, f"POL-{spn}", nacc, nday, rng))
+        if rng.random() < 0.3:
+            role = rng.choice(ROLES)
+            out["approvals"].append({
+                "id": f"APV-{spn}-01", "policy_id": f"POL-{spn}", "account_id": nacc, "schedule_id": schedules[-1]["id"],
+                "role": role, "reason": "instalment_count", "status": "granted",
+                "requested_at": f"{nm0}-03T10:00:00", "decided_at": f"{nm0}-04T09:00:00", "decided_by": "Desk lead",
+            })
+    return out
+
+
+def _customer_words(kind: str, frequency: str, start: str, parts: int | None, pause: int | None, new_day: int) -> str:
+    freq_word = {"annual": "once a year", "quarterly": "every quarter", "monthly": "every month"}[frequency]
+    if kind == "to_monthly":
+        return f"Paying {freq_word} is hard on my budget. Could I pay monthly instead, starting with {month_words(start)}?"
+    if kind == "to_quarterly":
+        return f"I would prefer quarterly payments rather than paying {freq_word}, starting in {month_words(start)}."
+    if kind == "split":
+        return f"Can I pay what is left on this year's premium in {parts} monthly payments from {month_words(start)}?"
+    if kind == "deferral":
+        return f"Money is tight for a while. Can I skip my next {pause} payment{'s' if pause != 1 else ''} and restart in {month_words(start)}?"
+    return f"My salary now arrives on the {ordinal(new_day)}. Please take my premium on that day from now on."
+
+
+def _brief(rng: random.Random, holder: str, acc: str, policy_id: str, req_id: str, kind: str) -> str:
+    mandate = " and the debit mandate" if kind == "collection_day" else ""
+    openings = (
+        f"{holder} (account {acc}) has sent change request {req_id} about policy {policy_id}.",
+        f"New request {req_id} from {holder}, policy {policy_id} on account {acc}.",
+        f"Please handle request {req_id}: {holder} wants the premium instalments of {policy_id} changed (account {acc}).",
+    )
+    body = (
+        f" Rework the instalment schedule as the request and the portfolio rules (get_rules) require, keep the "
+        f"payment reminders{mandate} in line, and submit when you are done. Only this customer's account may change."
+    )
+    return rng.choice(openings) + body

@@ -1,0 +1,432 @@
+"""Tools of the schedules domain.
+
+Reads: get_request, get_policy, get_rules, get_schedule, list_instalments, get_instruction,
+list_reminders, list_approvals. Writes: create_draft_schedule, add_instalment,
+remove_instalment, request_approval, wait, commit_schedule, supersede_schedule,
+cancel_instalments, update_instruction, create_reminder, cancel_reminder. Terminal: submit.
+
+Error codes: ``not_found``, ``conflict`` (wrong status for the operation),
+``precondition_failed`` (a rule of the book is broken: a due date not in the future, an amount
+under the minimum, nothing to wait for), ``approval_required`` (commit of a schedule whose
+required approval is not granted; ``details`` names the trigger and role).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import Field
+
+from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
+from backoffice.envs.schedules.tables import (
+    RULE_TEXT, STATUSES, approval_needed, parse_date, period_of,
+)
+
+toolkit = Toolkit()
+
+def _today(ctx: ToolContext) -> str:
+    return ctx.now[:10]
+
+
+def _get(ctx: ToolContext, table: str, rid: str, what: str) -> dict[str, Any]:
+    row = ctx.store.get(table, rid)
+    if row is None:
+        raise ToolError("not_found", f"no {what} {rid}")
+    return row
+
+
+def _number(policy_id: str) -> str:
+    return policy_id.split("-", 1)[1]
+
+
+def _next_suffix(ctx: ToolContext, table: str, prefix: str) -> str:
+    """The next ``PREFIX-NN`` id under ``prefix`` (two digits, counting existing ones)."""
+    n = 1 + sum(1 for rid in ctx.store.ids(table) if rid.startswith(prefix + "-"))
+    while ctx.store.exists(table, f"{prefix}-{n:02d}"):
+        n += 1
+    return f"{prefix}-{n:02d}"
+
+
+def _rules(ctx: ToolContext) -> dict[str, Any]:
+    row = ctx.store.get("rules", "RULES")
+    if row is None:  # pragma: no cover - every snapshot has the rules row
+        raise ToolError("not_found", "no rules document")
+    return row
+
+
+def _instalments(ctx: ToolContext, schedule_id: str) -> list[dict[str, Any]]:
+    rows = ctx.store.rows("instalments", schedule_id=schedule_id)
+    rows.sort(key=lambda r: (r["seq"], r["id"]))
+    return rows
+
+
+def _valid_date(text: str, what: str) -> str:
+    """``text`` as a canonical ``YYYY-MM-DD``; ``invalid_args`` if it is not a real date."""
+    try:
+        if len(text) == 10:
+            return parse_date(text).isoformat()
+    except ValueError:
+        pass
+    raise ToolError("invalid_args", f"{what} must be a date YYYY-MM-DD, got {text[:40]!r}")
+
+
+# -- reads ---------------------------------------------------------------------------------
+class RequestArgs(ToolArgs):
+    request_id: str = Field(min_length=1, max_length=40, description="Id of the customer's change request, e.g. REQ-30417.")
+
+
+@toolkit.tool
+def get_request(ctx: ToolContext, args: RequestArgs) -> dict:
+    """Return a customer's change request: kind (to_monthly, to_quarterly, split, deferral,
+    collection_day), start_period, parts, pause_months, new_collection_day, received_on and the
+    customer's own words."""
+    return _get(ctx, "requests", args.request_id, "request")
+
+
+class PolicyArgs(ToolArgs):
+    policy_id: str = Field(min_length=1, max_length=40, description="Id of the policy, e.g. POL-4821.")
+
+
+@toolkit.tool
+def get_policy(ctx: ToolContext, args: PolicyArgs) -> dict:
+    """Return a policy (premium in cents, policy year, holder, account, debit instruction id) and
+    the versions of its instalment schedule (id, version, status, frequency)."""
+    policy = _get(ctx, "policies", args.policy_id, "policy")
+    schedules = [
+        {k: s[k] for k in ("id", "version", "status", "frequency", "change_type")}
+        for s in ctx.store.rows("schedules", policy_id=args.policy_id)
+    ]
+    schedules.sort(key=lambda s: (s["version"], s["id"]))
+    return {"policy": policy, "schedules": schedules}
+
+
+@toolkit.tool
+def get_rules(ctx: ToolContext, args: NoArgs) -> dict:
+    """Return the portfolio's rules document (rounding of remainder cents, month-end handling,
+    minimum instalment, reminder lead time, approval triggers and roles) and today's date."""
+    rules = {k: v for k, v in _rules(ctx).items() if k != "id"}
+    return {"today": _today(ctx), "rules": rules, "explanations": RULE_TEXT, "statuses": {k: list(v) for k, v in STATUSES.items()}}
+
+
+class ScheduleArgs(ToolArgs):
+    schedule_id: str = Field(min_length=1, max_length=40, description="Id of the schedule, e.g. SCD-4821V2.")
+
+
+@toolkit.tool
+def get_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
+    """Return one schedule version with a summary of its instalments by status (count, cents)."""
+    schedule = _get(ctx, "schedules", args.schedule_id, "schedule")
+    summary: dict[str, dict[str, int]] = {}
+    for row in _instalments(ctx, args.schedule_id):
+        s = summary.setdefault(row["status"], {"count": 0, "amount": 0})
+        s["count"] += 1
+        s["amount"] += row["amount"]
+    return {"schedule": schedule, "instalments_by_status": dict(sorted(summary.items()))}
+
+
+class ListInstalmentsArgs(ToolArgs):
+    schedule_id: str | None = Field(None, max_length=40, description="Only instalments of this schedule version.")
+    policy_id: str | None = Field(None, max_length=40, description="Every instalment of this policy, across all schedule versions.")
+
+
+@toolkit.tool
+def list_instalments(ctx: ToolContext, args: ListInstalmentsArgs) -> dict:
+    """List instalments of a schedule version or of a whole policy (id, schedule_id, seq, period,
+    due_date, amount in cents, status, paid_on), ordered by schedule version and seq."""
+    if not args.schedule_id and not args.policy_id:
+        raise ToolError("invalid_args", "give schedule_id or policy_id")
+    equals = {}
+    if args.schedule_id:
+        equals["schedule_id"] = args.schedule_id
+    if args.policy_id:
+        equals["policy_id"] = args.policy_id
+    rows = ctx.store.rows("instalments", **equals)
+    if not rows and not any(ctx.store.exists(t, v) for t, v in (("schedules", args.schedule_id or ""), ("policies", args.policy_id or ""))):
+        raise ToolError("not_found", "no such schedule or policy")
+    rows.sort(key=lambda r: (r["schedule_id"], r["seq"], r["id"]))
+    keep = ("id", "schedule_id", "seq", "period", "due_date", "amount", "status", "paid_on")
+    return {"instalments": [{k: r.get(k) for k in keep} for r in rows[:60]], "total": len(rows)}
+
+
+class InstructionArgs(ToolArgs):
+    instruction_id: str = Field(min_length=1, max_length=40, description="Id of the debit instruction (mandate), e.g. MAN-4821.")
+
+
+@toolkit.tool
+def get_instruction(ctx: ToolContext, args: InstructionArgs) -> dict:
+    """Return a direct-debit instruction (mandate) with its collection day of the month."""
+    return _get(ctx, "instructions", args.instruction_id, "instruction")
+
+
+class ListRemindersArgs(ToolArgs):
+    policy_id: str | None = Field(None, max_length=40, description="Only reminders of this policy.")
+    due_date: str | None = Field(None, max_length=10, description="Only reminders of instalments due on this date (YYYY-MM-DD).")
+    status: Literal["scheduled", "sent", "cancelled"] | None = Field(None, description="Only reminders with this status.")
+
+
+@toolkit.tool
+def list_reminders(ctx: ToolContext, args: ListRemindersArgs) -> dict:
+    """List payment reminders (any policy unless filtered), ordered by send date, at most 25."""
+    equals = {k: v for k, v in (("policy_id", args.policy_id), ("due_date", args.due_date), ("status", args.status)) if v}
+    rows = ctx.store.rows("reminders", **equals)
+    rows.sort(key=lambda r: (r["send_on"], r["id"]))
+    return {"reminders": rows[:25], "total": len(rows)}
+
+
+@toolkit.tool
+def list_approvals(ctx: ToolContext, args: PolicyArgs) -> dict:
+    """List the approval requests of a policy and their status (pending, granted, declined)."""
+    rows = ctx.store.rows("approvals", policy_id=args.policy_id)
+    return {"approvals": rows}
+
+
+# -- drafting ------------------------------------------------------------------------------
+class CreateDraftArgs(ToolArgs):
+    policy_id: str = Field(min_length=1, max_length=40, description="Policy whose schedule changes.")
+    frequency: Literal["monthly", "quarterly", "custom"] = Field(description="Collection frequency of the new schedule.")
+    change_type: Literal["to_monthly", "to_quarterly", "split", "deferral", "collection_day"] = Field(
+        description="The kind of change requested (decides which approval triggers apply).")
+
+
+@toolkit.tool
+def create_draft_schedule(ctx: ToolContext, args: CreateDraftArgs) -> dict:
+    """Create an empty draft schedule (next version) for a policy. Add instalments to it, then commit it."""
+    policy = _get(ctx, "policies", args.policy_id, "policy")
+    versions = [s["version"] for s in ctx.store.rows("schedules", policy_id=args.policy_id)]
+    version = max(versions, default=0) + 1
+    sid = f"SCD-{_number(args.policy_id)}V{version}"
+    if ctx.store.exists("schedules", sid):
+        raise ToolError("conflict", f"schedule {sid} already exists")
+    return ctx.store.insert("schedules", {
+        "id": sid, "policy_id": args.policy_id, "account_id": policy["account_id"], "version": version,
+        "status": "draft", "frequency": args.frequency, "change_type": args.change_type,
+        "created_at": ctx.now, "committed_at": None, "superseded_at": None,
+    })
+
+
+class AddInstalmentArgs(ToolArgs):
+    schedule_id: str = Field(min_length=1, max_length=40, description="The draft schedule.")
+    due_date: str = Field(min_length=1, max_length=10, description="Due date YYYY-MM-DD.")
+    amount: int = Field(ge=1, le=100_000_000, description="Amount in cents.")
+    period: str | None = Field(None, max_length=7, description="Month the instalment pays for (YYYY-MM); defaults to the due date's month.")
+
+
+@toolkit.tool
+def add_instalment(ctx: ToolContext, args: AddInstalmentArgs) -> dict:
+    """Add one instalment to a draft schedule. Sequence numbers are assigned in due-date order at commit."""
+    schedule = _get(ctx, "schedules", args.schedule_id, "schedule")
+    if schedule["status"] != "draft":
+        raise ToolError("conflict", f"{args.schedule_id} is {schedule['status']}; instalments can only be added to a draft")
+    due = _valid_date(args.due_date, "due_date")
+    period = args.period or period_of(parse_date(due))
+    if len(period) != 7 or not _is_period(period):
+        raise ToolError("invalid_args", "period must be YYYY-MM")
+    rows = _instalments(ctx, args.schedule_id)
+    if len(rows) >= 24:
+        raise ToolError("precondition_failed", "a schedule holds at most 24 instalments")
+    suffix = 1 + max((int(r["id"].rsplit("-", 1)[1]) for r in rows), default=0)
+    return ctx.store.insert("instalments", {
+        "id": f"{args.schedule_id.replace('SCD-', 'INS-', 1)}-{suffix:02d}", "schedule_id": args.schedule_id,
+        "policy_id": schedule["policy_id"], "account_id": schedule["account_id"], "seq": len(rows) + 1,
+        "period": period, "due_date": due, "amount": args.amount, "status": "draft", "paid_on": None,
+    })
+
+
+def _is_period(text: str) -> bool:
+    return text[:4].isdigit() and text[4] == "-" and text[5:].isdigit() and 1 <= int(text[5:]) <= 12
+
+
+class InstalmentArgs(ToolArgs):
+    instalment_id: str = Field(min_length=1, max_length=40, description="Id of the instalment, e.g. INS-4821V3-02.")
+
+
+@toolkit.tool
+def remove_instalment(ctx: ToolContext, args: InstalmentArgs) -> dict:
+    """Remove an instalment from a draft schedule (only draft instalments can be removed)."""
+    row = _get(ctx, "instalments", args.instalment_id, "instalment")
+    if row["status"] != "draft":
+        raise ToolError("conflict", f"{args.instalment_id} is {row['status']}; only draft instalments can be removed")
+    ctx.store.delete("instalments", args.instalment_id)
+    return {"removed": args.instalment_id}
+
+
+# -- approvals and time --------------------------------------------------------------------
+class RequestApprovalArgs(ToolArgs):
+    policy_id: str = Field(min_length=1, max_length=40, description="Policy the approval is for.")
+    role: str = Field(min_length=1, max_length=60, description="Approver role named by the rules, e.g. collections_supervisor.")
+    reason: str = Field(min_length=1, max_length=500, description="Why approval is needed (the trigger).")
+    schedule_id: str | None = Field(None, max_length=40, description="The draft schedule to approve.")
+
+
+@toolkit.tool
+def request_approval(ctx: ToolContext, args: RequestApprovalArgs) -> dict:
+    """Ask an approver role to approve a schedule change. The decision arrives later: call wait."""
+    policy = _get(ctx, "policies", args.policy_id, "policy")
+    approver = ctx.store.get("_approvers", args.role)
+    if approver is None:
+        raise ToolError("not_found", f"no approver holds the role {args.role[:60]!r}")
+    if args.schedule_id is not None:
+        _get(ctx, "schedules", args.schedule_id, "schedule")
+    for row in ctx.store.rows("approvals", policy_id=args.policy_id, role=args.role):
+        if row["status"] in ("pending", "granted"):
+            raise ToolError("conflict", f"approval {row['id']} by {args.role} is already {row['status']}")
+    aid = _next_suffix(ctx, "approvals", f"APV-{_number(args.policy_id)}")
+    return ctx.store.insert("approvals", {
+        "id": aid, "policy_id": args.policy_id, "account_id": policy["account_id"], "schedule_id": args.schedule_id,
+        "role": args.role, "reason": args.reason, "status": "pending", "requested_at": ctx.now,
+        "decided_at": None, "decided_by": None,
+    })
+
+
+def _decision_time(ctx: ToolContext, row: dict[str, Any]) -> str:
+    approver = ctx.store.get("_approvers", row["role"])
+    delay = int(approver["delay_hours"]) if approver else 1
+    return (datetime.fromisoformat(row["requested_at"]) + timedelta(hours=delay)).isoformat()
+
+
+@toolkit.tool
+def wait(ctx: ToolContext, args: NoArgs) -> dict:
+    """Advance the clock to the next scripted event (an approver's decision) and return what happened.
+    Fails with precondition_failed when nothing is pending."""
+    pending = [r for r in ctx.store.rows("approvals", status="pending")]
+    if not pending:
+        raise ToolError("precondition_failed", "nothing is pending: no approval request awaits a decision")
+    when = min(_decision_time(ctx, r) for r in pending)
+    when = max(when, ctx.now)
+    ctx.store.update("clock", "clock", {"now": when})
+    decided = []
+    for row in pending:
+        if _decision_time(ctx, row) <= when:
+            approver = ctx.store.get("_approvers", row["role"]) or {}
+            decided.append(ctx.store.update("approvals", row["id"], {
+                "status": approver.get("decision", "granted"), "decided_at": when, "decided_by": approver.get("name"),
+            }))
+    return {"now": when, "today": when[:10], "decided": decided}
+
+
+# -- commit and supersede ------------------------------------------------------------------
+@toolkit.tool
+def commit_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
+    """Make a draft schedule active: its instalments become due, numbered in due-date order.
+    Refuses (approval_required) while a required approval is not granted. It does not retire the
+    prior version: call supersede_schedule for that."""
+    schedule = _get(ctx, "schedules", args.schedule_id, "schedule")
+    if schedule["status"] != "draft":
+        raise ToolError("conflict", f"{args.schedule_id} is {schedule['status']}, not a draft")
+    rows = sorted(_instalments(ctx, args.schedule_id), key=lambda r: (r["due_date"], r["id"]))
+    if not rows:
+        raise ToolError("precondition_failed", "the draft has no instalments")
+    today = _today(ctx)
+    rules = _rules(ctx)
+    late = [r["id"] for r in rows if r["due_date"] <= today]
+    if late:
+        raise ToolError("precondition_failed", f"instalments must fall due after today ({today}): {', '.join(late[:5])}")
+    small = [r["id"] for r in rows if r["amount"] < int(rules["minimum_instalment_cents"])]
+    if small:
+        raise ToolError("precondition_failed", f"instalments below the minimum of {rules['minimum_instalment_cents']} cents: {', '.join(small[:5])}")
+    requests = ctx.store.rows("requests", policy_id=schedule["policy_id"])
+    received = min((r["received_on"] for r in requests), default=today)
+    need = approval_needed(rules, schedule["change_type"], len(rows), rows[0]["due_date"], received)
+    if need is not None:
+        trigger, role = need
+        granted = ctx.store.rows("approvals", policy_id=schedule["policy_id"], role=role, status="granted")
+        if not granted:
+            raise ToolError("approval_required", f"approval by {role} is required ({trigger}) and not granted", trigger=trigger, role=role)
+    committed = []
+    for i, row in enumerate(rows):
+        committed.append(ctx.store.update("instalments", row["id"], {"seq": i + 1, "status": "due"}))
+    ctx.store.update("schedules", args.schedule_id, {"status": "active", "committed_at": ctx.now})
+    return {"schedule_id": args.schedule_id, "status": "active", "instalments": committed}
+
+
+@toolkit.tool
+def supersede_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
+    """Mark an active schedule version superseded. Needs a newer active version of the same
+    policy. Its instalments are left as they are (cancel the due ones with cancel_instalments)."""
+    schedule = _get(ctx, "schedules", args.schedule_id, "schedule")
+    if schedule["status"] != "active":
+        raise ToolError("conflict", f"{args.schedule_id} is {schedule['status']}, not active")
+    newer = [s for s in ctx.store.rows("schedules", policy_id=schedule["policy_id"], status="active") if s["version"] > schedule["version"]]
+    if not newer:
+        raise ToolError("conflict", "no newer active version: superseding would leave the policy without a schedule")
+    return ctx.store.update("schedules", args.schedule_id, {"status": "superseded", "superseded_at": ctx.now})
+
+
+class CancelInstalmentsArgs(ToolArgs):
+    instalment_ids: list[str] = Field(min_length=1, max_length=40, description="Ids of the instalments to cancel.")
+
+
+@toolkit.tool
+def cancel_instalments(ctx: ToolContext, args: CancelInstalmentsArgs) -> dict:
+    """Cancel instalments (status becomes cancelled). Cancelling a paid instalment reverses the
+    payment: the customer is refunded. Draft instalments are removed with remove_instalment."""
+    out = []
+    for iid in dict.fromkeys(args.instalment_ids):
+        row = _get(ctx, "instalments", iid, "instalment")
+        if row["status"] not in ("due", "paid"):
+            raise ToolError("conflict", f"{iid} is {row['status']}; only due or paid instalments can be cancelled")
+        out.append(ctx.store.update("instalments", iid, {"status": "cancelled"}))
+    return {"cancelled": [r["id"] for r in out]}
+
+
+# -- mandate and reminders -----------------------------------------------------------------
+class UpdateInstructionArgs(ToolArgs):
+    instruction_id: str = Field(min_length=1, max_length=40, description="The debit instruction (mandate).")
+    collection_day: int = Field(ge=1, le=31, description="New collection day of the month (1-31).")
+
+
+@toolkit.tool
+def update_instruction(ctx: ToolContext, args: UpdateInstructionArgs) -> dict:
+    """Change the collection day of a direct-debit instruction."""
+    row = _get(ctx, "instructions", args.instruction_id, "instruction")
+    if row["status"] != "active":
+        raise ToolError("conflict", f"{args.instruction_id} is {row['status']}")
+    return ctx.store.update("instructions", args.instruction_id, {"collection_day": args.collection_day})
+
+
+class CreateReminderArgs(ToolArgs):
+    instalment_id: str = Field(min_length=1, max_length=40, description="The (due) instalment to remind of.")
+    send_on: str = Field(min_length=1, max_length=10, description="Date to send the reminder (YYYY-MM-DD), today or later.")
+    channel: Literal["email", "letter", "sms"] = Field("email", description="How to send it.")
+
+
+@toolkit.tool
+def create_reminder(ctx: ToolContext, args: CreateReminderArgs) -> dict:
+    """Schedule a payment reminder for a due instalment."""
+    inst = _get(ctx, "instalments", args.instalment_id, "instalment")
+    if inst["status"] != "due":
+        raise ToolError("conflict", f"{args.instalment_id} is {inst['status']}; reminders are for due instalments")
+    send_on = _valid_date(args.send_on, "send_on")
+    if send_on < _today(ctx) or send_on > inst["due_date"]:
+        raise ToolError("precondition_failed", f"send_on must be between today ({_today(ctx)}) and the due date ({inst['due_date']})")
+    if ctx.store.rows("reminders", instalment_id=args.instalment_id, status="scheduled"):
+        raise ToolError("conflict", f"{args.instalment_id} already has a scheduled reminder")
+    rid = _next_suffix(ctx, "reminders", f"REM-{_number(inst['policy_id'])}")
+    return ctx.store.insert("reminders", {
+        "id": rid, "policy_id": inst["policy_id"], "account_id": inst["account_id"], "instalment_id": args.instalment_id,
+        "due_date": inst["due_date"], "amount": inst["amount"], "send_on": send_on, "channel": args.channel,
+        "status": "scheduled",
+    })
+
+
+class ReminderArgs(ToolArgs):
+    reminder_id: str = Field(min_length=1, max_length=40, description="Id of the reminder, e.g. REM-4821-03.")
+
+
+@toolkit.tool
+def cancel_reminder(ctx: ToolContext, args: ReminderArgs) -> dict:
+    """Cancel a scheduled reminder."""
+    row = _get(ctx, "reminders", args.reminder_id, "reminder")
+    if row["status"] != "scheduled":
+        raise ToolError("conflict", f"{args.reminder_id} is {row['status']}, not scheduled")
+    return ctx.store.update("reminders", args.reminder_id, {"status": "cancelled"})
+
+
+@toolkit.tool(terminal=True)
+def submit(ctx: ToolContext, args: NoArgs) -> dict:
+    """Finish the task: the schedule, reminders and mandate are graded as they stand."""
+    return {"submitted": True, "now": ctx.now}
+
+
+READ_TOOLS = ("get_request", "get_policy", "get_rules", "get_schedule", "list_instalments", "get_instruction", "list_reminders", "list_approvals")
