@@ -1,1 +1,110 @@
-"""The remittance domain (not built yet)."""
+"""The remittance domain: a hospital's receivables desk posts an insurer's remittance."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from backoffice.envs.core import BackofficeEnv, Domain
+from backoffice.envs.core.domain import default_report_fields, default_step_shaping
+from backoffice.envs.remittance.generator import DEFECT_TAGS, generate
+from backoffice.envs.remittance.tools import toolkit
+from backoffice.graders.remittance import FAILURE_CODES, GUARDRAIL_CODE, grade
+
+#: Training-only cost of one reversal: fixing a mistake may still pass, but it costs reward.
+REVERSAL_PENALTY = 0.2
+
+
+def step_shaping(record: Mapping[str, Any]) -> float:
+    """Per-step shaping: the default step costs plus a penalty per successful reversal."""
+    base = default_step_shaping(record)
+    if record["tool"] == "reverse_allocation" and record["result_status"] == "ok":
+        base -= REVERSAL_PENALTY
+    return base
+
+
+def report_fields(key: Mapping[str, Any], grade_: Mapping[str, Any]) -> dict[str, Any]:
+    """Evaluation-record extras: defect tags, outcome class and the matched alternative."""
+    return {**default_report_fields(key, grade_), "matched_alternative": grade_.get("matched_alternative")}
+
+
+DOMAIN = Domain(
+    name="remittance",
+    title="Remittance",
+    prefix="REM",
+    toolkit=toolkit,
+    generate=generate,
+    grade=grade,
+    defect_tags=DEFECT_TAGS,
+    failure_codes=FAILURE_CODES,
+    generator_version="1",
+    sizes={"train": 400, "heldout": 200},
+    default_max_steps=60,
+    guardrail_code=GUARDRAIL_CODE,
+    report_fields=report_fields,
+    step_shaping=step_shaping,
+)
+
+
+class RemittanceEnv(BackofficeEnv):
+    """Post an insurer's remittance against a hospital's open items.
+
+    ## Description
+    A hospital's receivables desk receives one insurer payment covering many claims. Each
+    remittance line carries a claim ref, patient, service date, billed and paid amounts and
+    adjustment codes. The agent matches every line to its claim (refs may carry typing errors and
+    similar refs of other patients exist), allocates the money, writes off contractual
+    adjustments and small differences, transfers patient responsibility to the patient, opens
+    cases with the payer, queries the payer when a line is ambiguous (the reply arrives after a
+    ``wait``), spots duplicate remittances, and posts the payment. The desk's policies
+    (``get_policies``) vary from task to task.
+
+    ## Action Space
+    A tool call ``{"tool": name, "args": {...}}`` (or the same as a JSON string), see Tools.
+
+    ## Observation Space
+    Canonical ASCII JSON text: the task brief after reset, then each tool's result
+    (``{"status": "ok", "result": ...}`` or ``{"status": "error", "code", "message"}``).
+
+    ## Rewards
+    ``sparse`` (default): the pure grade's ``score`` on the terminal step, 0 before. ``shaped``:
+    -0.01 per call, -0.05 per rejected call, an extra -0.2 per reversed allocation, and
+    ``0.5 * score + 0.5 * pass`` at the end. Reversals never change the pure grade.
+
+    ## Starting State
+    A released snapshot (``seeds/remittance``): accounts, open items, payments with remittance
+    lines, historical allocations, policies, an empty audit table, the clock. ``reset`` drops
+    every write (audit rows included) and the state hash equals the manifest's.
+
+    ## Episode End
+    Terminates on ``submit``; truncates at ``max_steps`` (default 60).
+
+    ## Arguments
+    ``split`` ("train" | "heldout" | "generated"), ``reward_mode`` ("sparse" | "shaped"),
+    ``max_steps``, ``trace_path``, ``render_mode`` ("ansi").
+
+    ## Tools
+    get_policies, get_payment, list_payments, search_open_items (order fixed by the task's seed,
+    not by quality), get_open_item, allocate, reverse_allocation, write_off, transfer_to_patient,
+    open_case, query_payer, get_case, list_cases, wait, post_payment, submit (terminal).
+
+    ## Grade
+    The end state (payment status, unapplied balance, allocations, write-offs, patient
+    transfers, cases, claim balances and statuses) is compared with every accepted alternative
+    of ``reference_outcomes``; ``matched_alternative`` names the one matched (``None`` if none),
+    ``closest_alternative`` and ``differs_in`` explain a failure. ``process_metrics`` adds
+    reversals, queries, cases opened, waits and allocations made.
+
+    ## Failure codes
+    misallocation, over_allocation, unapplied_balance_wrong, duplicate_applied, missed_case,
+    unneeded_case, wrong_write_off, patient_responsibility_missed, payment_status_wrong,
+    forbidden_write (guardrail).
+
+    ## Version History
+    * v0: initial release (generator version 1).
+    """
+
+    domain = DOMAIN
+
+
+__all__ = ["DOMAIN", "RemittanceEnv"]

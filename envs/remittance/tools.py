@@ -1,0 +1,386 @@
+"""Tools of the remittance desk: read the payment and policies, match lines to open items,
+allocate, reverse, write off, transfer to the patient, open cases, query the payer, post.
+
+Every write tool records an ``audit`` row. Domain error codes beyond the engine's: none (broken
+preconditions use ``not_found``, ``conflict`` and ``precondition_failed``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
+from backoffice.envs.remittance.tables import (
+    QUERY_CATEGORY,
+    add_hours,
+    item_status,
+    search_items,
+)
+
+toolkit = Toolkit()
+
+
+def _audit(ctx: ToolContext, tool: str, ref: str) -> None:
+    ctx.store.insert("audit", {"id": ctx.store.next_id("audit", "AUD"), "step": ctx.step, "at": ctx.now, "tool": tool, "ref": ref})
+
+
+def _payment(ctx: ToolContext, payment_id: str) -> dict[str, Any]:
+    row = ctx.store.get("payments", payment_id)
+    if row is None:
+        raise ToolError("not_found", f"no payment {payment_id[:40]!r}")
+    return row
+
+
+def _unposted(ctx: ToolContext, payment_id: str) -> dict[str, Any]:
+    row = _payment(ctx, payment_id)
+    if row["status"] != "unposted":
+        raise ToolError("conflict", f"payment {payment_id} is already {row['status']}; it cannot change")
+    return row
+
+
+def _line(ctx: ToolContext, payment_id: str, line_id: str) -> dict[str, Any]:
+    row = ctx.store.get("remittance_lines", line_id)
+    if row is None or row["payment_id"] != payment_id:
+        raise ToolError("not_found", f"payment {payment_id} has no remittance line {line_id[:40]!r}")
+    return row
+
+
+def _item(ctx: ToolContext, item_id: str) -> dict[str, Any]:
+    row = ctx.store.get("open_items", item_id)
+    if row is None:
+        raise ToolError("not_found", f"no open item {item_id[:40]!r}")
+    return row
+
+
+def _set_balance(ctx: ToolContext, item: dict[str, Any], balance: int) -> dict[str, Any]:
+    return ctx.store.update("open_items", item["id"], {"balance": balance, "status": item_status(balance, item["amount_due"])})
+
+
+def _item_view(row: dict[str, Any]) -> dict[str, Any]:
+    keys = ("id", "claim_ref", "invoice", "patient_name", "service_date", "amount_due", "balance", "status", "payer_id", "responsibility", "account_id")
+    return {k: row[k] for k in keys}
+
+
+# -- reads ---------------------------------------------------------------------------------
+@toolkit.tool
+def get_policies(ctx: ToolContext, args: NoArgs) -> list[dict[str, Any]]:
+    """The desk's posting policies for this task (tolerance write-off, contractual and patient
+    adjustment codes, unreferenced lines, overpayments, duplicates, ambiguous lines), each with
+    ``key``, ``value`` and ``text``."""
+    return [{"key": r["key"], "value": r["value"], "text": r["text"]} for r in ctx.store.iter_rows("policies")]
+
+
+class PaymentArgs(ToolArgs):
+    payment_id: str = Field(min_length=1, max_length=40, description="Payment id, e.g. PMT-4821.")
+
+
+@toolkit.tool
+def get_payment(ctx: ToolContext, args: PaymentArgs) -> dict[str, Any]:
+    """One payment with its remittance lines (claim ref, patient, service date, billed and paid
+    amounts, adjustment codes with amounts) and its active allocations. Payment status is one of
+    unposted, posted, held, returned; ``unapplied`` is the amount not yet allocated."""
+    pay = _payment(ctx, args.payment_id)
+    lines = sorted(ctx.store.rows("remittance_lines", payment_id=pay["id"]), key=lambda r: r["line_no"])
+    allocs = ctx.store.rows("allocations", payment_id=pay["id"], status="active")
+    return {"payment": pay, "lines": lines, "allocations": allocs}
+
+
+class ListPaymentsArgs(ToolArgs):
+    payer_id: str = Field("", max_length=40, description="Only payments of this payer account (optional).")
+    reference: str = Field("", max_length=60, description="Only payments with this EFT trace reference (optional).")
+
+
+@toolkit.tool
+def list_payments(ctx: ToolContext, args: ListPaymentsArgs) -> list[dict[str, Any]]:
+    """Payments received (summaries: id, payer, reference, amount, received_on, status), newest
+    first, at most 20; use it to spot a remittance that was already posted."""
+    rows = [
+        {k: r[k] for k in ("id", "payer_id", "reference", "amount", "received_on", "status")}
+        for r in ctx.store.iter_rows("payments")
+        if (not args.payer_id or r["payer_id"] == args.payer_id) and (not args.reference or r["reference"] == args.reference)
+    ]
+    rows.sort(key=lambda r: (r["received_on"], r["id"]), reverse=True)
+    return rows[:20]
+
+
+class SearchArgs(ToolArgs):
+    query: str = Field(min_length=1, max_length=100, description="Claim ref, invoice number or patient name; claim refs match within two typing errors.")
+    payer_id: str = Field("", max_length=40, description="Only items billed to this payer account (optional).")
+
+
+@toolkit.tool
+def search_open_items(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
+    """Receivables matching a claim ref (up to two typing errors), an invoice number or a patient
+    name, at most 10, any status (open, partial, closed, credit). The order of results carries
+    no meaning: check claim ref, patient, service date and amount yourself."""
+    hits = search_items(ctx.store.iter_rows("open_items"), args.query, ctx.task.seed, args.payer_id)
+    return {"query": args.query, "items": [_item_view(dict(h)) for h in hits]}
+
+
+class ItemArgs(ToolArgs):
+    item_id: str = Field(min_length=1, max_length=40, description="Open item id, e.g. OI-3381.")
+
+
+@toolkit.tool
+def get_open_item(ctx: ToolContext, args: ItemArgs) -> dict[str, Any]:
+    """One receivable with its active allocations and its adjustments."""
+    item = _item(ctx, args.item_id)
+    return {
+        "item": _item_view(item),
+        "allocations": ctx.store.rows("allocations", item_id=item["id"], status="active"),
+        "adjustments": ctx.store.rows("adjustments", item_id=item["id"]),
+    }
+
+
+# -- allocation ----------------------------------------------------------------------------
+class AllocateArgs(ToolArgs):
+    payment_id: str = Field(min_length=1, max_length=40, description="The payment being posted.")
+    line_id: str = Field(min_length=1, max_length=40, description="The remittance line the money comes from.")
+    item_id: str = Field(min_length=1, max_length=40, description="The open item it pays.")
+    amount: int = Field(ge=1, le=1_000_000_000, description="Cents to allocate (at most the line's paid amount not yet allocated).")
+
+
+@toolkit.tool
+def allocate(ctx: ToolContext, args: AllocateArgs) -> dict[str, Any]:
+    """Apply part of an unposted payment's line to an open item: lowers the item's balance (a
+    balance below zero becomes a credit) and the payment's unapplied amount."""
+    pay = _unposted(ctx, args.payment_id)
+    line = _line(ctx, pay["id"], args.line_id)
+    item = _item(ctx, args.item_id)
+    if item["responsibility"] != "payer":
+        raise ToolError("precondition_failed", f"{item['id']} is a patient-responsibility item; insurer money cannot be applied to it")
+    if args.amount > pay["unapplied"]:
+        raise ToolError("conflict", f"only {pay['unapplied']} cents of {pay['id']} are unapplied")
+    used = sum(a["amount"] for a in ctx.store.iter_rows("allocations") if a["line_id"] == line["id"] and a["status"] == "active")
+    if used + args.amount > line["paid_amount"]:
+        raise ToolError("conflict", f"line {line['id']} paid {line['paid_amount']} cents and {used} are already allocated")
+    alloc = ctx.store.insert("allocations", {
+        "id": ctx.store.next_id("allocations", "AL"), "payment_id": pay["id"], "line_id": line["id"],
+        "item_id": item["id"], "amount": args.amount, "status": "active", "created_at": ctx.now, "reversed_at": "",
+    })
+    new_item = _set_balance(ctx, item, item["balance"] - args.amount)
+    ctx.store.update("payments", pay["id"], {"unapplied": pay["unapplied"] - args.amount})
+    _audit(ctx, "allocate", alloc["id"])
+    return {"allocation": alloc, "item": _item_view(new_item), "payment_unapplied": pay["unapplied"] - args.amount}
+
+
+class ReverseArgs(ToolArgs):
+    allocation_id: str = Field(min_length=1, max_length=40, description="The allocation to reverse, e.g. AL-0002.")
+
+
+@toolkit.tool
+def reverse_allocation(ctx: ToolContext, args: ReverseArgs) -> dict[str, Any]:
+    """Undo an active allocation of an unposted payment: the item's balance and the payment's
+    unapplied amount are restored, the allocation stays on file as reversed."""
+    alloc = ctx.store.get("allocations", args.allocation_id)
+    if alloc is None:
+        raise ToolError("not_found", f"no allocation {args.allocation_id[:40]!r}")
+    if alloc["status"] != "active":
+        raise ToolError("conflict", f"{alloc['id']} is already reversed")
+    pay = _unposted(ctx, alloc["payment_id"])
+    item = _item(ctx, alloc["item_id"])
+    ctx.store.update("allocations", alloc["id"], {"status": "reversed", "reversed_at": ctx.now})
+    new_item = _set_balance(ctx, item, item["balance"] + alloc["amount"])
+    ctx.store.update("payments", pay["id"], {"unapplied": pay["unapplied"] + alloc["amount"]})
+    _audit(ctx, "reverse_allocation", alloc["id"])
+    return {"reversed": alloc["id"], "item": _item_view(new_item), "payment_unapplied": pay["unapplied"] + alloc["amount"]}
+
+
+class WriteOffArgs(ToolArgs):
+    item_id: str = Field(min_length=1, max_length=40, description="The open item to write down.")
+    amount: int = Field(ge=1, le=1_000_000_000, description="Cents to write off (at most the item's balance).")
+    reason: Literal["contractual", "small_balance"] = Field(description="contractual (an adjustment code the policy lists) or small_balance (a difference within tolerance).")
+    code: str = Field("", max_length=12, description="The adjustment code, e.g. CO-45 (required for contractual).")
+    line_id: str = Field("", max_length=40, description="The remittance line that justifies it (optional).")
+
+
+@toolkit.tool
+def write_off(ctx: ToolContext, args: WriteOffArgs) -> dict[str, Any]:
+    """Write down part of an item's balance as a contractual adjustment or a small balance."""
+    item = _item(ctx, args.item_id)
+    if args.reason == "contractual" and not args.code:
+        raise ToolError("precondition_failed", "a contractual write-off needs its adjustment code")
+    if args.amount > item["balance"]:
+        raise ToolError("conflict", f"{item['id']} has only {item['balance']} cents open")
+    adj = ctx.store.insert("adjustments", {
+        "id": ctx.store.next_id("adjustments", "ADJ"), "item_id": item["id"], "line_id": args.line_id,
+        "kind": "write_off", "reason": args.reason, "code": args.code, "amount": args.amount,
+        "new_item_id": "", "created_at": ctx.now,
+    })
+    new_item = _set_balance(ctx, item, item["balance"] - args.amount)
+    _audit(ctx, "write_off", adj["id"])
+    return {"adjustment": adj, "item": _item_view(new_item)}
+
+
+class TransferArgs(ToolArgs):
+    item_id: str = Field(min_length=1, max_length=40, description="The insurer item carrying the patient's share.")
+    amount: int = Field(ge=1, le=1_000_000_000, description="Cents the patient owes (at most the item's balance).")
+    code: str = Field(min_length=1, max_length=12, description="The patient-responsibility code, e.g. PR-2.")
+    line_id: str = Field("", max_length=40, description="The remittance line that states it (optional).")
+
+
+@toolkit.tool
+def transfer_to_patient(ctx: ToolContext, args: TransferArgs) -> dict[str, Any]:
+    """Move the patient's share (deductible, coinsurance, copay) off the insurer item onto a new
+    patient-responsibility item (``PI-....``) on the patient's account; the adjustment is recorded
+    with kind patient_transfer and reason patient_responsibility."""
+    item = _item(ctx, args.item_id)
+    if item["responsibility"] != "payer":
+        raise ToolError("precondition_failed", f"{item['id']} is already a patient item")
+    if args.amount > item["balance"]:
+        raise ToolError("conflict", f"{item['id']} has only {item['balance']} cents open")
+    new_id = ctx.store.next_id("open_items", "PI")
+    patient_item = ctx.store.insert("open_items", {
+        "id": new_id, "account_id": item["account_id"], "payer_id": "", "claim_ref": item["claim_ref"],
+        "invoice": item["invoice"], "patient_name": item["patient_name"], "service_date": item["service_date"],
+        "amount_due": args.amount, "balance": args.amount, "status": "open", "responsibility": "patient",
+        "source_item": item["id"],
+    })
+    adj = ctx.store.insert("adjustments", {
+        "id": ctx.store.next_id("adjustments", "ADJ"), "item_id": item["id"], "line_id": args.line_id,
+        "kind": "patient_transfer", "reason": "patient_responsibility", "code": args.code, "amount": args.amount,
+        "new_item_id": new_id, "created_at": ctx.now,
+    })
+    new_item = _set_balance(ctx, item, item["balance"] - args.amount)
+    _audit(ctx, "transfer_to_patient", adj["id"])
+    return {"adjustment": adj, "item": _item_view(new_item), "patient_item": _item_view(patient_item)}
+
+
+# -- cases and the payer ---------------------------------------------------------------------
+class OpenCaseArgs(ToolArgs):
+    payment_id: str = Field(min_length=1, max_length=40, description="The payment concerned.")
+    category: Literal["underpayment", "unidentified_remittance", "refund_request", "duplicate_remittance"] = Field(
+        description="underpayment (short payment beyond tolerance), unidentified_remittance (line matches no claim), refund_request (overpaid line), duplicate_remittance (payment already posted).")
+    line_id: str = Field("", max_length=40, description="The remittance line concerned; empty for the whole payment.")
+    note: str = Field("", max_length=1000, description="What to ask or tell the payer.")
+
+
+@toolkit.tool
+def open_case(ctx: ToolContext, args: OpenCaseArgs) -> dict[str, Any]:
+    """Open a case with the payer about a payment or one of its lines (status open)."""
+    pay = _payment(ctx, args.payment_id)
+    if args.line_id:
+        _line(ctx, pay["id"], args.line_id)
+    for c in ctx.store.iter_rows("cases"):
+        if c["payment_id"] == pay["id"] and c["line_id"] == args.line_id and c["category"] == args.category:
+            raise ToolError("conflict", f"case {c['id']} already covers this")
+    case = ctx.store.insert("cases", {
+        "id": ctx.store.next_id("cases", "CS"), "category": args.category, "payment_id": pay["id"],
+        "line_id": args.line_id, "note": args.note, "status": "open", "opened_at": ctx.now, "reply_due": "",
+        "reply_kind": "", "reply_claim_ref": "", "reply_text": "",
+    })
+    _audit(ctx, "open_case", case["id"])
+    return {"case": case}
+
+
+class QueryArgs(ToolArgs):
+    payment_id: str = Field(min_length=1, max_length=40, description="The payment concerned.")
+    line_id: str = Field(min_length=1, max_length=40, description="The remittance line to ask about.")
+    question: str = Field("", max_length=1000, description="The question for the payer.")
+
+
+@toolkit.tool
+def query_payer(ctx: ToolContext, args: QueryArgs) -> dict[str, Any]:
+    """Ask the payer about a remittance line: opens a payer_query case (status awaiting_reply).
+    The reply arrives later: call ``wait`` to let time pass, then ``get_case``."""
+    pay = _payment(ctx, args.payment_id)
+    line = _line(ctx, pay["id"], args.line_id)
+    for c in ctx.store.iter_rows("cases"):
+        if c["category"] == QUERY_CATEGORY and c["line_id"] == line["id"] and c["status"] == "awaiting_reply":
+            raise ToolError("conflict", f"query {c['id']} about this line is still awaiting a reply")
+    script = ctx.store.get("_payer_script", line["id"])
+    delay = int(script["delay_hours"]) if script else 24
+    case = ctx.store.insert("cases", {
+        "id": ctx.store.next_id("cases", "CS"), "category": QUERY_CATEGORY, "payment_id": pay["id"],
+        "line_id": line["id"], "note": args.question, "status": "awaiting_reply", "opened_at": ctx.now,
+        "reply_due": add_hours(ctx.now, delay), "reply_kind": "", "reply_claim_ref": "", "reply_text": "",
+    })
+    _audit(ctx, "query_payer", case["id"])
+    return {"case": case}
+
+
+class CaseArgs(ToolArgs):
+    case_id: str = Field(min_length=1, max_length=40, description="Case id, e.g. CS-0001.")
+
+
+@toolkit.tool
+def get_case(ctx: ToolContext, args: CaseArgs) -> dict[str, Any]:
+    """One case; for an answered payer query, ``reply_kind`` (confirm, applies_to, recoup),
+    ``reply_claim_ref`` and ``reply_text`` hold the payer's answer."""
+    case = ctx.store.get("cases", args.case_id)
+    if case is None:
+        raise ToolError("not_found", f"no case {args.case_id[:40]!r}")
+    return {"case": case}
+
+
+class ListCasesArgs(ToolArgs):
+    payment_id: str = Field("", max_length=40, description="Only cases of this payment (optional).")
+
+
+@toolkit.tool
+def list_cases(ctx: ToolContext, args: ListCasesArgs) -> list[dict[str, Any]]:
+    """Cases (at most 20), optionally of one payment."""
+    rows = [r for r in ctx.store.iter_rows("cases") if not args.payment_id or r["payment_id"] == args.payment_id]
+    return [dict(r) for r in rows[:20]]
+
+
+class WaitArgs(ToolArgs):
+    hours: int | None = Field(None, ge=1, le=168, description="Hours to wait; default: until the next payer reply is due.")
+
+
+@toolkit.tool
+def wait(ctx: ToolContext, args: WaitArgs) -> dict[str, Any]:
+    """Let simulated time pass; payer replies that fall due arrive in their cases."""
+    pending = sorted((r["reply_due"], r["id"]) for r in ctx.store.iter_rows("cases") if r["status"] == "awaiting_reply")
+    if args.hours is None:
+        if not pending:
+            raise ToolError("precondition_failed", "no payer reply is pending; give hours to wait anyway")
+        now = max(ctx.now, pending[0][0])
+    else:
+        now = add_hours(ctx.now, args.hours)
+    ctx.store.update("clock", "clock", {"now": now})
+    answered = []
+    for due, case_id in pending:
+        if due > now:
+            continue
+        case = ctx.store.get("cases", case_id)
+        assert case is not None
+        script = ctx.store.get("_payer_script", case["line_id"]) or {}
+        ctx.store.update("cases", case_id, {
+            "status": "answered", "reply_kind": script.get("reply_kind", "confirm"),
+            "reply_claim_ref": script.get("reply_claim_ref", ""),
+            "reply_text": script.get("reply_text", "The line was processed as shown on the remittance."),
+        })
+        answered.append(case_id)
+    _audit(ctx, "wait", now)
+    return {"now": now, "answered": answered}
+
+
+# -- posting -------------------------------------------------------------------------------
+class PostArgs(ToolArgs):
+    payment_id: str = Field(min_length=1, max_length=40, description="The payment to post.")
+    disposition: Literal["apply", "hold", "return"] = Field(
+        "apply", description="apply: post the allocations, the rest stays unapplied (status posted); hold: park the whole payment in suspense (status held); return: send it back to the payer (status returned, nothing unapplied). hold and return need no active allocations.")
+
+
+@toolkit.tool
+def post_payment(ctx: ToolContext, args: PostArgs) -> dict[str, Any]:
+    """Post an unposted payment: its allocations become final and it can no longer change."""
+    pay = _unposted(ctx, args.payment_id)
+    changes: dict[str, Any] = {"status": {"apply": "posted", "hold": "held", "return": "returned"}[args.disposition]}
+    if args.disposition != "apply":
+        if any(a["payment_id"] == pay["id"] and a["status"] == "active" for a in ctx.store.iter_rows("allocations")):
+            raise ToolError("precondition_failed", f"reverse the allocations of {pay['id']} before you {args.disposition} it")
+        if args.disposition == "return":
+            changes["unapplied"] = 0
+    new = ctx.store.update("payments", pay["id"], changes)
+    _audit(ctx, "post_payment", pay["id"])
+    return {"payment": new}
+
+
+@toolkit.tool(terminal=True)
+def submit(ctx: ToolContext, args: NoArgs) -> dict[str, Any]:
+    """Finish the episode: the desk's work on this payment is done."""
+    return {"submitted": True}
