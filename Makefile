@@ -9,15 +9,18 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum |
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev,train]"
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev,train,llm]"
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 install: $(STAMP)
 
-## The main job: evaluate oracle, random and no-op on the held-out seeds of every domain.
+## The main job: evaluate oracle, random and no-op on the held-out seeds of every installed
+## domain (2 worker processes), print the table, then the report: tables and two PNG plots,
+## runs/demo.pass_rate.png and runs/demo.failure_codes.png.
 demo: $(STAMP)
 	rm -f runs/demo.jsonl
-	$(BIN)/backoffice eval --env all --split heldout --out runs/demo.jsonl --plot runs/demo_pass_rate.png
+	$(BIN)/backoffice eval --env all --policy oracle --policy random --policy noop --split heldout --workers 2 --out runs/demo.jsonl
+	$(BIN)/backoffice report runs/demo.jsonl
 
 ## The whole test suite (2 workers; each domain's tests stay on one worker).
 test: $(STAMP)
@@ -25,6 +28,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py
+	$(BIN)/python benchmarks/bench_eval.py
 
 seeds: $(STAMP)
 	$(BIN)/backoffice seeds build

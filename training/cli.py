@@ -36,15 +36,90 @@ def _progress() -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console, transient=False)
 
 
-def print_summary(records: list[dict], title: str = "Evaluation") -> None:
-    from backoffice.training.report import summary
+def _pct(rate: float, n: int) -> str:
+    return f"{rate:.1%} ({n})"
 
+
+def print_summary(records: list[dict], title: str = "Evaluation") -> None:
+    """Pass rate, mean score and mean steps per domain and agent."""
+    from backoffice.training.report import rate_rows
+
+    _print_rows(rate_rows(records, ["domain", "agent"]), title)
+
+
+def _print_rows(rows: list[dict], title: str) -> None:
     table = Table(title=title)
     for col in ("domain / agent", "episodes", "pass rate", "mean score", "mean steps"):
         table.add_column(col, justify="left" if col.startswith("domain") else "right")
-    for name, s in summary(records).items():
-        table.add_row(name, str(s["episodes"]), f"{s['pass_rate']:.1%}", f"{s['mean_score']:.3f}", f"{s['mean_steps']:.1f}")
+    for s in rows:
+        table.add_row(f"{s['domain']} / {s['agent']}", str(s["episodes"]), f"{s['pass_rate']:.1%}",
+                      f"{s['mean_score']:.3f}", f"{s['mean_steps']:.1f}")
     console.print(table)
+
+
+def _grid(title: str, rows: list[dict], row_fields: list[str], cell: str = "rate") -> Table:
+    """A table with one row per value of ``row_fields`` and one column per agent."""
+    agents = sorted({r["agent"] for r in rows})
+    table = Table(title=title)
+    table.add_column(" / ".join(row_fields))
+    for agent in agents:
+        table.add_column(agent, justify="right")
+    cells: dict[tuple, dict[str, str]] = {}
+    for r in rows:
+        text = _pct(r["pass_rate"], r["episodes"]) if cell == "rate" else f"{r['count']} ({r['share']:.0%})"
+        cells.setdefault(tuple(r[f] for f in row_fields), {})[r["agent"]] = text
+    for key in sorted(cells, key=lambda k: tuple(map(str, k))):
+        table.add_row(" / ".join(map(str, key)), *(cells[key].get(a, "-") for a in agents))
+    return table
+
+
+def print_report(report: dict) -> None:
+    """The tables of :func:`backoffice.training.report.build_report` as rich tables."""
+    _print_rows(report["by_domain_agent"], f"{report['episodes']} episodes, runs: {', '.join(report['runs'])}")
+    console.print(_grid(f"Pass rate by domain x agent ({report['episodes']} episodes)", report["by_domain_agent"], ["domain"]))
+    if len(report["domains"]) > 1:
+        all_rows = [{**r, "domains": "all"} for r in report["by_agent"]]
+        console.print(_grid("Pass rate by agent over all domains", all_rows, ["domains"]))
+    if report["failure_codes"]:
+        console.print(_grid("Failure codes: episodes (share of the agent's episodes)", report["failure_codes"], ["domain", "failure_code"], cell="count"))
+    for field, title in (("defect_tags", "defect tag"), ("outcome_class", "outcome class"), ("requirement_types", "requirement type")):
+        rows = report[f"by_{field}"]
+        if rows:
+            console.print(_grid(f"Pass rate by {title}", rows, ["domain", field]))
+    if report["pass_hat_k"]:
+        ks = sorted({r["k"] for r in report["pass_hat_k"]})
+        table = Table(title="pass^k (share of tasks whose k attempts all pass; unbiased estimate)")
+        table.add_column("domain / agent")
+        for k in ks:
+            table.add_column(f"pass^{k}", justify="right")
+        by: dict[str, dict[int, float]] = {}
+        for r in report["pass_hat_k"]:
+            by.setdefault(f"{r['domain']} / {r['agent']}", {})[r["k"]] = r["pass_hat_k"]
+        for name, vals in by.items():
+            table.add_row(name, *(f"{vals[k]:.1%}" if k in vals else "-" for k in ks))
+        console.print(table)
+
+
+def _check_policies(domains: list[str], policies: list[str]) -> list[tuple[str, str]]:
+    """(domain, policy) pairs to run: ``wrong:<code>`` only where the domain has that code."""
+    from backoffice.training.policies import get_policy
+
+    pairs, unknown = [], []
+    for p in policies:
+        ok = []
+        for d in domains:
+            try:
+                get_policy(d, p)
+                ok.append(d)
+            except (KeyError, ImportError, AttributeError) as exc:
+                if not p.startswith("wrong:"):
+                    raise typer.BadParameter(f"policy {p!r} on {d}: {exc}") from None
+        if not ok:
+            unknown.append(p)
+        pairs.extend((d, p) for d in ok)
+    if unknown:
+        raise typer.BadParameter(f"no selected domain has policy {unknown}")
+    return pairs
 
 
 @app.command("eval")
@@ -52,15 +127,18 @@ def eval_cmd(
     env: Annotated[list[str], typer.Option("--env", help="Domain(s) or 'all'.")] = ["all"],
     policy: Annotated[list[str], typer.Option("--policy", help="oracle, random, noop or wrong:<code> (repeatable).")] = ["oracle", "random", "noop"],
     split: Annotated[str, typer.Option(help="train or heldout.")] = "heldout",
-    out: Annotated[Optional[Path], typer.Option(help="JSONL output (resumable).")] = None,
-    workers: Annotated[int, typer.Option(help="Worker processes.")] = 1,
-    limit: Annotated[Optional[int], typer.Option(help="Only the first N tasks per domain.")] = None,
-    attempts: Annotated[int, typer.Option(help="Attempts per task (for pass^k).")] = 1,
+    out: Annotated[Optional[Path], typer.Option(help="JSONL output; a rerun with the same file skips written episodes.")] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes (or Ray CPUs with --ray).")] = 1,
+    ray: Annotated[bool, typer.Option("--ray", help="Run on Ray (the 'ray' extra): a local instance unless --ray-address.")] = False,
+    ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster to join ('auto', 'ray://host:10001'); implies --ray.")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Only the first N tasks per domain.")] = None,
+    attempts: Annotated[int, typer.Option(min=1, help="Attempts per task (random policies are seeded by attempt; for pass^k).")] = 1,
     run_id: Annotated[Optional[str], typer.Option(help="Run id (default: <agent>-<split>).")] = None,
+    trace: Annotated[Optional[Path], typer.Option(help="Also append every new episode's trace lines here (for replay).")] = None,
     plot: Annotated[Optional[Path], typer.Option(help="Write a pass-rate PNG here.")] = None,
 ) -> None:
     """Evaluate policies on a split and print a summary table."""
-    from backoffice.training.evaluate import evaluate, plan_jobs
+    from backoffice.training.evaluate import Job, evaluate, make_executor, plan_jobs
 
     if split not in ("train", "heldout"):
         raise typer.BadParameter("split must be train or heldout")
@@ -68,61 +146,103 @@ def eval_cmd(
     if not domains:
         console.print("[red]no domain is installed[/]")
         raise typer.Exit(1)
-    jobs = plan_jobs(domains, policy, split, run_id=run_id, limit=limit, attempts=attempts)
-    with _progress() as progress:
-        bar = progress.add_task(f"evaluating {len(domains)} domain(s) x {len(policy)} policies", total=len(jobs))
-        records = evaluate(jobs, out=out, workers=workers, on_record=lambda r: progress.advance(bar))
-        progress.update(bar, completed=len(jobs))
+    pairs = set(_check_policies(domains, policy))
+    jobs: list[Job] = [j for j in plan_jobs(domains, policy, split, run_id=run_id, limit=limit, attempts=attempts)
+                       if (j.domain, j.agent) in pairs]
+    executor = make_executor(workers, ray_address or ("local" if ray else None))
+    with executor:  # workers start before the progress bar's thread
+        with _progress() as progress:
+            bar = progress.add_task(f"evaluating {len(domains)} domain(s) x {len(policy)} policies", total=len(jobs))
+            records = evaluate(jobs, out=out, executor=executor, trace=trace,
+                               on_record=lambda r: progress.advance(bar))
+            progress.update(bar, completed=len(jobs))
     print_summary(records, title=f"{split}: {len(records)} episodes")
     if out is not None:
         console.print(f"records: {out}")
+    if trace is not None:
+        console.print(f"trace: {trace}")
     if plot is not None:
         from backoffice.training.report import plot_pass_rates
 
-        console.print(f"plot: {plot_pass_rates(records, str(plot))}")
+        console.print(f"plot: {plot_pass_rates(records, plot)}")
 
 
 @app.command()
 def report(
     files: Annotated[list[Path], typer.Argument(help="Evaluation JSONL files.")],
-    plot: Annotated[Optional[Path], typer.Option(help="Pass-rate PNG (default: beside the first file).")] = None,
+    json: Annotated[bool, typer.Option("--json", help="Print the report as JSON (for machines) instead of tables.")] = False,
+    plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write the PNG plots.")] = True,
+    plot_stem: Annotated[Optional[Path], typer.Option(help="Plot path prefix (default: the first file without .jsonl).")] = None,
 ) -> None:
-    """Tables by domain x agent, failure code and defect tag, plus a pass-rate plot."""
-    from backoffice.training.evaluate import read_records
-    from backoffice.training.report import failure_counts, group_rates, plot_pass_rates
+    """Tables by domain x agent, failure code, defect tag, outcome class, requirement type and
+    pass^k; PNG plots of pass rate and failure codes beside the first file."""
+    from backoffice.envs.core.canonical import dumps
+    from backoffice.training.evaluate import load_records
+    from backoffice.training.report import build_report, write_plots
 
-    records = [r for f in files for r in read_records(f)]
+    missing = [str(f) for f in files if not f.exists()]
+    if missing:
+        raise typer.BadParameter(f"no such file(s): {missing}")
+    records = load_records(files)
     if not records:
         console.print("[red]no records[/]")
         raise typer.Exit(1)
-    print_summary(records)
-    codes = Table(title="Failure codes")
-    codes.add_column("domain / agent")
-    codes.add_column("failure code counts")
-    for name, counts in failure_counts(records).items():
-        codes.add_row(name, ", ".join(f"{k}: {v}" for k, v in counts.items()))
-    console.print(codes)
-    tags = Table(title="Pass rate by defect tag")
-    for col in ("domain / agent / tag", "episodes", "pass rate"):
-        tags.add_column(col)
-    rates = group_rates(records, lambda r: [f"{r['domain']} / {r['agent']} / {t}" for t in r.get("defect_tags", [])])
-    for name, s in rates.items():
-        tags.add_row(name, str(s["episodes"]), f"{s['pass_rate']:.1%}")
-    console.print(tags)
-    target = plot or files[0].with_suffix(".pass_rate.png")
-    console.print(f"plot: {plot_pass_rates(records, str(target))}")
+    data = build_report(records)
+    stem = plot_stem or files[0].with_suffix("")
+    data["plots"] = write_plots(records, stem) if plots else []
+    if json:
+        sys.stdout.write(dumps(data).decode() + "\n")
+        return
+    print_report(data)
+    for path in data["plots"]:
+        console.print(f"plot: {path}")
+
+
+def replay_file(trace: Path) -> list[dict]:
+    """Replay every episode of a trace file; per episode: ``episode_id``, ``task_id``,
+    ``steps``, ``ok``, ``first_step`` (the first step that diverged, if a step did) and
+    ``divergences``."""
+    import re
+
+    from backoffice.envs import make_native
+    from backoffice.envs.core.replay import replay_episode
+    from backoffice.envs.core.trace import episodes, read_trace
+
+    envs: dict[str, object] = {}
+    out = []
+    for ep in episodes(read_trace(trace)):
+        domain = ep[0]["domain"]
+        if domain not in envs:
+            envs[domain] = make_native(domain)
+        env = envs[domain]
+        res = replay_episode(ep, env)
+        divergences = list(res.divergences)
+        replayed = len(env.trace)  # type: ignore[attr-defined]
+        if replayed != len(ep):
+            divergences.append(f"step {replayed}: replay ended after {replayed} steps, the record has {len(ep)}")
+        steps = [int(m.group(1)) for d in divergences if (m := re.match(r"step (\d+):", d))]
+        first = min(steps) if steps else None
+        call = next(({"tool": r["tool"], "args": r["args"]} for r in ep if r["step"] == first), None)
+        out.append({"episode_id": res.episode_id, "task_id": res.task_id, "steps": len(ep), "ok": not divergences,
+                    "first_step": first, "call": call, "divergences": divergences})
+    return out
 
 
 @app.command()
-def replay(trace: Annotated[Path, typer.Argument(help="A trace JSONL written with trace_path.")]) -> None:
-    """Replay a trace against its tasks; confirm end-state hash and grade or show where they diverge."""
-    from backoffice.envs.core.replay import replay as run_replay
-    from backoffice.envs.core.trace import read_trace
+def replay(trace: Annotated[Path, typer.Argument(help="A trace JSONL (env trace_path or eval --trace).")]) -> None:
+    """Replay a trace against its tasks; confirm end-state hash and grade of every episode or
+    show the first step where it diverges and how."""
+    from backoffice.envs.core.canonical import dumps
 
-    results = run_replay(read_trace(trace))
-    bad = [r for r in results if not r.ok]
+    if not trace.exists():
+        raise typer.BadParameter(f"no such file: {trace}")
+    results = replay_file(trace)
+    bad = [r for r in results if not r["ok"]]
     for r in bad:
-        console.print(f"[red]{r.episode_id}[/]: " + "; ".join(r.divergences))
+        where = f"first divergence at step {r['first_step']} ({dumps(r['call']).decode()})" if r["first_step"] else "end of episode"
+        console.print(f"[red]{r['episode_id']}[/] ({r['steps']} steps): {where}", highlight=False)
+        for d in r["divergences"]:
+            console.print(f"  - {d}", highlight=False, markup=False)
     console.print(f"{len(results) - len(bad)}/{len(results)} episodes reproduced")
     if bad:
         raise typer.Exit(1)
@@ -177,6 +297,10 @@ def seeds_verify(env: Annotated[list[str], typer.Option("--env", help="Domain(s)
             console.print(f"[green]{name}[/]: identical to a fresh build")
     if failed:
         raise typer.Exit(1)
+
+
+from backoffice.training.cli_llm import register as _register_llm  # noqa: E402
+_register_llm(app)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,31 +1,52 @@
 """Evaluation: run policies over a split's tasks and write one JSONL line per episode.
 
-Output is resumable: episodes already present in ``out`` (by run id, agent, domain, task and
-attempt) are skipped, and a torn last line left by a killed run is dropped before appending.
-With ``workers > 1`` episodes run in worker processes; the lines are identical whatever the
-worker count, only their order in the file may differ.
+The pieces, each replaceable:
+
+- :class:`Job`: one episode to run (domain, agent, task, attempt, run id).
+- :class:`Runner`: a picklable callable that turns a job into its record, building envs and
+  policies through two factories (by default the installed domains and built-in policies;
+  tests plug in the toy domain the same way).
+- an executor (:class:`SerialExecutor`, :class:`ProcessExecutor`, :class:`RayExecutor` or
+  anything with the same interface, see :class:`Executor`): where the runner runs.
+- :func:`evaluate`: resumable output. Episodes already in ``out`` (by run id, agent, domain,
+  task and attempt) are skipped, a torn last line left by a killed run is cut off before
+  appending, and no episode is ever written twice. Each record is one ``write`` of one line,
+  flushed at once, so a ``SIGKILL`` loses at most the line being written.
+
+A record depends only on its job: the lines are identical whatever the worker count or backend,
+only their order in the file differs (compare them sorted).
 """
 
 from __future__ import annotations
 
+import fcntl
+import functools
 import os
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Protocol
 
 from backoffice.envs.core.canonical import dumps, loads
 
+Record = dict[str, Any]
+JobKey = tuple[str, str, str, str, int]
+
+#: Fields every evaluation record has (plus the domain's report fields and ``end_state_hash``).
 RECORD_FIELDS = (
     "run_id", "agent", "agent_version", "domain", "task_id", "seed", "split", "attempt", "pass", "score",
-    "failure_codes", "checks", "process_metrics", "steps", "shaped_reward", "judge",
+    "failure_codes", "checks", "process_metrics", "steps", "shaped_reward", "judge", "end_state_hash",
 )
+
+#: Key under which a runner with ``keep_trace=True`` returns the episode's trace lines.
+TRACE_KEY = "_trace"
 
 
 @dataclass(frozen=True)
 class Job:
-    """One episode to run."""
+    """One episode to run: ``agent`` on task ``task_id`` of ``domain``, attempt ``attempt``."""
 
     domain: str
     agent: str
@@ -35,47 +56,128 @@ class Job:
     attempt: int = 0
 
     @property
-    def key(self) -> tuple[str, str, str, str, int]:
+    def key(self) -> JobKey:
+        """The identity of the episode in an output file."""
         return (self.run_id, self.agent, self.domain, self.task_id, self.attempt)
 
 
-_ENVS: dict[str, Any] = {}
+def job_key(record: Mapping[str, Any]) -> JobKey:
+    """The :attr:`Job.key` of a written record."""
+    return (record["run_id"], record["agent"], record["domain"], record["task_id"], record.get("attempt", 0))
 
 
-def run_job(job: Job) -> dict[str, Any]:
-    """Run one episode and return its evaluation record."""
+# -- building envs and policies ---------------------------------------------------------------
+def default_make_env(domain: str, split: str) -> Any:
+    """A native env of an installed domain."""
     from backoffice.envs import make_native
+
+    return make_native(domain, split=split)
+
+
+def default_make_policy(domain: str, agent: str, seed: int) -> Any:
+    """A built-in policy by name (``oracle``, ``random``, ``noop``, ``wrong:<code>``)."""
     from backoffice.training.policies import get_policy
-    from backoffice.training.rollout import run_episode
 
-    env = _ENVS.get(job.domain)
-    if env is None:
-        env = _ENVS[job.domain] = make_native(job.domain, split=job.split)
-    policy = get_policy(job.domain, job.agent, seed=job.attempt)
-    res = run_episode(env, policy, task_id=job.task_id)
-    grade = res.grade
-    key = env.release.answer_key(job.task_id)
-    record = {
-        "run_id": job.run_id, "agent": job.agent, "agent_version": getattr(policy, "version", "1"),
-        "domain": job.domain, "task_id": job.task_id, "seed": res.seed, "split": job.split,
-        "attempt": job.attempt, "pass": grade["pass"], "score": grade["score"],
-        "failure_codes": grade["failure_codes"], "checks": grade["checks"],
-        "process_metrics": grade["process_metrics"], "steps": res.steps,
-        "shaped_reward": res.info["shaped_reward"], "judge": res.info.get("judge"),
-        "end_state_hash": res.info["end_state_hash"],
-    }
-    record.update(env.domain.report_fields(key, grade))
-    return record
+    return get_policy(domain, agent, seed=seed)
 
 
-def plan_jobs(domains: Sequence[str], agents: Sequence[str], split: str, run_id: str | None = None,
-              limit: int | None = None, attempts: int = 1) -> list[Job]:
-    """Every (domain, agent, task, attempt) of a split, in a fixed order."""
+def default_task_ids(domain: str, split: str) -> Sequence[str]:
+    """The released task ids of a split of an installed domain."""
     from backoffice.envs.core.release import load_release
 
+    return load_release(domain).split_ids[split]
+
+
+def _factory_key(fn: Callable[..., Any]) -> tuple[Any, ...]:
+    """A key naming a factory that survives pickling (a partial unpickles as a new object)."""
+    if isinstance(fn, functools.partial):
+        return (*_factory_key(fn.func), fn.args, tuple(sorted(fn.keywords.items())))
+    return (getattr(fn, "__module__", None), getattr(fn, "__qualname__", repr(fn)))
+
+
+_LOCAL = threading.local()  # per process and thread: one env per (factory, domain, split)
+
+
+@dataclass(frozen=True)
+class Runner:
+    """Runs one job and returns its record; picklable, so it runs in any worker process.
+
+    Attributes:
+        make_env: ``(domain, split) -> native env``; built once per process and thread, and
+            reused (an env runs one episode at a time).
+        make_policy: ``(domain, agent, seed) -> Policy``; the attempt number is the seed.
+        keep_trace: also return the episode's trace lines under :data:`TRACE_KEY`.
+    """
+
+    make_env: Callable[[str, str], Any] = default_make_env
+    make_policy: Callable[[str, str, int], Any] = default_make_policy
+    keep_trace: bool = False
+
+    def env(self, domain: str, split: str) -> Any:
+        """The cached env of this process (and thread) for ``domain`` and ``split``."""
+        envs: dict[tuple[Any, ...], Any] = _LOCAL.__dict__.setdefault("envs", {})
+        key = (*_factory_key(self.make_env), domain, split)
+        env = envs.get(key)
+        if env is None:
+            env = envs[key] = self.make_env(domain, split)
+        return env
+
+    def __call__(self, job: Job) -> Record:
+        from backoffice.training.rollout import run_episode
+
+        env = self.env(job.domain, job.split)
+        policy = self.make_policy(job.domain, job.agent, job.attempt)
+        res = run_episode(env, policy, task_id=job.task_id)
+        grade = res.grade
+        unwrapped = env.unwrapped
+        record: Record = {
+            "run_id": job.run_id, "agent": job.agent, "agent_version": str(getattr(policy, "version", "1")),
+            "domain": job.domain, "task_id": job.task_id, "seed": res.seed, "split": job.split,
+            "attempt": job.attempt, "pass": bool(grade["pass"]), "score": grade["score"],
+            "failure_codes": grade["failure_codes"], "checks": grade["checks"],
+            "process_metrics": grade["process_metrics"], "steps": res.steps,
+            "shaped_reward": res.info["shaped_reward"], "judge": res.info.get("judge"),
+            "end_state_hash": res.info["end_state_hash"],
+        }
+        key = unwrapped.release.answer_key(job.task_id)
+        record.update(unwrapped.domain.report_fields(key, grade))
+        if self.keep_trace:
+            record[TRACE_KEY] = unwrapped.trace
+        return record
+
+    def run_batch(self, jobs: Sequence[Job]) -> list[Record]:
+        """Run several jobs in a row (one round trip to a worker)."""
+        return [self(job) for job in jobs]
+
+    def run_batch_encoded(self, jobs: Sequence[Job]) -> list[bytes]:
+        """:meth:`run_batch` with each record as canonical JSON: between processes, bytes
+        travel several times faster than pickled nested dicts."""
+        return [dumps(self(job)) for job in jobs]
+
+
+def run_job(job: Job) -> Record:
+    """Run one job with the default runner (installed domains, built-in policies)."""
+    return Runner()(job)
+
+
+def plan_jobs(
+    domains: Sequence[str],
+    agents: Sequence[str],
+    split: str,
+    run_id: str | None = None,
+    limit: int | None = None,
+    attempts: int = 1,
+    task_ids: Callable[[str, str], Sequence[str]] = default_task_ids,
+) -> list[Job]:
+    """Every (domain, agent, task, attempt) of a split, in a fixed order.
+
+    The run id defaults to ``<agent>-<split>`` so that reruns find their earlier records.
+    """
+    if attempts < 1:
+        raise ValueError("attempts must be >= 1")
     jobs = []
     for domain in domains:
-        ids = load_release(domain).split_ids[split]
+        ids = list(task_ids(domain, split))
         if limit is not None:
             ids = ids[:limit]
         for agent in agents:
@@ -84,68 +186,323 @@ def plan_jobs(domains: Sequence[str], agents: Sequence[str], split: str, run_id:
     return jobs
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """Records of an evaluation file; a torn (unparseable) last line is ignored."""
+# -- executors --------------------------------------------------------------------------------
+class Executor(Protocol):
+    """Where jobs run. Used as a context manager (entering it twice must be harmless: the
+    outer ``with`` owns the workers)."""
+
+    def __enter__(self) -> Executor: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def imap_unordered(self, runner: Runner, jobs: Sequence[Job]) -> Iterator[Record | bytes]:
+        """Run every job with ``runner``; yield each record as soon as it is ready, in any
+        order, as a dict or as its canonical JSON (what :meth:`Runner.run_batch_encoded`
+        returns: cheaper to move between processes and written as is)."""
+        ...
+
+
+def batches(jobs: Sequence[Job], workers: int, most: int = 16) -> list[list[Job]]:
+    """Split ``jobs`` into batches small enough to balance ``workers``, large enough to
+    amortise a round trip."""
+    size = max(1, min(most, len(jobs) // max(1, workers * 8)))
+    return [list(jobs[i:i + size]) for i in range(0, len(jobs), size)]
+
+
+class SerialExecutor:
+    """Runs every job in this process, in order."""
+
+    def __enter__(self) -> SerialExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def imap_unordered(self, runner: Runner, jobs: Sequence[Job]) -> Iterator[Record]:
+        for job in jobs:
+            yield runner(job)
+
+
+def _noop() -> None:
+    return None
+
+
+class ProcessExecutor:
+    """Runs jobs in ``workers`` local processes (``concurrent.futures``), in batches.
+
+    Workers start on ``__enter__`` (before any progress bar thread exists, which matters for
+    ``fork``). ``mp_context`` is a :mod:`multiprocessing` start method; ``None`` uses ``fork``
+    where available (fast, and workers see whatever the parent imported).
+    """
+
+    def __init__(self, workers: int = 2, mp_context: str | None = None):
+        if workers < 1:
+            raise ValueError("workers must be >= 1")
+        self.workers = workers
+        self.mp_context = mp_context
+        self._pool: ProcessPoolExecutor | None = None
+        self._depth = 0
+
+    def __enter__(self) -> ProcessExecutor:
+        import multiprocessing
+
+        self._depth += 1
+        if self._pool is not None:  # re-entered (the CLI starts it before evaluate() does)
+            return self
+        method = self.mp_context or ("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+        ctx = multiprocessing.get_context(method)
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+        self._pool.submit(_noop).result()  # start the workers now
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._depth -= 1
+        if self._depth <= 0 and self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def imap_unordered(self, runner: Runner, jobs: Sequence[Job]) -> Iterator[bytes]:
+        if self._pool is None:
+            raise RuntimeError("use the executor as a context manager")
+        pending: set[Future[list[bytes]]] = {
+            self._pool.submit(runner.run_batch_encoded, batch) for batch in batches(jobs, self.workers)
+        }
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                yield from fut.result()
+
+
+class RayExecutor:
+    """Runs jobs as Ray tasks, in batches: on a running cluster (``address``: ``"auto"``,
+    ``"ray://host:10001"`` ...) or, with ``address=None`` or ``"local"``, on a Ray instance
+    started here with ``num_cpus`` CPUs. Needs the ``ray`` extra.
+
+    ``runtime_env`` is passed to ``ray.init`` (e.g. ``{"env_vars": {"PYTHONPATH": ...}}`` so
+    workers can import the modules that hold custom factories).
+    """
+
+    def __init__(self, address: str | None = None, num_cpus: int | None = None,
+                 runtime_env: Mapping[str, Any] | None = None, batch_size: int = 16):
+        self.address = None if address in (None, "", "local") else address
+        self.num_cpus = num_cpus
+        self.runtime_env = dict(runtime_env) if runtime_env else None
+        self.batch_size = batch_size
+        self._started = False
+        self._depth = 0
+
+    def __enter__(self) -> RayExecutor:
+        try:
+            import ray
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise RuntimeError("Ray is not installed: pip install 'backoffice-gym[ray]'") from exc
+        self._depth += 1
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+            if self.address is None:
+                kwargs["num_cpus"] = self.num_cpus or os.cpu_count() or 1
+            if self.runtime_env:
+                kwargs["runtime_env"] = self.runtime_env
+            ray.init(address=self.address, **kwargs)
+            self._started = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._depth -= 1
+        if self._depth <= 0 and self._started:
+            import ray
+
+            ray.shutdown()
+            self._started = False
+
+    def imap_unordered(self, runner: Runner, jobs: Sequence[Job]) -> Iterator[bytes]:
+        import ray
+
+        remote = ray.remote(_ray_batch)
+        workers = int(ray.cluster_resources().get("CPU", 1))
+        pending = [remote.remote(runner, batch) for batch in batches(jobs, workers, self.batch_size)]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield from ray.get(done[0])
+
+
+def _ray_batch(runner: Runner, jobs: Sequence[Job]) -> list[bytes]:
+    return runner.run_batch_encoded(jobs)
+
+
+def make_executor(workers: int = 1, ray: str | None = None) -> Executor:
+    """The executor the CLI flags name: Ray if ``ray`` is given (an address or ``"local"``),
+    else processes when ``workers > 1``, else serial."""
+    if ray is not None:
+        return RayExecutor(ray, num_cpus=workers if workers > 1 else None)
+    if workers > 1:
+        return ProcessExecutor(workers)
+    return SerialExecutor()
+
+
+# -- resumable output -------------------------------------------------------------------------
+class CorruptOutput(ValueError):
+    """An evaluation file has an unreadable line that is not a torn last line."""
+
+
+def read_records(path: str | Path, strict: bool = False) -> list[Record]:
+    """Records of an evaluation file. A torn last line (no newline at the end: the writer was
+    killed mid-line) is ignored. An unreadable complete line raises :class:`CorruptOutput`
+    when ``strict``, else it is skipped."""
+    path = Path(path)
     if not path.exists():
         return []
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    lines.pop()  # after the last newline: b"" or a torn line
     out = []
-    for line in path.read_bytes().splitlines():
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
         try:
             out.append(loads(line))
-        except Exception:
-            break
+        except Exception as exc:
+            if strict:
+                raise CorruptOutput(f"{path}:{number}: unreadable record ({exc})") from None
     return out
 
 
-def _truncate_torn_tail(path: Path) -> None:
+def drop_torn_tail(path: Path) -> int:
+    """Cut a torn last line (bytes after the last newline) off ``path``; return bytes cut."""
     if not path.exists():
-        return
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        with open(path, "r+b") as fh:
+        return 0
+    with open(path, "r+b") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return 0
+        # read back from the end until a newline (records are small; files may be large)
+        pos, tail = size, b""
+        while pos > 0:
+            step = min(65536, pos)
+            pos -= step
+            fh.seek(pos)
+            tail = fh.read(step) + tail
+            nl = tail.rfind(b"\n")
+            if nl >= 0:
+                cut = pos + nl + 1
+                break
+        else:
+            cut = 0
+        if cut < size:
             fh.truncate(cut)
+        return size - cut
 
 
-def job_key(record: dict[str, Any]) -> tuple[str, str, str, str, int]:
-    return (record["run_id"], record["agent"], record["domain"], record["task_id"], record.get("attempt", 0))
+class _Output:
+    """The open evaluation file: exclusive lock, torn tail dropped, known keys loaded."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.fh: IO[bytes] = open(path, "ab")
+        try:
+            fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.fh.close()
+            raise RuntimeError(f"{path} is being written by another evaluation") from None
+        self.records: dict[JobKey, Record] = {}
+        try:
+            drop_torn_tail(path)
+            for rec in read_records(path, strict=True):
+                self.records.setdefault(job_key(rec), rec)
+        except BaseException:
+            self.fh.close()
+            raise
+
+    def write(self, line: bytes) -> None:
+        """Append one record's canonical JSON as one whole line, in one write."""
+        self.fh.write(line + b"\n")
+        self.fh.flush()
+
+    def close(self) -> None:
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+        self.fh.close()  # releases the lock
 
 
 def evaluate(
     jobs: Sequence[Job],
-    out: Path | None = None,
+    out: str | Path | None = None,
     workers: int = 1,
-    on_record: Callable[[dict[str, Any]], None] | None = None,
-) -> list[dict[str, Any]]:
-    """Run ``jobs`` (skipping those already in ``out``); return every record of these jobs."""
-    done: dict[tuple, dict[str, Any]] = {}
-    fh = None
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        _truncate_torn_tail(out)
-        done = {job_key(r): r for r in read_records(out)}
-        fh = open(out, "ab")
-    todo = [j for j in jobs if j.key not in done]
+    on_record: Callable[[Record], None] | None = None,
+    executor: Executor | None = None,
+    runner: Runner | None = None,
+    trace: str | Path | None = None,
+) -> list[Record]:
+    """Run ``jobs`` (skipping those already in ``out``); return the record of every distinct
+    job, in job order.
+
+    Args:
+        jobs: what to run (duplicates run once).
+        out: JSONL file to append to; resumable (see the module docstring).
+        workers: processes, when no ``executor`` is given.
+        on_record: called with each new record as it arrives (e.g. a progress bar).
+        executor: where to run (default: :func:`make_executor` with ``workers``). It is
+            entered and exited here.
+        runner: how to run one job (default: installed domains, built-in policies).
+        trace: also append the trace lines of every new episode to this JSONL file, for
+            ``backoffice replay``.
+    """
+    runner = runner or Runner()
+    if trace is not None and not runner.keep_trace:
+        runner = Runner(runner.make_env, runner.make_policy, keep_trace=True)
+    output = _Output(Path(out)) if out is not None else None
+    done: dict[JobKey, Record] = dict(output.records) if output is not None else {}
+    todo: list[Job] = []
+    seen: set[JobKey] = set(done)
+    for job in jobs:
+        if job.key not in seen:
+            seen.add(job.key)
+            todo.append(job)
+    trace_fh = None
     try:
-        for record in _run(todo, workers):
-            done[job_key(record)] = record
-            if fh is not None:
-                fh.write(dumps(record) + b"\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            if on_record is not None:
-                on_record(record)
+        if trace is not None and todo:
+            Path(trace).parent.mkdir(parents=True, exist_ok=True)
+            trace_fh = open(trace, "ab")
+        if todo:
+            with executor or make_executor(workers) as ex:
+                for item in ex.imap_unordered(runner, todo):
+                    record, line = (loads(item), item) if isinstance(item, bytes) else (item, None)
+                    trace_lines = record.pop(TRACE_KEY, None)
+                    if trace_lines is not None:
+                        line = None  # re-encode without the trace
+                    key = job_key(record)
+                    if key in done:  # an executor must not return a job twice; never write it twice
+                        continue
+                    if trace_fh is not None and trace_lines is not None:
+                        trace_fh.write(b"".join(dumps(t) + b"\n" for t in trace_lines))
+                        trace_fh.flush()
+                    done[key] = record
+                    if output is not None:
+                        output.write(line if line is not None else dumps(record))
+                    if on_record is not None:
+                        on_record(record)
     finally:
-        if fh is not None:
-            fh.close()
-    return [done[j.key] for j in jobs if j.key in done]
+        if output is not None:
+            output.close()
+        if trace_fh is not None:
+            trace_fh.close()
+    keys = dict.fromkeys(j.key for j in jobs)
+    return [done[k] for k in keys if k in done]
 
 
-def _run(jobs: Sequence[Job], workers: int) -> Iterable[dict[str, Any]]:
-    if workers <= 1 or len(jobs) < 2:
-        for job in jobs:
-            yield run_job(job)
-        return
-    chunk = max(1, min(32, len(jobs) // (workers * 4)))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(run_job, jobs, chunksize=chunk)
+def sorted_lines(path: str | Path) -> list[bytes]:
+    """The complete lines of an evaluation file, sorted: equal for equal runs whatever the
+    worker count or backend."""
+    data = Path(path).read_bytes()
+    return sorted(line for line in data.split(b"\n")[:-1] if line.strip())
+
+
+def load_records(paths: Iterable[str | Path]) -> list[Record]:
+    """Records of several evaluation files (torn last lines ignored), deduplicated by job key
+    (the first file that holds an episode wins)."""
+    seen: dict[JobKey, Record] = {}
+    for p in paths:
+        for rec in read_records(p):
+            seen.setdefault(job_key(rec), rec)
+    return list(seen.values())

@@ -1,4 +1,5 @@
-"""Policies by name: ``oracle``, ``random``, ``noop`` and ``wrong:<failure_code>``.
+"""Policies by name: ``oracle``, ``random``, ``noop``, ``wrong:<failure_code>`` and
+``openai:<model>`` (an LLM behind an OpenAI-compatible endpoint, see ``chat_openai``).
 
 Each domain module ``backoffice.training.policies.<domain>`` defines ``Oracle`` (a policy that
 uses only tool results and passes every released task) and ``WRONG_POLICIES`` (failure code ->
@@ -23,6 +24,10 @@ def get_policy(domain: str, name: str, seed: int = 0) -> Policy:
         return NoopPolicy()
     if name == "random":
         return RandomPolicy(seed=seed)
+    if name.startswith("openai:"):
+        from backoffice.training.chat_openai import openai_policy
+
+        return openai_policy(name.split(":", 1)[1], seed=seed)
     module = domain_module(domain)
     if name == "oracle":
         return module.Oracle()
@@ -34,7 +39,7 @@ def get_policy(domain: str, name: str, seed: int = 0) -> Policy:
         policy = wrong[code]()
         policy.name = name
         return policy
-    raise KeyError(f"unknown policy {name!r}: use oracle, random, noop or wrong:<failure_code>")
+    raise KeyError(f"unknown policy {name!r}: use oracle, random, noop, wrong:<failure_code> or openai:<model>")
 
 
 def policy_names(domain: str) -> list[str]:
