@@ -43,6 +43,8 @@ Tables (every row is flat; money in integer cents; times are ISO strings of the 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -62,6 +64,7 @@ DISPOSITIONS = ("apply", "hold", "return")
 SEARCH_LIMIT = 10
 
 
+@lru_cache(maxsize=65536)
 def norm(text: str) -> str:
     """Upper-case alphanumerics only: ``clm-20 4518`` -> ``CLM204518``."""
     return "".join(ch for ch in text.upper() if ch.isalnum())
@@ -80,6 +83,10 @@ def osa_distance(a: str, b: str, cap: int = 3) -> int:
             cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
             if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
                 cur[j] = min(cur[j], prev2[j - 2] + 1)
+        # Every later cell derives from the last two rows plus non-negative costs: once both
+        # are at the cap everywhere, the distance is at least the cap.
+        if min(cur) >= cap and min(prev) >= cap:
+            return cap
         prev2, prev = prev, cur
     return min(prev[len(b)], cap)
 
