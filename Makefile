@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 
-.PHONY: install demo test bench seeds clean
+.PHONY: install demo test bench seeds results clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -29,9 +29,24 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py
 	$(BIN)/python benchmarks/bench_eval.py
+	$(BIN)/python benchmarks/bench_catalog.py
+
+## The README's results table: MaskablePPO on every domain's catalog env (models/<domain>,
+## learning curves copied to docs/), then the baselines on heldout and one report over all.
+DOMAINS := approvals schedules remittance sufficiency registration
+TIMESTEPS ?= 500000
+results: $(STAMP)
+	mkdir -p docs runs
+	for d in $(DOMAINS); do \
+	  $(BIN)/backoffice train --env $$d --timesteps $(TIMESTEPS) --n-envs 2 --out models/$$d || exit 1; \
+	  cp models/$$d/learning_curve.png docs/learning_curve_$$d.png; \
+	done
+	rm -f runs/baselines.jsonl
+	$(BIN)/backoffice eval --env all --policy oracle --policy random --policy catalog-random --split heldout --workers 2 --out runs/baselines.jsonl
+	$(BIN)/backoffice report runs/baselines.jsonl models/*/heldout.jsonl --plot-stem docs/results
 
 seeds: $(STAMP)
 	$(BIN)/backoffice seeds build
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs models .pytest_cache

@@ -1,6 +1,7 @@
 """backoffice.envs: importing this registers every environment id with Gymnasium.
 
-``backoffice/<Title>-v0`` for the five domains; domain packages are imported lazily by
+``backoffice/<Title>-v0`` for the five domains and ``backoffice/<Title>-Catalog-v0`` for their
+stable-baselines3 catalog wrappers; domain packages are imported lazily by
 ``gym.make``, so importing this module is cheap.
 """
 
@@ -57,3 +58,7 @@ for _name, _title in DOMAINS.items():
     _id = f"backoffice/{_title}-v0"
     if _id not in gym.registry:
         gym.register(id=_id, entry_point=f"backoffice.envs.{_name}:{_title}Env")
+    # the catalog env (Discrete actions, Box features) for stable-baselines3; see backoffice.training.catalog
+    _cid = f"backoffice/{_title}-Catalog-v0"
+    if _cid not in gym.registry:
+        gym.register(id=_cid, entry_point="backoffice.training.catalog:make_catalog_env", kwargs={"domain": _name})

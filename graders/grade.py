@@ -18,9 +18,21 @@ if TYPE_CHECKING:
     from backoffice.envs.core.domain import Episode
 
 
+def target_matches(key: str, pattern: str) -> bool:
+    """fnmatch semantics, with the common shapes (``table:id``, ``table:PREFIX-*``) matched
+    without compiling a pattern: generated tasks bring new patterns every episode."""
+    if "[" not in pattern and "?" not in pattern:
+        star = pattern.find("*")
+        if star < 0:
+            return key == pattern
+        if star == len(pattern) - 1:
+            return key.startswith(pattern[:-1])
+    return fnmatchcase(key, pattern)
+
+
 def forbidden_writes(episode: Episode, targets: Sequence[str]) -> list[str]:
     """``table:id`` keys changed by the episode that no target pattern (fnmatch) allows."""
-    return [k for k in changed_keys(episode.diff) if not any(fnmatchcase(k, t) for t in targets)]
+    return [k for k in changed_keys(episode.diff) if not any(target_matches(k, t) for t in targets)]
 
 
 def guardrail(episode: Episode, code: str) -> dict[str, Any]:

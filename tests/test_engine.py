@@ -210,3 +210,15 @@ def test_trace_lines_have_the_contract_fields_and_replay(release: Release, tmp_p
     tampered[0]["args"] = {"counter_id": "C-2"}
     res = replay_episode(tampered, ToyEnv(release=release))
     assert not res.ok and any("step 1: changed_ids" in d for d in res.divergences)
+
+
+def test_target_matches_is_fnmatch() -> None:
+    from fnmatch import fnmatchcase
+
+    from backoffice.graders.grade import target_matches
+
+    keys = ["decisions:DEC-1", "decisions:DEC-12", "ledger:LE-1", "decisions:", "a:b*c", "clock:clock"]
+    patterns = ["decisions:DEC-1", "decisions:DEC-*", "decisions:*", "*", "ledger:LE-?", "a:b[*]c", "clock:clock", "x*y", ""]
+    for k in keys:
+        for p in patterns:
+            assert target_matches(k, p) == fnmatchcase(k, p), (k, p)

@@ -1,4 +1,4 @@
-"""The ``backoffice`` command line: evaluate, report, replay, build and verify seeds."""
+"""The ``backoffice`` command line: evaluate, report, replay, train, build and verify seeds."""
 
 from __future__ import annotations
 
@@ -101,7 +101,8 @@ def print_report(report: dict) -> None:
 
 
 def _check_policies(domains: list[str], policies: list[str]) -> list[tuple[str, str]]:
-    """(domain, policy) pairs to run: ``wrong:<code>`` only where the domain has that code."""
+    """(domain, policy) pairs to run: ``wrong:<code>`` only where the domain has that code,
+    ``sb3:<model>`` only on the domain the model was trained on."""
     from backoffice.training.policies import get_policy
 
     pairs, unknown = [], []
@@ -111,8 +112,10 @@ def _check_policies(domains: list[str], policies: list[str]) -> list[tuple[str, 
             try:
                 get_policy(d, p)
                 ok.append(d)
-            except (KeyError, ImportError, AttributeError) as exc:
-                if not p.startswith("wrong:"):
+            except (KeyError, ImportError, AttributeError, FileNotFoundError, ValueError) as exc:
+                skippable = (p.startswith("wrong:") and isinstance(exc, (KeyError, ImportError, AttributeError))) or (
+                    p.startswith("sb3:") and isinstance(exc, KeyError))
+                if not skippable:
                     raise typer.BadParameter(f"policy {p!r} on {d}: {exc}") from None
         if not ok:
             unknown.append(p)
@@ -125,7 +128,7 @@ def _check_policies(domains: list[str], policies: list[str]) -> list[tuple[str, 
 @app.command("eval")
 def eval_cmd(
     env: Annotated[list[str], typer.Option("--env", help="Domain(s) or 'all'.")] = ["all"],
-    policy: Annotated[list[str], typer.Option("--policy", help="oracle, random, noop or wrong:<code> (repeatable).")] = ["oracle", "random", "noop"],
+    policy: Annotated[list[str], typer.Option("--policy", help="oracle, random, noop, wrong:<code> or sb3:<model.zip> (repeatable).")] = ["oracle", "random", "noop"],
     split: Annotated[str, typer.Option(help="train or heldout.")] = "heldout",
     out: Annotated[Optional[Path], typer.Option(help="JSONL output; a rerun with the same file skips written episodes.")] = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (or Ray CPUs with --ray).")] = 1,
@@ -297,6 +300,86 @@ def seeds_verify(env: Annotated[list[str], typer.Option("--env", help="Domain(s)
             console.print(f"[green]{name}[/]: identical to a fresh build")
     if failed:
         raise typer.Exit(1)
+
+
+@app.command()
+def train(
+    env: Annotated[str, typer.Option("--env", help="Domain to train on.")],
+    algo: Annotated[Optional[str], typer.Option(help="maskable-ppo (sb3-contrib, uses action masks; default) or ppo.")] = None,
+    timesteps: Annotated[Optional[int], typer.Option(min=1, help="Training budget in environment steps (default 200k).")] = None,
+    n_envs: Annotated[Optional[int], typer.Option("--n-envs", min=1, help="Environments in the SubprocVecEnv (default 2).")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Model folder (default: models/<env>).")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Seed of the model and the environments.")] = None,
+    train_split: Annotated[Optional[str], typer.Option(help="generated (fresh tasks, default) or train (released train minus validation).")] = None,
+    validation_size: Annotated[Optional[int], typer.Option(min=1, help="Train tasks held out for model selection (100).")] = None,
+    eval_freq: Annotated[Optional[int], typer.Option(min=1, help="Validate every N timesteps (10k).")] = None,
+    patience: Annotated[Optional[int], typer.Option(min=1, help="Stop after N validations without improvement (30).")] = None,
+    gamma: Annotated[Optional[float], typer.Option(help="Discount (default: the catalog's tuned value, else 0.99).")] = None,
+    ent_coef: Annotated[Optional[float], typer.Option(help="Entropy coefficient (tuned, else 0.01).")] = None,
+    n_steps: Annotated[Optional[int], typer.Option(min=1, help="Rollout length per env (tuned, else 256).")] = None,
+    finish_bias: Annotated[Optional[float], typer.Option(help="Added to the finishing action's initial logit (tuned, else -3).")] = None,
+    heldout: Annotated[bool, typer.Option("--heldout/--no-heldout", help="Evaluate the best model on heldout at the end.")] = True,
+) -> None:
+    """Train an agent on a domain's catalog env (shaped reward), keep the best model by
+    validation pass rate, plot the learning curve and evaluate on heldout (pure grade).
+
+    Hyperparameters not given here come from the catalog's tuned ``hyperparams``, then the
+    defaults of ``TrainConfig``.
+    """
+    from backoffice.envs import DOMAINS
+    from backoffice.training.train import TrainConfig
+    from backoffice.training.train import train as run_training
+
+    if env not in DOMAINS:
+        raise typer.BadParameter(f"unknown domain {env!r}; choose from {', '.join(DOMAINS)}")
+    try:
+        config = TrainConfig.for_domain(
+            env, out or Path("models") / env, algo=algo, timesteps=timesteps, n_envs=n_envs, seed=seed,
+            train_split=train_split, validation_size=validation_size, eval_freq=eval_freq, patience=patience,
+            gamma=gamma, ent_coef=ent_coef, n_steps=n_steps, finish_bias=finish_bias, heldout_eval=heldout)
+    except (ValueError, TypeError) as exc:
+        raise typer.BadParameter(str(exc)) from None
+    timesteps = config.timesteps
+    algo = config.algo
+    with _progress() as progress:
+        bar = progress.add_task(f"training {algo} on {env}", total=timesteps)
+        summary = run_training(config, on_progress=lambda t: progress.update(bar, completed=min(t, timesteps)))
+        progress.update(bar, completed=timesteps)
+    table = Table(title=f"{env}: {algo}")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("timesteps (episodes)", f"{summary['timesteps']:,} ({summary['episodes']:,})")
+    table.add_row("training wall time", f"{summary['train_seconds']:.0f} s")
+    table.add_row("best validation pass rate", f"{summary['best_validation_pass_rate']:.1%} of {summary['validation_ids']}")
+    table.add_row("time in env reset+step / share of wall", f"{summary['env_step_us']:.0f} us per step / {summary['env_share_of_wall']:.1%}")
+    if "heldout" in summary:
+        h = summary["heldout"]
+        table.add_row("heldout pass rate (pure)", f"{h['pass_rate']:.1%} of {h['episodes']}")
+        table.add_row("heldout mean score", f"{h['mean_score']:.3f}")
+    console.print(table)
+    console.print(f"model: {summary['model']}  curve: {config.out / 'learning_curve.png'}  summary: {config.out / 'summary.json'}")
+
+
+@app.command()
+def catalog(
+    env: Annotated[str, typer.Option("--env", help="Domain.")] = "approvals",
+    json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """List a catalog env's actions and observation features with their documentation."""
+    from backoffice.envs.core.canonical import dumps
+    from backoffice.training.catalog import catalog_agent
+
+    info = catalog_agent(env).describe()
+    if json:
+        sys.stdout.write(dumps(info).decode() + "\n")
+        return
+    for kind in ("actions", "features"):
+        table = Table(title=f"{env}: {len(info[kind])} {kind}")
+        for col in ("index", "name", *(("tool",) if kind == "actions" else ()), "doc"):
+            table.add_column(col)
+        for row in info[kind]:
+            table.add_row(*(str(row[c]) for c in ("index", "name", *(("tool",) if kind == "actions" else ()), "doc")))
+        console.print(table)
 
 
 from backoffice.training.cli_llm import register as _register_llm  # noqa: E402

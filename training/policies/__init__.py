@@ -1,5 +1,8 @@
 """Policies by name: ``oracle``, ``random``, ``noop``, ``wrong:<failure_code>`` and
-``openai:<model>`` (an LLM behind an OpenAI-compatible endpoint, see ``chat_openai``).
+``openai:<model>`` (an LLM behind an OpenAI-compatible endpoint, see ``chat_openai``) and
+``sb3:<path/to/model.zip>`` (a model saved by ``backoffice train``, see ``sb3_policy``);
+``catalog-random``, ``catalog-mask-only`` and ``catalog-features`` act through the domain's catalog (see
+``backoffice.training.catalog.policy``).
 
 Each domain module ``backoffice.training.policies.<domain>`` defines ``Oracle`` (a policy that
 uses only tool results and passes every released task) and ``WRONG_POLICIES`` (failure code ->
@@ -18,6 +21,10 @@ def domain_module(domain: str) -> Any:
     return importlib.import_module(f"backoffice.training.policies.{domain}")
 
 
+#: policies acting through the domain's catalog env (see ``backoffice.training.catalog.policy``)
+CATALOG_POLICIES = ("catalog-random", "catalog-mask-only", "catalog-features")
+
+
 def get_policy(domain: str, name: str, seed: int = 0) -> Policy:
     """Build a policy by name for ``domain``."""
     if name == "noop":
@@ -28,6 +35,17 @@ def get_policy(domain: str, name: str, seed: int = 0) -> Policy:
         from backoffice.training.chat_openai import openai_policy
 
         return openai_policy(name.split(":", 1)[1], seed=seed)
+    if name in CATALOG_POLICIES:
+        from backoffice.training.catalog import policy as catalog_policy
+
+        if name == "catalog-features":
+            return catalog_policy.FeaturePolicy(domain)
+        cls = catalog_policy.MaskedRandomPolicy if name == "catalog-random" else catalog_policy.MaskOnlyPolicy
+        return cls(domain, seed=seed)
+    if name.startswith("sb3:"):
+        from backoffice.training.sb3_policy import SB3Policy
+
+        return SB3Policy(domain, name.split(":", 1)[1])
     module = domain_module(domain)
     if name == "oracle":
         return module.Oracle()
@@ -39,7 +57,7 @@ def get_policy(domain: str, name: str, seed: int = 0) -> Policy:
         policy = wrong[code]()
         policy.name = name
         return policy
-    raise KeyError(f"unknown policy {name!r}: use oracle, random, noop, wrong:<failure_code> or openai:<model>")
+    raise KeyError(f"unknown policy {name!r}: use oracle, random, noop, wrong:<failure_code>, openai:<model>, sb3:<model.zip> or one of {CATALOG_POLICIES}")
 
 
 def policy_names(domain: str) -> list[str]:

@@ -1,0 +1,86 @@
+"""``backoffice train`` end to end on a tiny budget, and ``sb3:`` models in the common
+evaluation path. No score is asserted: the pipeline is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from backoffice.envs.core.canonical import dumps, loads
+from backoffice.envs.core.release import load_release
+from backoffice.training.cli import app
+from backoffice.training.train import TrainConfig, validation_ids
+
+pytestmark = pytest.mark.xdist_group("approvals")
+DOMAIN = "approvals"
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("models") / DOMAIN
+    result = CliRunner().invoke(app, ["train", "--env", DOMAIN, "--timesteps", "600", "--n-envs", "2",
+                                      "--eval-freq", "256", "--validation-size", "12", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_train_writes_model_curve_and_heldout_records(trained: Path) -> None:
+    for name in ("model.zip", "catalog.json", "curve.json", "learning_curve.png", "heldout.jsonl", "summary.json"):
+        assert (trained / name).stat().st_size > 0, name
+    summary = loads((trained / "summary.json").read_bytes())
+    assert summary["timesteps"] >= 600 and summary["config"]["n_envs"] == 2
+    curve = loads((trained / "curve.json").read_bytes())
+    assert curve["episodes"] and curve["validation"]
+    assert all(v["t"] <= summary["timesteps"] for v in curve["validation"])
+    records = [loads(line) for line in (trained / "heldout.jsonl").read_bytes().splitlines()]
+    heldout = load_release(DOMAIN).split_ids["heldout"]
+    assert sorted(r["task_id"] for r in records) == sorted(heldout)
+    assert {r["split"] for r in records} == {"heldout"}
+    assert summary["heldout"]["pass_rate"] == sum(r["pass"] for r in records) / len(records)
+
+
+def test_validation_is_carved_from_train_never_heldout() -> None:
+    ids = validation_ids(DOMAIN, 50)
+    rel = load_release(DOMAIN)
+    assert len(ids) == 50 and set(ids) <= set(rel.split_ids["train"])
+    assert not set(ids) & set(rel.split_ids["heldout"])
+    assert ids == validation_ids(DOMAIN, 50)
+    with pytest.raises(ValueError):
+        TrainConfig(domain=DOMAIN, out=Path("x"), train_split="heldout")
+
+
+def test_eval_sb3_policy_matches_training_records(trained: Path, tmp_path: Path) -> None:
+    """``backoffice eval --policy sb3:...`` goes through the common path and reproduces the
+    records written at the end of training (same model, deterministic actions)."""
+    out = tmp_path / "eval.jsonl"
+    model = trained / "model.zip"
+    result = CliRunner().invoke(app, ["eval", "--env", DOMAIN, "--policy", f"sb3:{model}", "--limit", "15",
+                                      "--run-id", f"sb3-{DOMAIN}-heldout", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    mine = {r["task_id"]: r for r in map(loads, out.read_bytes().splitlines())}
+    theirs = {r["task_id"]: r for r in map(loads, (trained / "heldout.jsonl").read_bytes().splitlines())}
+    assert len(mine) == 15
+    for tid, rec in mine.items():
+        assert dumps(rec) == dumps(theirs[tid])
+
+
+def test_sb3_policy_refuses_wrong_domain_and_stale_catalog(trained: Path, tmp_path: Path) -> None:
+    from backoffice.training.policies import get_policy
+
+    with pytest.raises(KeyError):
+        get_policy("schedules", f"sb3:{trained / 'model.zip'}")
+    with pytest.raises(FileNotFoundError):
+        get_policy(DOMAIN, f"sb3:{tmp_path / 'none.zip'}")
+    stale = tmp_path / "stale"
+    stale.mkdir()
+    (stale / "model.zip").write_bytes((trained / "model.zip").read_bytes())
+    meta = loads((trained / "catalog.json").read_bytes())
+    (stale / "catalog.json").write_bytes(dumps({**meta, "catalog_hash": "0" * 32}))
+    with pytest.raises(ValueError, match="retrain"):
+        get_policy(DOMAIN, f"sb3:{stale / 'model.zip'}")
+    # `eval --env all` runs a model only on its own domain
+    result = CliRunner().invoke(app, ["eval", "--env", "all", "--policy", f"sb3:{trained / 'model.zip'}", "--limit", "2"])
+    assert result.exit_code == 0, result.output
+    assert "schedules" not in result.output and DOMAIN in result.output

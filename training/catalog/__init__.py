@@ -1,0 +1,80 @@
+"""Catalog envs (``backoffice/<Title>-Catalog-v0``): every domain as ``Discrete(K)`` actions and
+float32 features, for stable-baselines3 / sb3-contrib. See :mod:`.base` for the spec a domain
+writes and :mod:`.wrapper` for the env.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+
+from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpec, FeatureDef, check_spec
+from backoffice.training.catalog.wrapper import CatalogEnv
+
+#: domain -> "module:Class" of its catalog spec
+SPECS: dict[str, str] = {
+    "approvals": "backoffice.training.catalog.approvals:ApprovalsCatalog",
+    "schedules": "backoffice.training.catalog.schedules:SchedulesCatalog",
+    "remittance": "backoffice.training.catalog.remittance:RemittanceCatalog",
+    "sufficiency": "backoffice.training.catalog.sufficiency:SufficiencyCatalog",
+    "registration": "backoffice.training.catalog.registration:RegistrationCatalog",
+}
+
+
+def spec_class(domain: str, spec: str | None = None) -> type[CatalogSpec]:
+    """The :class:`CatalogSpec` subclass of ``domain``, or the one named by ``spec``
+    (``"package.module:Class"``, to experiment with your own catalog)."""
+    if spec is None:
+        if domain not in SPECS:
+            raise KeyError(f"no catalog for domain {domain!r}; known: {', '.join(SPECS)}")
+        spec = SPECS[domain]
+    module, _, name = spec.partition(":")
+    cls = getattr(importlib.import_module(module), name)
+    if not (isinstance(cls, type) and issubclass(cls, CatalogSpec)) or cls.domain != domain:
+        raise TypeError(f"{spec} is not a CatalogSpec of domain {domain!r}")
+    check_spec(cls)
+    return cls
+
+
+def make_catalog_env(
+    domain: str,
+    split: str = "train",
+    reward_mode: str = "sparse",
+    max_steps: int | None = None,
+    trace_path: str | None = None,
+    render_mode: str | None = None,
+    task_ids: Sequence[str] | None = None,
+    spec: str | None = None,
+) -> CatalogEnv:
+    """The catalog env of ``domain`` (what ``gym.make("backoffice/<Title>-Catalog-v0")`` builds).
+
+    ``split``, ``reward_mode``, ``trace_path`` and ``render_mode`` go to the native env;
+    ``max_steps`` defaults to the catalog's own limit; ``task_ids`` restricts the tasks drawn
+    by seed; ``spec`` replaces the domain's catalog (``"package.module:Class"``).
+    """
+    from backoffice.envs import make_native
+
+    cls = spec_class(domain, spec)
+    native = make_native(domain, split=split, reward_mode=reward_mode, max_steps=max_steps or cls.max_steps,
+                         trace_path=trace_path, render_mode=render_mode)
+    return CatalogEnv(native, cls(), task_ids=task_ids)
+
+
+def catalog_agent(domain: str, spec: str | None = None) -> CatalogAgent:
+    """A fresh :class:`CatalogAgent` of ``domain`` (for policies that drive a native env)."""
+    from backoffice.envs import get_domain
+
+    cls = spec_class(domain, spec)
+    return CatalogAgent(cls(), max_steps=cls.max_steps or get_domain(domain).default_max_steps)
+
+
+def catalog_env_id(domain: str) -> str:
+    from backoffice.envs import DOMAINS
+
+    return f"backoffice/{DOMAINS[domain]}-Catalog-v0"
+
+
+__all__ = [
+    "ActionDef", "CatalogAgent", "CatalogEnv", "CatalogSpec", "FeatureDef", "SPECS",
+    "catalog_agent", "catalog_env_id", "make_catalog_env", "spec_class",
+]

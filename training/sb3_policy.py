@@ -1,0 +1,88 @@
+"""A trained stable-baselines3 model as a :class:`Policy` (``sb3:<path/to/model.zip>``).
+
+The model acts in the catalog (``Discrete(K)`` over float32 features); this policy runs the same
+:class:`~backoffice.training.catalog.CatalogAgent` the catalog env runs, so a saved model goes
+through the native env and the common evaluation path like every other policy, and its records
+are comparable line for line with the oracle's.
+
+A model folder written by ``backoffice train`` holds ``model.zip`` and ``catalog.json`` (domain,
+algorithm, action and feature names); the policy refuses a model whose catalog no longer matches.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from backoffice.envs.core.canonical import digest, dumps, loads
+from backoffice.training.catalog.policy import CatalogPolicy
+
+META_FILE = "catalog.json"
+
+
+def model_meta(model_path: str | Path) -> dict[str, Any]:
+    """The ``catalog.json`` beside a saved model."""
+    path = Path(model_path)
+    meta = path.parent / META_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"no model at {path} (train one with `backoffice train`)")
+    if not meta.exists():
+        raise FileNotFoundError(f"{meta} is missing: the model folder must come from `backoffice train`")
+    return loads(meta.read_bytes())
+
+
+def catalog_signature(domain: str, spec: str | None = None) -> dict[str, Any]:
+    """Names of the current catalog's actions and features (what a model was trained on)."""
+    from backoffice.training.catalog import catalog_agent
+
+    agent = catalog_agent(domain, spec=spec)
+    actions = [a.name for a in agent.spec.actions]
+    features = [f.name for f in agent.feature_defs]
+    return {"domain": domain, "spec": spec, "n_actions": len(actions), "n_features": len(features),
+            "actions": actions, "features": features, "catalog_hash": digest(dumps([actions, features]))}
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, algo: str) -> Any:
+    """Load a model once per process (evaluation builds one policy per episode)."""
+    import torch
+
+    torch.set_num_threads(1)  # one small MLP forward per step: threads only add overhead
+    if algo == "maskable-ppo":
+        from sb3_contrib import MaskablePPO
+
+        return MaskablePPO.load(path, device="cpu")
+    from stable_baselines3 import PPO
+
+    return PPO.load(path, device="cpu")
+
+
+class SB3Policy(CatalogPolicy):
+    """Acts with a saved model through the domain's catalog; deterministic (argmax) actions."""
+
+    def __init__(self, domain: str, model_path: str | Path):
+        meta = model_meta(model_path)
+        if meta["domain"] != domain:
+            raise KeyError(f"model {model_path} was trained on {meta['domain']!r}, not {domain!r}")
+        current = catalog_signature(domain, meta.get("spec"))
+        if meta["catalog_hash"] != current["catalog_hash"]:
+            raise ValueError(f"model {model_path} was trained on another version of the {domain} catalog; retrain it")
+        super().__init__(domain, spec=meta.get("spec"))
+        self.path = str(Path(model_path).resolve())
+        self.algo = meta.get("algo", "maskable-ppo")
+        self.name = f"sb3:{model_path}"
+        self.version = meta["catalog_hash"][:12]
+
+    def reset(self, obs: str, info: dict[str, Any]) -> None:
+        self.model = _load(self.path, self.algo)
+        super().reset(obs, info)
+
+    def choose(self, features: np.ndarray, mask: np.ndarray) -> int:
+        if self.algo == "maskable-ppo":
+            action, _ = self.model.predict(features, action_masks=mask, deterministic=True)
+        else:
+            action, _ = self.model.predict(features, deterministic=True)
+        return int(np.asarray(action).item())

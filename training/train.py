@@ -1,0 +1,323 @@
+"""Train a stable-baselines3 agent on a domain's catalog env (``backoffice train``).
+
+The loop:
+
+1. A **validation set** is carved from the released ``train`` split (a fixed, seeded choice of
+   ``validation_size`` task ids). Training runs on fresh ``generated`` tasks (default) or on the
+   rest of ``train``; the ``heldout`` split is never seen until the end.
+2. ``n_envs`` catalog envs in a ``SubprocVecEnv`` with ``reward_mode="shaped"``.
+3. Every ``eval_freq`` timesteps the model plays the validation tasks (deterministic, masked,
+   pure grade); the best one is saved to ``<out>/model.zip``. Training stops early once
+   validation passes every task or has not improved for ``patience`` evaluations.
+4. At the end: ``catalog.json`` (what ``sb3:`` policies check), ``curve.json`` and
+   ``learning_curve.png`` (pure score and shaped reward against timesteps, with the validation
+   pass rate), the held-out evaluation as evaluation JSONL (``heldout.jsonl``, through the same
+   path as ``backoffice eval``) and ``summary.json``.
+
+Wall time is measured here (for the report only); nothing the agent sees depends on it.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from backoffice.envs.core.canonical import derive_seed, dumps
+
+ALGOS = ("maskable-ppo", "ppo")
+
+
+@dataclass
+class TrainConfig:
+    """Everything that defines a training run (written to ``summary.json``)."""
+
+    domain: str
+    out: Path
+    algo: str = "maskable-ppo"
+    timesteps: int = 200_000
+    n_envs: int = 2
+    seed: int = 0
+    train_split: str = "generated"
+    validation_size: int = 100
+    eval_freq: int = 10_000
+    patience: int = 30
+    n_steps: int = 256
+    batch_size: int = 256
+    n_epochs: int = 10
+    learning_rate: float = 3e-4
+    gamma: float = 0.99
+    ent_coef: float = 0.01
+    net_arch: Sequence[int] = field(default_factory=lambda: (64, 64))
+    torch_threads: int = 1
+    #: added to the initial logits of the actions that end the episode (``submit``, always
+    #: valid, and terminal tools such as a referral): a uniform initial policy ends most
+    #: episodes before any work scores; this prior lets early exploration reach the end of
+    #: long procedures; learning moves it like any other weight
+    finish_bias: float = -3.0
+    heldout_eval: bool = True
+    #: a replacement catalog spec ``"package.module:Class"`` (default: the domain's own)
+    spec: str | None = None
+
+    def __post_init__(self) -> None:
+        self.out = Path(self.out)
+        if self.algo not in ALGOS:
+            raise ValueError(f"algo must be one of {ALGOS}, got {self.algo!r}")
+        if self.train_split not in ("generated", "train"):
+            raise ValueError("train_split must be 'generated' or 'train' (never heldout)")
+        if self.timesteps < 1 or self.n_envs < 1 or self.eval_freq < 1:
+            raise ValueError("timesteps, n_envs and eval_freq must be >= 1")
+
+    @classmethod
+    def for_domain(cls, domain: str, out: str | Path, **overrides: Any) -> TrainConfig:
+        """Defaults, then the catalog's own ``hyperparams`` (tuned per domain, like an RL-Zoo
+        entry), then ``overrides`` (``None`` values ignored)."""
+        from backoffice.training.catalog import spec_class
+
+        spec = overrides.get("spec")
+        tuned = dict(spec_class(domain, spec).hyperparams)
+        given = {k: v for k, v in overrides.items() if v is not None}
+        return cls(domain=domain, out=Path(out), **{**tuned, **given})
+
+
+class TrainingEnv(gym.Wrapper):
+    """What the learner's env adds to a catalog env:
+
+    - the step limit ends the episode (``terminated``), because the native env grades the
+      episode there and the observation carries the step count (``step_fraction``): nothing
+      follows, so SB3 must not bootstrap a value after it (it does on ``truncated``, which made
+      harmless loops until the limit look valuable);
+    - the seconds spent inside ``reset`` and ``step`` are added up (for the summary only;
+      nothing the agent sees depends on them).
+    """
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.env_seconds = 0.0
+
+    def reset(self, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        out = self.env.reset(**kwargs)
+        self.env_seconds += time.perf_counter() - t0
+        return out
+
+    def step(self, action: Any) -> Any:
+        t0 = time.perf_counter()
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.env_seconds += time.perf_counter() - t0
+        return obs, reward, terminated or truncated, False, info
+
+
+def training_env(domain: str, **kwargs: Any) -> TrainingEnv:
+    """A catalog env inside a :class:`TrainingEnv` (picklable factory for ``SubprocVecEnv``)."""
+    from backoffice.training.catalog import make_catalog_env
+
+    return TrainingEnv(make_catalog_env(domain, **kwargs))
+
+
+def ending_actions(env: Any) -> list[int]:
+    """Catalog actions whose native tool ends the episode (``submit``, referrals ...)."""
+    terminal = env.unwrapped.domain.terminal_tools
+    return [i for i, a in enumerate(env.agent.spec.actions) if a.tool in terminal]
+
+
+def validation_ids(domain: str, n: int) -> list[str]:
+    """``n`` released train task ids chosen by a seeded hash (stable across runs)."""
+    from backoffice.envs.core.release import load_release
+
+    ids = sorted(load_release(domain).split_ids["train"], key=lambda t: derive_seed("validation", domain, t))
+    if not 0 < n < len(ids):
+        raise ValueError(f"validation_size must be in 1..{len(ids) - 1}")
+    return sorted(ids[:n])
+
+
+def play(model: Any, env: Any, task_ids: Sequence[str], masked: bool = True) -> dict[str, float]:
+    """Run ``model`` deterministically on each task of a catalog env; pure pass rate and score."""
+    passed, score = 0, 0.0
+    for tid in task_ids:
+        obs, _ = env.reset(options={"task_id": tid})
+        while True:
+            if masked:
+                action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
+            else:
+                action, _ = model.predict(obs, deterministic=True)
+            obs, _, terminated, truncated, info = env.step(int(action))
+            if terminated or truncated:
+                break
+        passed += bool(info["is_success"])
+        score += float(info["score"])
+    n = max(1, len(task_ids))
+    return {"pass_rate": passed / n, "mean_score": score / n}
+
+
+def _make_callback(config: TrainConfig, val_env: Any, val_ids: Sequence[str], on_progress: Callable[[int], None] | None) -> Any:
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class TrainingMonitor(BaseCallback):
+        """Collects finished episodes, validates, keeps the best model, stops early."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.episodes: list[dict[str, float]] = []
+            self.validation: list[dict[str, float]] = []
+            self.best = -1.0
+            self.stale = 0
+            self.next_eval = config.eval_freq
+
+        def _on_step(self) -> bool:
+            for done, info in zip(self.locals["dones"], self.locals["infos"], strict=True):
+                if done and "score" in info:
+                    self.episodes.append({"t": self.num_timesteps, "score": float(info["score"]),
+                                          "shaped": float(info["shaped_reward"]), "pass": float(info["is_success"])})
+            if on_progress is not None:
+                on_progress(self.num_timesteps)
+            if self.num_timesteps >= self.next_eval:
+                self.next_eval += config.eval_freq
+                return self.validate()
+            return True
+
+        def validate(self) -> bool:
+            res = play(self.model, val_env, val_ids, masked=config.algo == "maskable-ppo")
+            self.validation.append({"t": self.num_timesteps, **res})
+            if res["pass_rate"] > self.best:
+                self.best, self.stale = res["pass_rate"], 0
+                self.model.save(config.out / "model.zip")
+            else:
+                self.stale += 1
+            return res["pass_rate"] < 1.0 and self.stale < config.patience
+
+    return TrainingMonitor()
+
+
+def _rolling(values: np.ndarray, window: int) -> np.ndarray:
+    if len(values) == 0:
+        return values
+    window = max(1, min(window, len(values)))
+    c = np.cumsum(np.insert(values, 0, 0.0))
+    out = np.empty(len(values))
+    for i in range(len(values)):
+        lo = max(0, i + 1 - window)
+        out[i] = (c[i + 1] - c[lo]) / (i + 1 - lo)
+    return out
+
+
+def plot_curve(curve: dict[str, Any], path: Path, title: str) -> Path:
+    """Learning curve: pure score and shaped reward (rolling means over training episodes)
+    against timesteps, and the validation pass rate."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    eps = curve["episodes"]
+    t = np.array([e["t"] for e in eps], dtype=float)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    if len(t):
+        window = max(20, len(t) // 50)
+        ax1.plot(t, _rolling(np.array([e["score"] for e in eps]), window), label=f"train pure score (mean of {window} episodes)")
+        ax1.plot(t, _rolling(np.array([e["pass"] for e in eps]), window), label="train pass rate", alpha=0.7)
+        ax2.plot(t, _rolling(np.array([e["shaped"] for e in eps]), window), color="tab:green", label="shaped reward")
+    val = curve["validation"]
+    if val:
+        ax1.plot([v["t"] for v in val], [v["pass_rate"] for v in val], "o-", color="black", label="validation pass rate")
+    ax1.set(xlabel="timesteps", ylabel="pure score / pass rate", ylim=(-0.02, 1.02), title="pure grade")
+    ax2.set(xlabel="timesteps", ylabel="episode shaped reward", title="shaped reward (training signal)")
+    ax1.legend(loc="lower right", fontsize=8)
+    ax2.legend(loc="lower right", fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Run the whole loop of the module docstring; returns the summary (also ``summary.json``)."""
+    import torch
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    from backoffice.training.catalog import catalog_env_id, make_catalog_env
+    from backoffice.training.sb3_policy import META_FILE, catalog_signature
+
+    torch.set_num_threads(config.torch_threads)
+    out = config.out
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in ("model.zip", "heldout.jsonl"):
+        (out / stale).unlink(missing_ok=True)
+    val_ids = validation_ids(config.domain, config.validation_size)
+    train_ids = None
+    if config.train_split == "train":
+        from backoffice.envs.core.release import load_release
+
+        held = set(val_ids)
+        train_ids = [t for t in load_release(config.domain).split_ids["train"] if t not in held]
+    make = functools.partial(training_env, config.domain, split=config.train_split,
+                             reward_mode="shaped", task_ids=train_ids, spec=config.spec)
+    venv = SubprocVecEnv([make] * config.n_envs)
+    venv.seed(config.seed)
+    val_env = make_catalog_env(config.domain, split="train", spec=config.spec)
+    policy_kwargs = {"net_arch": list(config.net_arch)}
+    common = dict(n_steps=config.n_steps, batch_size=config.batch_size, n_epochs=config.n_epochs,
+                  learning_rate=config.learning_rate, gamma=config.gamma, ent_coef=config.ent_coef,
+                  policy_kwargs=policy_kwargs, seed=config.seed, device="cpu", verbose=0)
+    if config.algo == "maskable-ppo":
+        from sb3_contrib import MaskablePPO
+
+        model = MaskablePPO("MlpPolicy", venv, **common)
+    else:
+        from stable_baselines3 import PPO
+
+        model = PPO("MlpPolicy", venv, **common)
+    with torch.no_grad():
+        model.policy.action_net.bias[list(ending_actions(val_env))] += config.finish_bias
+    monitor = _make_callback(config, val_env, val_ids, on_progress)
+    started = time.perf_counter()
+    try:
+        model.learn(total_timesteps=config.timesteps, callback=monitor)
+        if not monitor.validation or monitor.validation[-1]["t"] != model.num_timesteps:
+            if monitor.best < 1.0:
+                monitor.validate()
+        train_seconds = time.perf_counter() - started
+        env_seconds = float(sum(venv.get_attr("env_seconds")))
+    finally:
+        venv.close()
+    meta = {**catalog_signature(config.domain, config.spec), "algo": config.algo, "env_id": catalog_env_id(config.domain)}
+    (out / META_FILE).write_bytes(dumps(meta))
+    curve = {"episodes": monitor.episodes, "validation": monitor.validation}
+    (out / "curve.json").write_bytes(dumps(curve))
+    plot_curve(curve, out / "learning_curve.png", f"{config.domain}: {config.algo}, {model.num_timesteps:,} timesteps")
+    summary: dict[str, Any] = {
+        "config": {**asdict(config), "out": str(out), "net_arch": list(config.net_arch)},
+        "timesteps": int(model.num_timesteps), "train_seconds": round(train_seconds, 1),
+        "episodes": len(monitor.episodes), "best_validation_pass_rate": monitor.best,
+        "validation_ids": len(val_ids),
+        # time inside the training envs' reset/step (summed over workers, which run in parallel)
+        "env_step_us": round(env_seconds / max(1, model.num_timesteps) * 1e6, 1),
+        "env_share_of_wall": round(env_seconds / max(train_seconds, 1e-9), 4),
+        "model": str(out / "model.zip"),
+    }
+    if config.heldout_eval:
+        summary["heldout"] = evaluate_heldout(config.domain, out / "model.zip", out / "heldout.jsonl")
+    (out / "summary.json").write_bytes(dumps(summary))
+    return summary
+
+
+def evaluate_heldout(domain: str, model_path: Path, out: Path) -> dict[str, Any]:
+    """Pure-grade evaluation of a saved model on the heldout split, through the common
+    evaluation path (one JSONL record per episode)."""
+    from backoffice.training.evaluate import SerialExecutor, evaluate, plan_jobs
+
+    agent = f"sb3:{model_path}"
+    started = time.perf_counter()
+    jobs = plan_jobs([domain], [agent], "heldout", run_id=f"sb3-{domain}-heldout")
+    records = evaluate(jobs, out=out, executor=SerialExecutor())
+    n = len(records)
+    return {"episodes": n, "pass_rate": sum(r["pass"] for r in records) / max(1, n),
+            "mean_score": sum(r["score"] for r in records) / max(1, n), "records": str(out),
+            "seconds": round(time.perf_counter() - started, 1)}
