@@ -1,0 +1,508 @@
+"""Catalog of the approvals domain: the approval desk as ``Discrete(18)`` actions.
+
+The episode has the shape of the desk procedure (``get_rules``' ``procedure``):
+
+1. read the request, its rules, the roles and resolve the named approver (name *and*
+   department) with ``find_people``;
+2. reject when the amount is above the applicable rule's hard limit, hold when a required field
+   is empty;
+3. otherwise check separation of duties (the requester; the reporting line from ``get_person``
+   when the rule sets ``sod_not_in_requester_line``) and the approver's authority **now**: the
+   holders of every *candidate role* (covers the request type, level >= the rule's required
+   level, amount limit >= the amount; slot ``i`` is the i-th by role id) and the delegations the
+   approver has received that are in effect now (candidate role, cap >= amount, delegator still
+   holding the role);
+4. ``proceed`` (approver + rule id + the authorising assignment / delegation id), then the
+   downstream release; or ``escalate`` to the rule's required role.
+
+Features are facts read from tool results and the comparisons a clerk makes from them
+(``over_hard_limit``, ``sod_breach``, ``authority_found``, ``no_usable_authority`` ...), up to
+the procedure's conclusion so far (``procedure_reject`` / ``_hold`` / ``_escalate`` /
+``_proceed``: which outcome the facts read so far establish, ``procedure_open`` while they
+establish none).
+
+The mask expresses **legality only**, never judgement. An action is masked only when
+
+- its call cannot be formed from what was observed: a read whose argument is unknown (the
+  rules before the request, ``get_person`` / ``lookup_delegations`` before the approver is
+  resolved, a holder slot beyond the candidate roles), a decision before the rule it must cite
+  was read (``proceed`` also needs the resolved approver), a ledger entry without a beneficiary
+  account, an order release without an order;
+- it repeats a read whose answer is already known;
+- the tool is certain to refuse it, visibly: a second decision (the request is no longer
+  open), a ledger entry for an order-type request (or a second one), an order release for a
+  ledger-type request or of an order that is not awaiting approval (or already released);
+- the work is visibly finished: after a recorded ``reject`` / ``hold`` / ``escalate``, or a
+  ``proceed`` and its downstream release, only ``submit``.
+
+So every decision is available as soon as it can be grounded, whatever the facts say: deciding
+too early, on the wrong outcome, proceeding without an authority to cite (``decide_proceed``
+then cites the rule alone) or releasing money before a decision are the agent's mistakes to
+avoid, learned from the features.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpec, FeatureDef, slots
+
+LEDGER_TYPES = ("refund", "credit_adjustment", "write_off", "expense_claim")
+ORDER_TYPES = ("purchase_order", "vendor_payment")
+#: candidate-role slots: at most 5 roles cover one request type (credit adjustments)
+N_ROLE_SLOTS = 5
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+ACTIONS: tuple[ActionDef, ...] = (
+    ActionDef("get_request", "get_request", "Read the target request (brief's request_id)."),
+    ActionDef("get_rules", "get_rules", "Read the approval rules of the request's type (needs the request)."),
+    ActionDef("list_roles", "list_roles", "Read every approval role (types covered, level, amount limit)."),
+    ActionDef("find_people", "find_people", "Find the named approver by the brief's approver_name (matched with the department)."),
+    ActionDef("get_person", "get_person", "Read the resolved approver's reporting line (needs find_people)."),
+    *slots("lookup_role_holders", "lookup_role_holders", N_ROLE_SLOTS,
+           "Holders now of candidate role {i} (the {i}-th by id of the roles covering the request type with "
+           "level >= the rule's required_level and amount_limit >= the amount)."),
+    ActionDef("lookup_delegations", "lookup_delegations", "Delegations received/given by the resolved approver in effect now (needs find_people)."),
+    ActionDef("decide_reject", "record_decision", "Record outcome 'reject' citing the applicable rule."),
+    ActionDef("decide_hold", "record_decision", "Record outcome 'hold' citing the applicable rule."),
+    ActionDef("escalate", "escalate", "Escalate the request to the applicable rule's required_role_id, citing the rule."),
+    ActionDef("decide_proceed", "record_decision",
+              "Record outcome 'proceed' with the resolved approver, citing the rule and the authorising assignment or "
+              "delegation id found so far (the rule alone while none was found)."),
+    ActionDef("post_ledger_entry", "post_ledger_entry",
+              "Post the ledger entry (beneficiary_account, full amount) of a refund / credit adjustment / write-off / expense "
+              "claim (possible before a decision too: releasing before a valid proceed is a mistake)."),
+    ActionDef("release_order", "release_order",
+              "Release the request's order (purchase order / vendor payment); possible before a decision too."),
+    ActionDef("submit", "submit", "Finish the episode."),
+)
+
+_INDEX = {a.name: i for i, a in enumerate(ACTIONS)}
+A_REQUEST = _INDEX["get_request"]
+A_RULES = _INDEX["get_rules"]
+A_ROLES = _INDEX["list_roles"]
+A_FIND = _INDEX["find_people"]
+A_PERSON = _INDEX["get_person"]
+A_HOLDERS = tuple(_INDEX[f"lookup_role_holders[{i}]"] for i in range(N_ROLE_SLOTS))
+A_DELEG = _INDEX["lookup_delegations"]
+A_REJECT = _INDEX["decide_reject"]
+A_HOLD = _INDEX["decide_hold"]
+A_ESCALATE = _INDEX["escalate"]
+A_PROCEED = _INDEX["decide_proceed"]
+A_LEDGER = _INDEX["post_ledger_entry"]
+A_ORDER = _INDEX["release_order"]
+A_SUBMIT = _INDEX["submit"]
+DECISIONS = (A_REJECT, A_HOLD, A_ESCALATE, A_PROCEED)
+
+FEATURES: tuple[FeatureDef, ...] = (
+    # what has been read
+    FeatureDef("request_read", "1 once get_request returned the target request"),
+    FeatureDef("rules_read", "1 once get_rules returned the rules and the applicable rule is known (the band holding the amount, "
+               "or the top band above every band)"),
+    FeatureDef("roles_read", "1 once list_roles returned the roles"),
+    FeatureDef("approver_resolved", "1 once find_people returned exactly the person with the brief's approver_name and approver_department"),
+    FeatureDef("approver_not_found", "1 if find_people returned no person with that name and department"),
+    FeatureDef("person_read", "1 once get_person returned the approver's reporting line"),
+    FeatureDef("delegations_read", "1 once lookup_delegations (now) returned the approver's delegations"),
+    # the request
+    FeatureDef("is_ledger_type", "1 if the request type is refund / credit_adjustment / write_off / expense_claim (released by post_ledger_entry)"),
+    FeatureDef("is_order_type", "1 if the request type is purchase_order / vendor_payment (released by release_order)"),
+    FeatureDef("amount_log", "log10(request amount in cents) / 10"),
+    FeatureDef("amount_over_hard_limit_ratio", "(amount - rule hard_limit) / hard_limit, clipped to [-1, 1] (0 until both read)"),
+    FeatureDef("over_hard_limit", "1 if the request amount is above the applicable rule's hard_limit (procedure step 2: reject)"),
+    FeatureDef("missing_required_field", "1 if a field in the applicable rule's required_fields is empty on the request (step 3: hold)"),
+    FeatureDef("n_missing_fields", "number of required fields empty on the request / 4"),
+    # separation of duties
+    FeatureDef("approver_is_requester", "1 if the resolved approver's id is the request's requester_id"),
+    FeatureDef("rule_sod_line", "1 if the applicable rule sets sod_not_in_requester_line"),
+    FeatureDef("requester_in_line", "1 if the requester is in the approver's reporting_line (get_person)"),
+    FeatureDef("line_breach", "1 if the rule sets sod_not_in_requester_line and the requester is in the approver's reporting_line"),
+    FeatureDef("sod_breach", "1 if approver_is_requester (and the rule sets sod_not_requester) or line_breach (step 5: the approver may not approve)"),
+    FeatureDef("sod_checked", "1 once the separation-of-duties facts are known: request, rule and approver read, and the "
+               "reporting line read unless the rule does not set sod_not_in_requester_line (or the approver is the requester)"),
+    FeatureDef("sod_clear", "1 if sod_checked and not sod_breach"),
+    # authority now
+    FeatureDef("n_candidate_roles", "number of candidate roles (cover the type, level >= required_level, amount_limit >= amount) / 5"),
+    FeatureDef("candidates_checked", "candidate roles whose holders were looked up / 5"),
+    FeatureDef("candidates_unchecked", "candidate roles not yet looked up / 5"),
+    FeatureDef("all_candidates_checked", "1 if the holders of every candidate role were looked up (and the candidates are known)"),
+    FeatureDef("holds_candidate_role", "1 if the approver is among the holders now of a looked-up candidate role"),
+    FeatureDef("n_delegations_received", "delegations received by the approver in effect now / 5"),
+    FeatureDef("delegation_candidate_role", "1 if a delegation received now is for a candidate role"),
+    FeatureDef("delegation_capped_below", "1 if a delegation received now for a candidate role has a cap below the amount"),
+    FeatureDef("delegation_unconfirmed", "1 if a usable delegation (candidate role, cap ok) awaits the lookup of its role's holders"),
+    FeatureDef("delegation_usable", "1 if a delegation received now is for a candidate role, cap >= amount, and its delegator holds that role now"),
+    FeatureDef("authority_found", "1 if holds_candidate_role or delegation_usable (an authority id to cite)"),
+    FeatureDef("authority_search_complete", "1 if authority_found, or every candidate role was looked up and the delegations were read"),
+    FeatureDef("no_usable_authority", "1 if the search is complete and no authority was found (step 7: escalate)"),
+    # the procedure's conclusion from the facts read so far (at most one is 1)
+    FeatureDef("procedure_reject", "1 if request and rule read and over_hard_limit (step 2)"),
+    FeatureDef("procedure_hold", "1 if request and rule read, not over_hard_limit and missing_required_field (step 3)"),
+    FeatureDef("procedure_escalate", "1 if request and rule read, within the hard limit, no required field missing, and "
+               "sod_breach, or no_usable_authority, or find_people found no such approver (steps 5-7)"),
+    FeatureDef("procedure_proceed", "1 if request and rule read, within the hard limit, no required field missing, "
+               "sod_clear and authority_found (step 6)"),
+    FeatureDef("procedure_open", "1 if none of the four procedure_* conclusions holds yet (more reads are needed)"),
+    # what has been written
+    FeatureDef("decision_recorded", "1 once a decision (record_decision or escalate) on the request succeeded"),
+    FeatureDef("decided_proceed", "1 if the recorded decision is proceed"),
+    FeatureDef("decided_other", "1 if the recorded decision is hold, reject or escalate"),
+    FeatureDef("downstream_done", "1 once the ledger entry was posted or the order released"),
+    FeatureDef("downstream_due", "1 if decided_proceed and not downstream_done (the release is the remaining work)"),
+    FeatureDef("last_write_error", "1 if the last writing call returned an error"),
+)
+_F = {f.name: i for i, f in enumerate(FEATURES)}
+
+
+class ApprovalsCatalog(CatalogSpec):
+    """The approval desk: reads, the four decisions and the downstream release."""
+
+    domain = "approvals"
+    actions = ACTIONS
+    features = FEATURES
+    max_steps = 30
+    #: escalating right after the rules is correct ~48% of the time and ends the episode early, so
+    #: with ent_coef 0.01 the policy settles there before any proceed (~10 reads, then the
+    #: release) is ever completed; more entropy and longer rollouts keep exploring until it is
+    #: (100% validation at 100k / 160k steps, seeds 0 / 1)
+    hyperparams = {"ent_coef": 0.1, "n_steps": 512}
+
+    def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
+        params = brief.get("params") or {}
+        self.request_id: str | None = params.get("request_id")
+        self.approver_name: str | None = params.get("approver_name")
+        self.approver_dept: str | None = params.get("approver_department")
+        self.request: dict[str, Any] | None = None
+        self.order: dict[str, Any] | None = None
+        self.rules: list[dict[str, Any]] | None = None
+        self.rule: dict[str, Any] | None = None
+        self.roles: list[dict[str, Any]] | None = None
+        self.approver_id: str | None = None
+        self.find_done = False
+        self.line: list[str] | None = None
+        self.holders: dict[str, list[dict[str, Any]]] = {}  # role id -> holders now
+        self.received: list[dict[str, Any]] | None = None
+        self.decision: str | None = None
+        self.downstream_done = False
+        self.last_write_error = False
+
+    # -- derived facts ------------------------------------------------------------------------
+    def _candidates(self) -> list[dict[str, Any]]:
+        if self.request is None or self.rule is None or self.roles is None:
+            return []
+        rtype, amount, level = self.request["type"], self.request["amount"], self.rule["required_level"]
+        return sorted(
+            (r for r in self.roles if rtype in r["request_types"] and r["level"] >= level and r["amount_limit"] >= amount),
+            key=lambda r: r["id"],
+        )
+
+    def _direct_authority(self) -> str | None:
+        if self.approver_id is None:
+            return None
+        for role in self._candidates():
+            for h in self.holders.get(role["id"], []):
+                if h["person_id"] == self.approver_id:
+                    return h["assignment_id"]
+        return None
+
+    def _delegations(self) -> tuple[str | None, bool, bool, bool]:
+        """(usable confirmed delegation id, any candidate-role delegation, any capped below,
+        any usable awaiting its role lookup)."""
+        if self.received is None or self.request is None:
+            return None, False, False, False
+        cand = {r["id"] for r in self._candidates()}
+        amount = self.request["amount"]
+        found, any_cand, capped, unconfirmed = None, False, False, False
+        for d in sorted(self.received, key=lambda d: d["id"]):
+            if d["role_id"] not in cand:
+                continue
+            any_cand = True
+            if d["cap"] is not None and d["cap"] < amount:
+                capped = True
+                continue
+            if d["role_id"] not in self.holders:
+                unconfirmed = True
+                continue
+            if found is None and any(h["person_id"] == d["delegator_id"] for h in self.holders[d["role_id"]]):
+                found = d["id"]
+        return found, any_cand, capped, unconfirmed
+
+    def _authority(self) -> str | None:
+        return self._direct_authority() or self._delegations()[0]
+
+    def _missing_fields(self) -> int:
+        if self.request is None or self.rule is None:
+            return 0
+        return sum(_missing(self.request.get(f)) for f in self.rule["required_fields"])
+
+    # -- the interface ------------------------------------------------------------------------
+    def to_call(self, action: int) -> dict[str, Any] | None:
+        rid = self.request_id
+        req, rule = self.request, self.rule
+        if action == A_REQUEST:
+            return None if rid is None else {"tool": "get_request", "args": {"request_id": rid}}
+        if action == A_RULES:
+            return None if req is None else {"tool": "get_rules", "args": {"request_type": req["type"]}}
+        if action == A_ROLES:
+            return {"tool": "list_roles", "args": {}}
+        if action == A_FIND:
+            return None if not self.approver_name else {"tool": "find_people", "args": {"name": self.approver_name}}
+        if action == A_PERSON:
+            return None if self.approver_id is None else {"tool": "get_person", "args": {"person_id": self.approver_id}}
+        if action in A_HOLDERS:
+            cands = self._candidates()
+            i = A_HOLDERS.index(action)
+            return None if i >= len(cands) else {"tool": "lookup_role_holders", "args": {"role_id": cands[i]["id"]}}
+        if action == A_DELEG:
+            return None if self.approver_id is None else {"tool": "lookup_delegations", "args": {"person_id": self.approver_id}}
+        if action in (A_REJECT, A_HOLD):
+            if rid is None or rule is None:
+                return None
+            outcome = "reject" if action == A_REJECT else "hold"
+            note = "hard limit exceeded" if outcome == "reject" else "required information missing"
+            return {"tool": "record_decision", "args": {"request_id": rid, "outcome": outcome, "basis_ids": [rule["id"]], "note": note}}
+        if action == A_ESCALATE:
+            if rid is None or rule is None:
+                return None
+            return {"tool": "escalate", "args": {"request_id": rid, "role_id": rule["required_role_id"], "basis_ids": [rule["id"]],
+                                                 "note": "named approver may not approve this request"}}
+        if action == A_PROCEED:
+            # well-formed as soon as the approver and the rule are known: it cites the authority
+            # found so far, or the rule alone (a proceed without authority is the agent's mistake)
+            if rid is None or rule is None or self.approver_id is None:
+                return None
+            authority = self._authority()
+            basis = [rule["id"]] + ([authority] if authority is not None else [])
+            return {"tool": "record_decision", "args": {"request_id": rid, "outcome": "proceed", "approver_id": self.approver_id,
+                                                        "basis_ids": basis, "note": "authority checked at decision time"}}
+        if action == A_LEDGER:
+            if req is None or _missing(req.get("beneficiary_account")):
+                return None
+            return {"tool": "post_ledger_entry", "args": {"request_id": req["id"], "account": req["beneficiary_account"],
+                                                          "amount": req["amount"], "memo": f"{req['type']} {req['id']}"}}
+        if action == A_ORDER:
+            oid = (self.order or {}).get("id") or (req or {}).get("order_id")
+            return None if not oid else {"tool": "release_order", "args": {"order_id": oid}}
+        if action == A_SUBMIT:
+            return {"tool": "submit", "args": {}}
+        return None
+
+    def observe(self, action: int, call: dict[str, Any], result: dict[str, Any]) -> None:
+        ok = result.get("status") == "ok"
+        res = result.get("result") if ok else None
+        if ACTIONS[action].tool in ("record_decision", "escalate", "post_ledger_entry", "release_order"):
+            self.last_write_error = not ok
+        if not ok or not isinstance(res, dict):
+            return
+        args = call.get("args") or {}
+        if action == A_REQUEST:
+            self.request, self.order = res.get("request"), res.get("order")
+        elif action == A_RULES:
+            self.rules = list(res.get("rules") or [])
+            self.rule = self._applicable_rule()
+        elif action == A_ROLES:
+            self.roles = list(res.get("roles") or [])
+        elif action == A_FIND:
+            self.find_done = True
+            hits = sorted(
+                (p["id"] for p in res.get("people") or []
+                 if p.get("name") == self.approver_name and p.get("department") == self.approver_dept),
+            )
+            self.approver_id = hits[0] if len(hits) == 1 else None
+        elif action == A_PERSON:
+            self.line = list(res.get("reporting_line") or [])
+        elif action in A_HOLDERS:
+            self.holders[args.get("role_id", "")] = list(res.get("holders") or [])
+        elif action == A_DELEG:
+            self.received = list(res.get("received") or [])
+        elif action in DECISIONS:
+            self.decision = (res.get("decision") or {}).get("outcome")
+        elif action in (A_LEDGER, A_ORDER):
+            self.downstream_done = True
+
+    def _applicable_rule(self) -> dict[str, Any] | None:
+        if not self.rules or self.request is None:
+            return None
+        amount = self.request["amount"]
+        rules = sorted(self.rules, key=lambda r: r["min_amount"])
+        for r in rules:
+            if r["min_amount"] <= amount and (r["max_amount"] is None or amount <= r["max_amount"]):
+                return r
+        return rules[-1] if amount > rules[-1]["min_amount"] else None
+
+    def mask(self) -> np.ndarray:
+        """Legality only (see the module docstring): groundable, not a repeated read, not a
+        visibly refused call, not after the work is finished."""
+        m = np.zeros(len(ACTIONS), dtype=bool)
+        m[A_SUBMIT] = True
+        if self.decision is not None and (self.decision != "proceed" or self.downstream_done):
+            return m  # the work is finished: only submit
+        # reads: each once, once its arguments are known
+        m[A_REQUEST] = self.request is None
+        m[A_RULES] = self.request is not None and self.rules is None
+        m[A_ROLES] = self.roles is None
+        m[A_FIND] = not self.find_done
+        m[A_PERSON] = self.approver_id is not None and self.line is None
+        cands = self._candidates()
+        for i, a in enumerate(A_HOLDERS):
+            m[a] = i < len(cands) and cands[i]["id"] not in self.holders
+        m[A_DELEG] = self.approver_id is not None and self.received is None
+        # decisions: one per request (a second one is refused), once the rule to cite is known
+        if self.decision is None and self.request is not None and self.rule is not None:
+            m[A_REJECT] = m[A_HOLD] = m[A_ESCALATE] = True
+            m[A_PROCEED] = self.approver_id is not None
+        # the downstream release: the request's own kind, once, whenever it can be grounded
+        if self.request is not None and not self.downstream_done:
+            ledger = self.request["type"] in LEDGER_TYPES
+            m[A_LEDGER] = ledger and self.to_call(A_LEDGER) is not None
+            awaiting = self.order is None or self.order.get("status") == "awaiting_approval"
+            m[A_ORDER] = not ledger and awaiting and self.to_call(A_ORDER) is not None
+        return m
+
+    def _line_breach(self) -> bool:
+        return (self.request is not None and self.rule is not None and self.line is not None
+                and bool(self.rule["sod_not_in_requester_line"]) and self.request["requester_id"] in self.line)
+
+    def _is_self(self) -> bool:
+        return self.request is not None and self.approver_id is not None and self.request["requester_id"] == self.approver_id
+
+    def _sod_breach(self) -> bool:
+        self_banned = self.rule is None or bool(self.rule.get("sod_not_requester", True))
+        return (self._is_self() and self_banned) or self._line_breach()
+
+    def _sod_checked(self) -> bool:
+        if self.request is None or self.rule is None or self.approver_id is None:
+            return False
+        return self._sod_breach() or not self.rule["sod_not_in_requester_line"] or self.line is not None
+
+    def _conclusion(self) -> str | None:
+        """The outcome the facts read so far establish (procedure steps 2-7), or ``None``."""
+        req, rule = self.request, self.rule
+        if req is None or rule is None:
+            return None
+        if req["amount"] > rule["hard_limit"]:
+            return "reject"
+        if self._missing_fields() > 0:
+            return "hold"
+        if self._sod_breach() or self._no_usable_authority() or (self.find_done and self.approver_id is None):
+            return "escalate"
+        if self._sod_checked() and self._authority() is not None:
+            return "proceed"
+        return None
+
+    def _search_complete(self) -> bool:
+        """Authority found, or every candidate role looked up and the delegations read."""
+        if self._authority() is not None:
+            return True
+        if self.request is None or self.rule is None or self.roles is None or self.received is None:
+            return False
+        unconfirmed = self._delegations()[3]
+        return not unconfirmed and all(r["id"] in self.holders for r in self._candidates())
+
+    def _no_usable_authority(self) -> bool:
+        return self._search_complete() and self._authority() is None
+
+    def feature_vector(self) -> np.ndarray:
+        req, rule = self.request, self.rule
+        f = np.zeros(len(FEATURES), dtype=np.float32)
+
+        def put(name: str, value: float | bool) -> None:
+            f[_F[name]] = float(value)
+
+        put("request_read", req is not None)
+        put("rules_read", rule is not None)
+        put("roles_read", self.roles is not None)
+        put("approver_resolved", self.approver_id is not None)
+        put("approver_not_found", self.find_done and self.approver_id is None)
+        put("person_read", self.line is not None)
+        put("delegations_read", self.received is not None)
+        if req is not None:
+            put("is_ledger_type", req["type"] in LEDGER_TYPES)
+            put("is_order_type", req["type"] in ORDER_TYPES)
+            put("amount_log", min(1.0, math.log10(max(1, req["amount"])) / 10))
+            if self.approver_id is not None:
+                put("approver_is_requester", req["requester_id"] == self.approver_id)
+        if req is not None and rule is not None:
+            hard = rule["hard_limit"]
+            put("amount_over_hard_limit_ratio", max(-1.0, min(1.0, (req["amount"] - hard) / max(1, hard))))
+            put("over_hard_limit", req["amount"] > hard)
+            n_missing = self._missing_fields()
+            put("missing_required_field", n_missing > 0)
+            put("n_missing_fields", min(1.0, n_missing / 4))
+        if rule is not None:
+            put("rule_sod_line", bool(rule["sod_not_in_requester_line"]))
+        if req is not None and self.line is not None:
+            put("requester_in_line", req["requester_id"] in self.line)
+        put("line_breach", self._line_breach())
+        put("sod_breach", self._sod_breach())
+        put("sod_checked", self._sod_checked())
+        put("sod_clear", self._sod_checked() and not self._sod_breach())
+        conclusion = self._conclusion()
+        for outcome in ("reject", "hold", "escalate", "proceed"):
+            put(f"procedure_{outcome}", conclusion == outcome)
+        put("procedure_open", conclusion is None)
+        cands = self._candidates()
+        known = req is not None and rule is not None and self.roles is not None
+        checked = sum(1 for r in cands if r["id"] in self.holders)
+        put("n_candidate_roles", len(cands) / N_ROLE_SLOTS)
+        put("candidates_checked", checked / N_ROLE_SLOTS)
+        put("candidates_unchecked", (len(cands) - checked) / N_ROLE_SLOTS)
+        put("all_candidates_checked", known and checked == len(cands))
+        direct = self._direct_authority()
+        deleg, any_cand, capped, unconfirmed = self._delegations()
+        put("holds_candidate_role", direct is not None)
+        put("n_delegations_received", min(1.0, len(self.received or []) / 5))
+        put("delegation_candidate_role", any_cand)
+        put("delegation_capped_below", capped)
+        put("delegation_unconfirmed", unconfirmed)
+        put("delegation_usable", deleg is not None)
+        put("authority_found", direct is not None or deleg is not None)
+        put("authority_search_complete", self._search_complete())
+        put("no_usable_authority", self._no_usable_authority())
+        put("decision_recorded", self.decision is not None)
+        put("decided_proceed", self.decision == "proceed")
+        put("decided_other", self.decision is not None and self.decision != "proceed")
+        put("downstream_done", self.downstream_done)
+        put("downstream_due", self.decision == "proceed" and not self.downstream_done)
+        put("last_write_error", self.last_write_error)
+        return f
+
+
+def feature_policy(agent: CatalogAgent) -> Callable[[np.ndarray, np.ndarray], int]:
+    """The desk procedure as a decision list over features (and the mask): release after a
+    proceed; decide as soon as the facts establish an outcome; otherwise the next read."""
+    idx = {f.name: i for i, f in enumerate(agent.feature_defs)}
+    act = {a.name: i for i, a in enumerate(agent.spec.actions)}
+    decide = (("procedure_reject", "decide_reject"), ("procedure_hold", "decide_hold"),
+              ("procedure_escalate", "escalate"), ("procedure_proceed", "decide_proceed"))
+    reads = ("get_request", "get_rules", "list_roles", "find_people", "get_person",
+             *(f"lookup_role_holders[{i}]" for i in range(N_ROLE_SLOTS)), "lookup_delegations")
+
+    def policy(obs: np.ndarray, mask: np.ndarray) -> int:
+        def on(name: str) -> bool:
+            return bool(obs[idx[name]] > 0.5)
+
+        if on("downstream_due"):
+            return act["post_ledger_entry"] if on("is_ledger_type") else act["release_order"]
+        if on("decision_recorded"):
+            return act["submit"]
+        for flag, action in decide:
+            if on(flag):
+                return act[action]
+        for read in reads:
+            if mask[act[read]]:
+                return act[read]
+        return act["submit"]
+
+    return policy
+
+
+__all__ = ["ApprovalsCatalog", "feature_policy"]
