@@ -16,6 +16,7 @@ from backoffice.envs import make_native
 from backoffice.envs.core.canonical import loads
 from backoffice.training.catalog import make_catalog_env
 from backoffice.training.catalog.approvals import ApprovalsCatalog, feature_policy
+from conftest import play_catalog
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
 
@@ -26,13 +27,7 @@ def env():
 
 
 def _run(env, policy: Policy, tid: str) -> dict:
-    obs, info = env.reset(options={"task_id": tid})
-    while True:
-        mask = env.action_masks()
-        a = policy(obs, mask)
-        obs, _, term, trunc, info = env.step(a)
-        if term or trunc:
-            return info
+    return play_catalog(env, policy, tid)[0]
 
 
 def _sweep(env, make: Callable[[object], Policy]) -> tuple[int, Counter]:

@@ -14,6 +14,7 @@ import pytest
 from backoffice.envs.core.canonical import loads
 from backoffice.training.catalog import CatalogEnv, make_catalog_env
 from backoffice.training.catalog.registration import RegistrationCatalog, feature_policy
+from conftest import play_catalog
 
 DOMAIN = "registration"
 Policy = Callable[[np.ndarray, np.ndarray], int]
@@ -33,15 +34,7 @@ def action(name: str) -> int:
 
 
 def run(env: CatalogEnv, policy: Policy, task_id: str) -> dict:
-    obs, info = env.reset(options={"task_id": task_id})
-    while True:
-        mask = env.action_masks()
-        a = policy(obs, mask)
-        assert mask[a], f"{task_id}: policy chose masked action {RegistrationCatalog.actions[a].name}"
-        obs, _, term, trunc, info = env.step(a)
-        assert obs.shape == env.observation_space.shape and np.all(np.abs(obs) <= 1.0)
-        if term or trunc:
-            return info
+    return play_catalog(env, policy, task_id)[0]
 
 
 def outcomes(policy_of: Callable[[CatalogEnv], Policy]) -> tuple[int, Counter]:

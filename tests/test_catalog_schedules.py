@@ -14,6 +14,7 @@ import pytest
 from backoffice.training.catalog import make_catalog_env
 from backoffice.training.catalog.base import CatalogAgent
 from backoffice.training.catalog.schedules import TRIGGERS, SchedulesCatalog, feature_policy
+from conftest import play_catalog
 
 D = "schedules"
 Policy = Callable[[np.ndarray, np.ndarray], int]
@@ -34,13 +35,7 @@ def indices(agent: CatalogAgent) -> tuple[dict[str, int], dict[str, int]]:
 
 
 def run(env, policy: Policy, task_id: str) -> tuple[dict, list[np.ndarray]]:
-    obs, info = env.reset(options={"task_id": task_id})
-    seen = [obs]
-    while True:
-        obs, _, term, trunc, info = env.step(policy(obs, env.action_masks()))
-        seen.append(obs)
-        if term or trunc:
-            return info, seen
+    return play_catalog(env, policy, task_id)
 
 
 @lru_cache(maxsize=None)

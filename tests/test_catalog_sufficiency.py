@@ -12,6 +12,7 @@ import pytest
 from backoffice.envs.core.canonical import loads
 from backoffice.training.catalog import make_catalog_env
 from backoffice.training.catalog.sufficiency import SufficiencyCatalog, feature_policy
+from conftest import play_catalog
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
 
@@ -22,12 +23,7 @@ def env():
 
 
 def run(env, policy: Policy, task_id: str) -> dict:
-    obs, info = env.reset(options={"task_id": task_id})
-    while True:
-        obs, _, terminated, truncated, info = env.step(policy(obs, env.action_masks()))
-        assert env.observation_space.contains(obs)
-        if terminated or truncated:
-            return info
+    return play_catalog(env, policy, task_id)[0]
 
 
 def heldout(env) -> tuple[str, ...]:
