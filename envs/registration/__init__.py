@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from backoffice.envs.core import BackofficeEnv, Domain, Episode
@@ -23,6 +24,13 @@ def _judge(episode: Episode) -> dict[str, Any] | None:
     return judge(episode)
 
 
+def terminal_shaping(grade: Mapping[str, Any]) -> float:
+    """Training-only: mostly the pass bonus. Submitting at once leaves most checks vacuously
+    true (score about 0.76), so the default half-weight on the score paid an agent more for
+    doing nothing than for trying the work. Never part of the pure grade."""
+    return 0.1 * float(grade["score"]) + 0.9 * float(bool(grade["pass"]))
+
+
 DOMAIN = Domain(
     name="registration",
     title="Registration",
@@ -37,6 +45,7 @@ DOMAIN = Domain(
     default_max_steps=40,
     guardrail_code=GUARDRAIL_CODE,
     judge=_judge,
+    terminal_shaping=terminal_shaping,
 )
 
 
@@ -64,7 +73,8 @@ class RegistrationEnv(BackofficeEnv):
 
     ## Rewards
     ``reward_mode="sparse"`` (default): the pure grade's ``score`` on the terminal step, 0 before.
-    ``"shaped"``: -0.01 per call, -0.05 per rejected call, plus 0.5 * score + 0.5 * pass at the end.
+    ``"shaped"``: -0.01 per call, -0.05 per rejected call, plus 0.1 * score + 0.9 * pass at the end
+    (mostly the pass: submitting at once already satisfies most checks).
 
     ## Starting State
     A released seed state (``split="train"`` or ``"heldout"``) or a generated one: 15-25 patient

@@ -87,6 +87,9 @@ class RegistrationCatalog(CatalogSpec):
 
     domain = "registration"
     max_steps = 18
+    #: a prior against the three ending actions, long rollouts and horizon; still short of the
+    #: target (21.7 % heldout: it learns to refer every task; see the README's results)
+    hyperparams = {"finish_bias": -4.0, "n_steps": 1024, "gamma": 0.995, "ent_coef": 0.02}
     actions = (
         ActionDef("get_intake_form", "get_intake_form", "Read the task's intake form (with its evidence documents)."),
         ActionDef("get_rules", "get_rules",
