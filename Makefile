@@ -34,7 +34,7 @@ bench: $(STAMP)
 ## The README's results table: MaskablePPO on every domain's catalog env (models/<domain>,
 ## learning curves copied to docs/), then the baselines on heldout and one report over all.
 DOMAINS := approvals schedules remittance sufficiency registration
-TIMESTEPS ?= 500000
+TIMESTEPS ?= 300000
 results: $(STAMP)
 	mkdir -p docs runs
 	for d in $(DOMAINS); do \
@@ -42,7 +42,7 @@ results: $(STAMP)
 	  cp models/$$d/learning_curve.png docs/learning_curve_$$d.png; \
 	done
 	rm -f runs/baselines.jsonl
-	$(BIN)/backoffice eval --env all --policy oracle --policy random --policy catalog-random --split heldout --workers 2 --out runs/baselines.jsonl
+	$(BIN)/backoffice eval --env all --policy oracle --policy random --policy catalog-random --policy catalog-mask-only --policy catalog-features --split heldout --workers 2 --out runs/baselines.jsonl
 	$(BIN)/backoffice report runs/baselines.jsonl models/*/heldout.jsonl --plot-stem docs/results
 
 seeds: $(STAMP)

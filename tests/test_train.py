@@ -84,3 +84,17 @@ def test_sb3_policy_refuses_wrong_domain_and_stale_catalog(trained: Path, tmp_pa
     result = CliRunner().invoke(app, ["eval", "--env", "all", "--policy", f"sb3:{trained / 'model.zip'}", "--limit", "2"])
     assert result.exit_code == 0, result.output
     assert "schedules" not in result.output and DOMAIN in result.output
+
+
+def test_shipped_models_match_the_current_catalogs() -> None:
+    """The README's models (models/<domain>) load through ``sb3:`` with the catalog they were
+    trained on; a catalog change without retraining fails here."""
+    from backoffice.training.policies import get_policy
+
+    root = Path(__file__).resolve().parents[1] / "models"
+    shipped = sorted(root.glob("*/model.zip"))
+    if not shipped:
+        pytest.skip("no shipped models in this checkout")
+    for model in shipped:
+        policy = get_policy(model.parent.name, f"sb3:{model}")
+        assert policy.domain == model.parent.name

@@ -310,7 +310,7 @@ def train(
     n_envs: Annotated[Optional[int], typer.Option("--n-envs", min=1, help="Environments in the SubprocVecEnv (default 2).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Model folder (default: models/<env>).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Seed of the model and the environments.")] = None,
-    train_split: Annotated[Optional[str], typer.Option(help="generated (fresh tasks, default) or train (released train minus validation).")] = None,
+    train_split: Annotated[Optional[str], typer.Option(help="train (released train minus validation, default) or generated (a fresh task every episode).")] = None,
     validation_size: Annotated[Optional[int], typer.Option(min=1, help="Train tasks held out for model selection (100).")] = None,
     eval_freq: Annotated[Optional[int], typer.Option(min=1, help="Validate every N timesteps (10k).")] = None,
     patience: Annotated[Optional[int], typer.Option(min=1, help="Stop after N validations without improvement (30).")] = None,

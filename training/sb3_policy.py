@@ -46,8 +46,9 @@ def catalog_signature(domain: str, spec: str | None = None) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=8)
-def _load(path: str, algo: str) -> Any:
-    """Load a model once per process (evaluation builds one policy per episode)."""
+def _load(path: str, algo: str, stamp: tuple[int, int]) -> Any:
+    """Load a model once per process (evaluation builds one policy per episode); ``stamp``
+    (mtime, size) makes a rewritten file load again."""
     import torch
 
     torch.set_num_threads(1)  # one small MLP forward per step: threads only add overhead
@@ -77,7 +78,8 @@ class SB3Policy(CatalogPolicy):
         self.version = meta["catalog_hash"][:12]
 
     def reset(self, obs: str, info: dict[str, Any]) -> None:
-        self.model = _load(self.path, self.algo)
+        stat = Path(self.path).stat()
+        self.model = _load(self.path, self.algo, (stat.st_mtime_ns, stat.st_size))
         super().reset(obs, info)
 
     def choose(self, features: np.ndarray, mask: np.ndarray) -> int:
