@@ -14,6 +14,7 @@ import pytest
 
 from backoffice.training.catalog import make_catalog_env
 from backoffice.training.catalog.remittance import RemittanceCatalog, feature_policy
+from conftest import play_catalog
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
 ACT = {a.name: i for i, a in enumerate(RemittanceCatalog.actions)}
@@ -25,11 +26,7 @@ def env():
 
 
 def _run(env, policy: Policy, tid: str) -> dict:
-    obs, info = env.reset(options={"task_id": tid})
-    while True:
-        obs, _, term, trunc, info = env.step(policy(obs, env.action_masks()))
-        if term or trunc:
-            return info
+    return play_catalog(env, policy, tid)[0]
 
 
 def _sweep(env, make: Callable[[object], Policy], ids=None) -> tuple[int, int, Counter]:

@@ -214,6 +214,7 @@ def plot_curve(curve: dict[str, Any], path: Path, title: str) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     eps = curve["episodes"]
     t = np.array([e["t"] for e in eps], dtype=float)
@@ -228,8 +229,10 @@ def plot_curve(curve: dict[str, Any], path: Path, title: str) -> Path:
         ax1.plot([v["t"] for v in val], [v["pass_rate"] for v in val], "o-", color="black", label="validation pass rate")
     ax1.set(xlabel="timesteps", ylabel="pure score / pass rate", ylim=(-0.02, 1.02), title="pure grade")
     ax2.set(xlabel="timesteps", ylabel="episode shaped reward", title="shaped reward (training signal)")
-    ax1.legend(loc="lower right", fontsize=8)
-    ax2.legend(loc="lower right", fontsize=8)
+    thousands = FuncFormatter(lambda x, _: f"{x / 1000:.0f}k")
+    for ax in (ax1, ax2):
+        ax.xaxis.set_major_formatter(thousands)
+        ax.legend(loc="best", fontsize=8, framealpha=0.6)
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
