@@ -43,7 +43,7 @@ results: $(STAMP)
 	done
 	rm -f runs/baselines.jsonl
 	$(BIN)/backoffice eval --env all --policy oracle --policy random --policy catalog-random --policy catalog-mask-only --policy catalog-features --split heldout --workers 2 --out runs/baselines.jsonl
-	$(BIN)/backoffice report runs/baselines.jsonl models/*/heldout.jsonl --plot-stem docs/results
+	$(BIN)/backoffice report runs/baselines.jsonl models/*/heldout.jsonl --plot-stem runs/results
 
 seeds: $(STAMP)
 	$(BIN)/backoffice seeds build
