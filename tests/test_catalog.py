@@ -95,7 +95,7 @@ def test_bad_actions_are_errors_not_exceptions(domain: str) -> None:
     env = make_catalog_env(domain)
     env.reset(seed=3)
     before = env.unwrapped.state.content_hash()
-    for bad in (env.action_space.n, -1, 10**9, 2.5, "submit", None):
+    for bad in (env.action_space.n, -1, 10**9, 2.5, "submit", "0", True, None):
         obs, reward, terminated, truncated, info = env.step(bad)
         assert info["result_status"] == "error" and info["error_code"] == "invalid_action"
         assert env.observation_space.contains(obs) and not terminated

@@ -154,7 +154,7 @@ class CatalogAgent:
         slot an ``invalid_args`` call, so the native env records the error and charges a step.
         """
         try:
-            index = int(action)
+            index = -1 if isinstance(action, (bool, str, bytes)) else int(action)
         except (TypeError, ValueError):
             index = -1
         if not 0 <= index < self.n_actions or (isinstance(action, float) and action != index):
