@@ -1,10 +1,12 @@
 """The declarative check engine every domain grader uses.
 
-A check is a dict: ``{"id": ..., "kind": ..., "failure_code": ..., <kind's fields>}``, stored
-in the answer key or built by a grader. :func:`run_checks` evaluates a list of them against the
-end state, the diff and the trace, and returns one result per check::
+A check is a dict: ``{"id": ..., "kind": ..., "failure_code": ..., "gate": bool, <kind's fields>}``,
+stored in the answer key or built by a grader. :func:`run_checks` evaluates a list of them against
+the end state, the diff and the trace, and returns one result per check::
 
-    {"id", "kind", "pass", "failure_code", "detail"}
+    {"id", "kind", "pass", "gate", "failure_code", "detail"}
+
+``gate`` (default false) marks a guardrail rather than work; see :func:`result`.
 
 Row selectors: ``row_id`` (one row) or ``where`` (field equality; a value ``{"$in": [...]}``
 matches any of the list); ``created_only`` restricts to rows the episode created.
@@ -44,9 +46,20 @@ def register_check(kind: str) -> Callable[[CheckFn], CheckFn]:
     return deco
 
 
-def result(check_id: str, kind: str, passed: bool, failure_code: str | None, detail: Any = None) -> dict[str, Any]:
-    """One check result in the shape every grade uses."""
-    return {"id": check_id, "kind": kind, "pass": bool(passed), "failure_code": None if passed else failure_code, "detail": detail}
+def result(
+    check_id: str, kind: str, passed: bool, failure_code: str | None, detail: Any = None, *, gate: bool = False
+) -> dict[str, Any]:
+    """One check result in the shape every grade uses.
+
+    ``gate`` marks a guardrail (a prohibition: no forbidden write, no duplicate decision, no
+    unneeded request ...). A gate that holds earns nothing, since doing nothing holds it too;
+    a gate that fails caps the score (see :func:`backoffice.graders.grade.score_of`). Every
+    other check is *work*: something the task needs done, and the score is the share of it done.
+    """
+    return {
+        "id": check_id, "kind": kind, "pass": bool(passed), "gate": bool(gate),
+        "failure_code": None if passed else failure_code, "detail": detail,
+    }
 
 
 def run_checks(specs: Sequence[Mapping[str, Any]], episode: Episode) -> list[dict[str, Any]]:
@@ -56,7 +69,8 @@ def run_checks(specs: Sequence[Mapping[str, Any]], episode: Episode) -> list[dic
         if fn is None:
             raise ValueError(f"unknown check kind {spec['kind']!r}")
         passed, detail = fn(spec, episode)
-        out.append(result(spec.get("id", spec["kind"]), spec["kind"], passed, spec.get("failure_code"), detail))
+        out.append(result(spec.get("id", spec["kind"]), spec["kind"], passed, spec.get("failure_code"), detail,
+                          gate=bool(spec.get("gate", False))))
     return out
 
 

@@ -15,6 +15,8 @@ class TableDiff(TypedDict):
     created: list[str]
     updated: dict[str, dict[str, dict[str, Any]]]
     deleted: list[str]
+    created_rows: dict[str, dict[str, Any]]
+    deleted_rows: dict[str, dict[str, Any]]
 
 
 Diff = dict[str, TableDiff]
@@ -27,13 +29,17 @@ def diff_overlay(
     """Diff of ``overlay`` (table -> id -> row, ``None`` for deleted) against the base tables.
 
     Returns only tables with changes, in table-name order; ids are sorted; ``updated`` holds
-    ``{"before": old, "after": new}`` for each changed field (a missing field is ``None``).
+    ``{"before": old, "after": new}`` for each changed field (a missing field is ``None``);
+    ``created_rows`` and ``deleted_rows`` carry the content of the created rows (as they are at
+    the end) and of the deleted rows (as they were in the snapshot), by id.
     """
     out: Diff = {}
     for table in sorted(overlay):
         base = base_table(table)
         created: list[str] = []
         deleted: list[str] = []
+        created_rows: dict[str, dict[str, Any]] = {}
+        deleted_rows: dict[str, dict[str, Any]] = {}
         updated: dict[str, dict[str, dict[str, Any]]] = {}
         for rid in sorted(overlay[table]):
             after = overlay[table][rid]
@@ -42,8 +48,10 @@ def diff_overlay(
                 continue
             if before is None:
                 created.append(rid)
+                created_rows[rid] = _plain_row(after)
             elif after is None:
                 deleted.append(rid)
+                deleted_rows[rid] = _plain_row(before)
             elif after != before:
                 fields = {}
                 for key in sorted(set(before) | set(after)):
@@ -51,8 +59,22 @@ def diff_overlay(
                         fields[key] = {"before": before.get(key), "after": after.get(key)}
                 updated[rid] = fields
         if created or deleted or updated:
-            out[table] = {"created": created, "updated": updated, "deleted": deleted}
+            out[table] = {"created": created, "updated": updated, "deleted": deleted,
+                          "created_rows": created_rows, "deleted_rows": deleted_rows}
     return out
+
+
+def _plain_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A store row (frozen: tuples for lists) as plain JSON data."""
+    return {k: _plain(v) for k, v in row.items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
 
 
 def changed_keys(diff: Diff) -> list[str]:

@@ -36,8 +36,30 @@ def forbidden_writes(episode: Episode, targets: Sequence[str]) -> list[str]:
 
 
 def guardrail(episode: Episode, code: str) -> dict[str, Any]:
+    """The collateral-damage gate: no write outside the answer key's ``targets``."""
     bad = forbidden_writes(episode, episode.key.get("targets", ()))
-    return result("guardrail", "guardrail", not bad, code, {"forbidden_writes": bad} if bad else None)
+    return result("guardrail", "guardrail", not bad, code, {"forbidden_writes": bad} if bad else None, gate=True)
+
+
+#: the most a grade with a failed gate (guardrail) can score, whatever work was done
+GATE_CAP = 0.25
+
+
+def score_of(results: Sequence[Mapping[str, Any]]) -> float:
+    """The score of a list of check results: the share of *work* checks passed, capped at
+    :data:`GATE_CAP` when any *gate* fails.
+
+    ``score == 1.0`` exactly when every check passes (``pass``); a gate that holds earns
+    nothing (doing nothing holds every gate), so submitting at once scores only the work the
+    task needed none of. Raises ``ValueError`` when no work check is given.
+    """
+    work = [c for c in results if not c.get("gate")]
+    if not work:
+        raise ValueError("a grade needs at least one work check (gate=False)")
+    share = sum(bool(c["pass"]) for c in work) / len(work)
+    if not all(c["pass"] for c in results if c.get("gate")):
+        share = min(share, GATE_CAP)
+    return share
 
 
 def process_metrics(trace: Sequence[Mapping[str, Any]], **extra: Any) -> dict[str, Any]:
@@ -62,14 +84,14 @@ def finalize(
     metrics: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The grade dict: ``pass``, ``score``, ``checks``, ``failure_codes``, domain ``fields``,
-    ``process_metrics``. ``pass`` needs every check (guardrail included); ``score`` is the share
-    of checks passed."""
+    ``process_metrics``. ``pass`` needs every check (guardrail included); ``score`` is
+    :func:`score_of` the checks (work done, gated by the guardrails)."""
     results = [dict(c) for c in checks] + [guardrail(episode, guardrail_code)]
     passed = all(c["pass"] for c in results)
     codes = sorted({c["failure_code"] for c in results if not c["pass"] and c["failure_code"]})
     grade: dict[str, Any] = {
         "pass": passed,
-        "score": sum(c["pass"] for c in results) / len(results),
+        "score": score_of(results),
         "checks": results,
         "failure_codes": codes,
     }

@@ -317,3 +317,38 @@ def test_tool_specs_export_in_every_shape(domain: str) -> None:
         assert specs and all(s["description"] and s[key]["type"] == "object" for s in specs)
     openai = env.tool_specs(format="openai")
     assert all(s["type"] == "function" and s["function"]["parameters"]["type"] == "object" for s in openai)
+
+
+def test_manifest_names_the_release_version_and_the_changelog_has_it(domain: str) -> None:
+    from pathlib import Path
+
+    from backoffice.envs.core.build import RELEASE_VERSION
+
+    manifest = load_release(domain).manifest
+    assert manifest["release"] == RELEASE_VERSION
+    assert manifest["generator_version"] == get_domain(domain).generator_version
+    changelog = (Path(__file__).parent.parent / "CHANGELOG.md").read_text()
+    assert f"seeds {RELEASE_VERSION}" in changelog
+
+
+def test_unknown_reset_options_raise_and_aliases_name_one_task(domain: str) -> None:
+    env, dom = make_native(domain, split="heldout"), get_domain(domain)
+    with pytest.raises(ValueError, match="accepted: task_id, generate"):
+        env.reset(options={"no_such_option": 1})
+    rel = load_release(domain)
+    for alias in dom.task_aliases:
+        for task_id in rel.split_ids["heldout"][::17]:
+            _, info = env.reset(options={alias: rel.task(task_id).params[alias]})
+            assert info["task_id"] == task_id
+        with pytest.raises(ValueError, match=alias):
+            env.reset(options={alias: "NO-SUCH-VALUE"})
+
+
+def test_terminal_diff_carries_the_content_of_created_rows(domain: str) -> None:
+    env = make_native(domain)
+    for task_id in release_ids(domain)[:: max(1, len(release_ids(domain)) // 20)]:
+        res = run_episode(env, get_policy(domain, "oracle"), task_id=task_id)
+        for table, d in res.info["diff"].items():
+            assert sorted(d["created_rows"]) == d["created"] and sorted(d["deleted_rows"]) == d["deleted"]
+            for rid, row in d["created_rows"].items():
+                assert row == loads(dumps(env.state.get(table, rid)))

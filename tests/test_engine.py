@@ -14,6 +14,7 @@ from backoffice.envs.core.replay import replay_episode
 from backoffice.envs.core.store import Snapshot, Store
 from backoffice.envs.core.trace import episodes, read_trace
 from backoffice.graders import finalize, run_checks
+from backoffice.graders.checks import result
 from backoffice.training.policies import NoopPolicy
 from backoffice.training.rollout import run_episode
 from toy_domain import DOMAIN, ToyEnv
@@ -36,7 +37,10 @@ def test_store_diff_reports_created_updated_deleted() -> None:
     store.insert("t", {"id": "c", "v": 3})
     store.update("t", "a", {"v": 10})
     store.delete("t", "b")
-    assert store.diff() == {"t": {"created": ["c"], "updated": {"a": {"v": {"before": 1, "after": 10}}}, "deleted": ["b"]}}
+    assert store.diff() == {"t": {
+        "created": ["c"], "updated": {"a": {"v": {"before": 1, "after": 10}}}, "deleted": ["b"],
+        "created_rows": {"c": {"id": "c", "v": 3}}, "deleted_rows": {"b": {"id": "b", "v": 2, "tags": ["x"]}},
+    }}
     assert store.ids("t") == ["a", "c"]
 
 
@@ -182,12 +186,32 @@ def test_each_check_kind_passes_and_fails(release: Release, spec, passing, faili
         assert not bad["pass"] and bad["failure_code"] == "oops"
 
 
+WORK_DONE = result("work", "work", True, "wrong_value")
+WORK_UNDONE = result("work", "work", False, "wrong_value")
+
+
 def test_guardrail_flags_writes_outside_targets(release: Release) -> None:
     ep = _episode(release, [BUMP2])
-    grade = finalize(ep, [], {})
+    grade = finalize(ep, [WORK_DONE], {})
     assert not grade["pass"] and grade["failure_codes"] == ["forbidden_write"]
     assert grade["checks"][-1]["detail"] == {"forbidden_writes": ["counters:C-2"]}
-    assert finalize(_episode(release, [BUMP1]), [], {})["pass"]
+    assert grade["checks"][-1]["gate"] is True
+    assert finalize(_episode(release, [BUMP1]), [WORK_DONE], {})["pass"]
+
+
+def test_score_is_work_done_and_a_failed_gate_caps_it(release: Release) -> None:
+    from backoffice.graders.grade import GATE_CAP, score_of
+
+    clean, dirty = _episode(release, [BUMP1]), _episode(release, [BUMP2])
+    half = [WORK_DONE, {**WORK_UNDONE, "id": "w2"}]
+    assert finalize(clean, [WORK_DONE], {})["score"] == 1.0
+    assert finalize(clean, half, {})["score"] == 0.5          # held gates earn nothing
+    assert finalize(dirty, [WORK_DONE], {})["score"] == GATE_CAP  # all the work, but collateral damage
+    assert finalize(dirty, [WORK_UNDONE], {})["score"] == 0.0
+    gate_ok = result("g", "g", True, "x", gate=True)
+    assert score_of([WORK_UNDONE, gate_ok, gate_ok]) == 0.0   # gates never pad the score
+    with pytest.raises(ValueError, match="work check"):
+        score_of([gate_ok])
 
 
 # -- trace and replay --------------------------------------------------------------------------
@@ -222,3 +246,33 @@ def test_target_matches_is_fnmatch() -> None:
     for k in keys:
         for p in patterns:
             assert target_matches(k, p) == fnmatchcase(k, p), (k, p)
+
+
+# -- reset options and the snapshot hash --------------------------------------------------------
+def test_unknown_reset_option_is_an_error_naming_the_accepted_keys(release: Release) -> None:
+    env = ToyEnv(release=release)
+    with pytest.raises(ValueError, match="case_idd.*accepted: task_id, generate"):
+        env.reset(options={"case_idd": "TOY-T0001"})
+    with pytest.raises(KeyError):
+        env.reset(options={"task_id": "TOY-T9999"})
+    _, info = env.reset(options={"task_id": "TOY-T0001"})
+    assert info["task_id"] == "TOY-T0001"
+
+
+def test_reset_reports_the_computed_hash_and_refuses_a_tampered_release(release: Release) -> None:
+    env = ToyEnv(release=release)
+    _, info = env.reset(options={"task_id": "TOY-T0003"})
+    assert info["snapshot_hash"] == env.state.content_hash() == release.snapshot_hashes["TOY-T0003"]
+    tampered = Release("toy", release.path.parent)
+    tampered.snapshot_hashes["TOY-T0003"] = "0" * 64
+    with pytest.raises(RuntimeError, match="TOY-T0003.*rebuild"):
+        ToyEnv(release=tampered).reset(options={"task_id": "TOY-T0003"})
+
+
+def test_terminal_diff_carries_created_and_deleted_content(release: Release) -> None:
+    env = ToyEnv(release=release)
+    env.reset(options={"task_id": "TOY-T0001"})
+    env.step(BUMP1)
+    *_, info = env.step({"tool": "submit", "args": {}})
+    assert info["diff"]["counters"]["updated"] == {"C-1": {"value": {"before": 0, "after": 1}}}
+    assert info["diff"]["counters"]["created_rows"] == {} and info["diff"]["counters"]["deleted_rows"] == {}

@@ -23,7 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 import evaltoy
-from backoffice.envs.core.canonical import loads
+from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.replay import replay_episode
 from backoffice.envs.core.trace import episodes, read_trace
 from backoffice.training.evaluate import (
@@ -254,6 +254,36 @@ def test_replay_of_200_recorded_heldout_episodes_reproduces_every_grade(root: Pa
     graded = Counter((e[0]["domain"], e[0]["task_id"], e[-1]["end_state_hash"], e[-1]["grade"]["score"]) for e in eps)
     recorded = Counter((r["domain"], r["task_id"], r["end_state_hash"], r["score"]) for r in records)
     assert graded == recorded
+
+
+def test_records_point_at_their_trace_and_diff(root: Path, tmp_path: Path) -> None:
+    """With a trace folder, every record says where its episode's trace lines and diff are,
+    and what is there is that episode (same task, same end-state hash, same diff)."""
+    from backoffice.training.evaluate import read_located, trace_files
+
+    folder = tmp_path / "traces"
+    jobs = plan_jobs(["toy"], ["oracle", "random"], "heldout", attempts=2, task_ids=evaltoy.ids(root))[:12]
+    runner = evaltoy.runner(root)
+    records = evaluate(jobs, out=tmp_path / "eval.jsonl", runner=runner, trace=folder)
+    assert trace_files(folder) == (folder / "trace.jsonl", folder / "diffs.jsonl")
+    assert len(records) == 12
+    for rec in records:
+        lines = read_located(rec["trace_location"])
+        assert len(lines) == rec["steps"] and {x["task_id"] for x in lines} == {rec["task_id"]}
+        assert lines[-1]["end_state_hash"] == rec["end_state_hash"]
+        diff = read_located(rec["diff_location"])
+        env = runner.make_env("toy", "heldout")
+        res = replay_episode(lines, env)
+        assert res.ok and diff == loads(dumps(env.state.diff()))
+    again = evaluate(jobs, out=tmp_path / "eval.jsonl", runner=runner, trace=folder)  # resumed: nothing new
+    assert [r["trace_location"] for r in again] == [r["trace_location"] for r in records]
+
+
+def test_eval_cli_rejects_an_unknown_judge() -> None:
+    from backoffice.training.cli import app
+
+    result = CliRunner().invoke(app, ["eval", "--env", "all", "--judge", "gpt", "--limit", "1"])
+    assert result.exit_code != 0 and "judge" in result.output
 
 
 def _toy_make_native(root: Path):

@@ -96,22 +96,23 @@ def test_in_process_server_lists_calls_and_grades_like_the_native_env(release: R
     anyio.run(main)
 
 
-def test_grade_mid_episode_and_reset_errors(release: Release) -> None:
+def test_no_grade_before_the_end_and_reset_errors(release: Release) -> None:
     session = EpisodeSession(ToyEnv(release=release, split="heldout"))  # starts on a task drawn by seed 0
 
     async def main() -> None:
         async with Client(build_server(session)) as client:
             first = await client.call_tool("grade", {})
-            assert first.structured_content["final"] is False and first.structured_content["steps"] == 0
+            assert first.structured_content == {"final": False, "steps": 0}
             reset = await client.call_tool("reset", {"task_id": "TOY-H0003"})
             body = reset.structured_content
             assert body["brief"]["task_id"] == "TOY-H0003" and "Allowed tools:" in body["system_prompt"]
             assert "checks" not in reset.content[0].text  # no answer-key content
             await client.call_tool("bump", {"counter_id": "C-1"})
-            mid = (await client.call_tool("grade", {})).structured_content
-            assert mid["final"] is False and mid["steps"] == 1
-            assert mid["grade"]["pass"] == (release.task("TOY-H0003").params["target"] == 1)
-            for bad in ({"task_id": "NOPE"}, {"seed": -1}, {"task_id": 5}, {"colour": "red"}):
+            mid = await client.call_tool("grade", {})
+            # mid-episode: nothing of the grade (no check, no detail, no expected value)
+            assert mid.structured_content == {"final": False, "steps": 1}
+            assert "target" not in mid.content[0].text and "expected" not in mid.content[0].text
+            for bad in ({"task_id": "NOPE"}, {"seed": -1}, {"task_id": 5}, {"colour": "red"}, {"task_id": "TOY-T0001"}):
                 res = await client.call_tool("reset", bad)
                 assert res.is_error and loads(res.content[0].text)["code"] == "invalid_args"
             unknown = await client.call_tool("no_such_tool", {})
@@ -120,6 +121,16 @@ def test_grade_mid_episode_and_reset_errors(release: Release) -> None:
             assert drawn["seed"] == 4 and drawn["task_id"].startswith("TOY-H")
 
     anyio.run(main)
+
+
+def test_split_lock_refuses_other_splits_unless_unlocked(release: Release) -> None:
+    locked = EpisodeSession(ToyEnv(release=release, split="heldout"))
+    with pytest.raises(ValueError, match="locked to the heldout split"):
+        locked.reset(task_id="TOY-T0001")
+    with pytest.raises(ValueError, match="locked"):
+        locked.reset(task_id="TOY-G5")
+    unlocked = EpisodeSession(ToyEnv(release=release, split="heldout"), lock_split=False)
+    assert unlocked.reset(task_id="TOY-T0001")["task_id"] == "TOY-T0001"
 
 
 def test_session_traces_replay(release: Release, tmp_path: Path) -> None:

@@ -137,11 +137,14 @@ def eval_cmd(
     limit: Annotated[Optional[int], typer.Option(min=1, help="Only the first N tasks per domain.")] = None,
     attempts: Annotated[int, typer.Option(min=1, help="Attempts per task (random policies are seeded by attempt; for pass^k).")] = 1,
     run_id: Annotated[Optional[str], typer.Option(help="Run id (default: <agent>-<split>).")] = None,
-    trace: Annotated[Optional[Path], typer.Option(help="Also append every new episode's trace lines here (for replay).")] = None,
+    trace: Annotated[Optional[Path], typer.Option(help="Keep every new episode's trace and diff: a folder (trace.jsonl, diffs.jsonl) or a .jsonl file; each record points at them (trace_location, diff_location). The trace replays with `backoffice replay`.")] = None,
+    judge: Annotated[str, typer.Option(help="Judge of free text (hand-over notes): 'rubric' (deterministic) or 'model:<name>' (endpoint from $BACKOFFICE_JUDGE_ENDPOINT, key $BACKOFFICE_JUDGE_API_KEY; not run without them). Never part of pass.")] = "rubric",
     plot: Annotated[Optional[Path], typer.Option(help="Write a pass-rate PNG here.")] = None,
 ) -> None:
     """Evaluate policies on a split and print a summary table."""
-    from backoffice.training.evaluate import Job, evaluate, make_executor, plan_jobs
+    import functools
+
+    from backoffice.training.evaluate import Job, Runner, default_make_env, evaluate, make_executor, plan_jobs, trace_files
 
     if split not in ("train", "heldout"):
         raise typer.BadParameter("split must be train or heldout")
@@ -149,6 +152,9 @@ def eval_cmd(
     if not domains:
         console.print("[red]no domain is installed[/]")
         raise typer.Exit(1)
+    if judge != "rubric" and not (judge.startswith("model:") and len(judge) > 6):
+        raise typer.BadParameter("--judge must be 'rubric' or 'model:<name>'")
+    runner = Runner(make_env=functools.partial(default_make_env, judge=judge)) if judge != "rubric" else None
     pairs = set(_check_policies(domains, policy))
     jobs: list[Job] = [j for j in plan_jobs(domains, policy, split, run_id=run_id, limit=limit, attempts=attempts)
                        if (j.domain, j.agent) in pairs]
@@ -156,14 +162,15 @@ def eval_cmd(
     with executor:  # workers start before the progress bar's thread
         with _progress() as progress:
             bar = progress.add_task(f"evaluating {len(domains)} domain(s) x {len(policy)} policies", total=len(jobs))
-            records = evaluate(jobs, out=out, executor=executor, trace=trace,
+            records = evaluate(jobs, out=out, executor=executor, trace=trace, runner=runner,
                                on_record=lambda r: progress.advance(bar))
             progress.update(bar, completed=len(jobs))
     print_summary(records, title=f"{split}: {len(records)} episodes")
     if out is not None:
         console.print(f"records: {out}")
     if trace is not None:
-        console.print(f"trace: {trace}")
+        trace_file, diff_file = trace_files(trace)
+        console.print(f"trace: {trace_file}; diffs: {diff_file}")
     if plot is not None:
         from backoffice.training.report import plot_pass_rates
 

@@ -24,8 +24,10 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[Optional[int], typer.Option(help="Seed of the first episode.")] = None,
         trace: Annotated[Optional[Path], typer.Option(help="Write the trace of every step here (JSONL).")] = None,
         max_steps: Annotated[Optional[int], typer.Option(help="Truncate episodes after this many steps.")] = None,
+        lock_split: Annotated[bool, typer.Option("--lock-split/--no-lock-split", help="Refuse reset to a task outside --split.")] = True,
     ) -> None:
-        """Serve one environment as an MCP server over stdio (tools: the task's own, plus reset and grade)."""
+        """Serve one environment as an MCP server over stdio (tools: the task's own, plus reset and
+        grade; grade answers only once the episode has ended)."""
         from backoffice.envs import DOMAINS
         from backoffice.training.mcp_server import make_session, serve_stdio
 
@@ -34,7 +36,7 @@ def register(app: typer.Typer) -> None:
         if split not in ("train", "heldout"):
             raise typer.BadParameter("split must be train or heldout")
         session = make_session(env, task_id=task_id, split=split, seed=seed,
-                               trace_path=str(trace) if trace else None, max_steps=max_steps)
+                               trace_path=str(trace) if trace else None, max_steps=max_steps, lock_split=lock_split)
         serve_stdio(session)
 
     @app.command("chat")

@@ -42,6 +42,8 @@ RECORD_FIELDS = (
 
 #: Key under which a runner with ``keep_trace=True`` returns the episode's trace lines.
 TRACE_KEY = "_trace"
+#: ... and the episode's diff.
+DIFF_KEY = "_diff"
 
 
 @dataclass(frozen=True)
@@ -67,11 +69,11 @@ def job_key(record: Mapping[str, Any]) -> JobKey:
 
 
 # -- building envs and policies ---------------------------------------------------------------
-def default_make_env(domain: str, split: str) -> Any:
-    """A native env of an installed domain."""
+def default_make_env(domain: str, split: str, judge: str = "rubric") -> Any:
+    """A native env of an installed domain (``judge``: ``rubric`` or ``model:<name>``)."""
     from backoffice.envs import make_native
 
-    return make_native(domain, split=split)
+    return make_native(domain, split=split, judge=judge)
 
 
 def default_make_policy(domain: str, agent: str, seed: int) -> Any:
@@ -143,6 +145,7 @@ class Runner:
         record.update(unwrapped.domain.report_fields(key, grade))
         if self.keep_trace:
             record[TRACE_KEY] = unwrapped.trace
+            record[DIFF_KEY] = res.info["diff"]
         return record
 
     def run_batch(self, jobs: Sequence[Job]) -> list[Record]:
@@ -445,7 +448,10 @@ def evaluate(
         executor: where to run (default: :func:`make_executor` with ``workers``). It is
             entered and exited here.
         runner: how to run one job (default: installed domains, built-in policies).
-        trace: also append the trace lines of every new episode to this JSONL file, for
+        trace: also keep every new episode's trace and diff: a folder (``trace.jsonl`` and
+            ``diffs.jsonl`` in it) or a ``.jsonl`` file (its diffs beside it, ``<name>.diffs.jsonl``).
+            Each record then points at them: ``trace_location`` (``path``, byte ``offset``,
+            ``lines``) and ``diff_location`` (``path``, ``offset``). The trace replays with
             ``backoffice replay``.
     """
     runner = runner or Runner()
@@ -459,24 +465,22 @@ def evaluate(
         if job.key not in seen:
             seen.add(job.key)
             todo.append(job)
-    trace_fh = None
+    sinks = None
     try:
         if trace is not None and todo:
-            Path(trace).parent.mkdir(parents=True, exist_ok=True)
-            trace_fh = open(trace, "ab")
+            sinks = _TraceSinks(*trace_files(trace))
         if todo:
             with executor or make_executor(workers) as ex:
                 for item in ex.imap_unordered(runner, todo):
                     record, line = (loads(item), item) if isinstance(item, bytes) else (item, None)
                     trace_lines = record.pop(TRACE_KEY, None)
-                    if trace_lines is not None:
-                        line = None  # re-encode without the trace
+                    diff = record.pop(DIFF_KEY, None)
                     key = job_key(record)
                     if key in done:  # an executor must not return a job twice; never write it twice
                         continue
-                    if trace_fh is not None and trace_lines is not None:
-                        trace_fh.write(b"".join(dumps(t) + b"\n" for t in trace_lines))
-                        trace_fh.flush()
+                    if sinks is not None and trace_lines is not None:
+                        record.update(sinks.write(record, trace_lines, diff))
+                        line = None  # re-encode with the locations
                     done[key] = record
                     if output is not None:
                         output.write(line if line is not None else dumps(record))
@@ -485,10 +489,52 @@ def evaluate(
     finally:
         if output is not None:
             output.close()
-        if trace_fh is not None:
-            trace_fh.close()
+        if sinks is not None:
+            sinks.close()
     keys = dict.fromkeys(j.key for j in jobs)
     return [done[k] for k in keys if k in done]
+
+
+def trace_files(trace: str | Path) -> tuple[Path, Path]:
+    """``(trace file, diffs file)`` of a ``--trace`` argument: a folder or a ``.jsonl`` file."""
+    path = Path(trace)
+    if path.suffix == ".jsonl":
+        return path, path.with_name(path.name[: -len(".jsonl")] + ".diffs.jsonl")
+    return path / "trace.jsonl", path / "diffs.jsonl"
+
+
+class _TraceSinks:
+    """Appends episodes' trace lines and diffs; returns where each went (byte offsets)."""
+
+    def __init__(self, trace_path: Path, diff_path: Path):
+        trace_path.parent.mkdir(parents=True, exist_ok=True)
+        self.trace_path, self.diff_path = trace_path, diff_path
+        self.trace_fh, self.diff_fh = open(trace_path, "ab"), open(diff_path, "ab")
+
+    def write(self, record: Record, trace_lines: Sequence[Any], diff: Any) -> dict[str, Any]:
+        t_off, d_off = self.trace_fh.tell(), self.diff_fh.tell()
+        self.trace_fh.write(b"".join(dumps(t) + b"\n" for t in trace_lines))
+        self.diff_fh.write(dumps({"run_id": record["run_id"], "agent": record["agent"], "domain": record["domain"],
+                                  "task_id": record["task_id"], "attempt": record.get("attempt", 0), "diff": diff}) + b"\n")
+        self.trace_fh.flush()
+        self.diff_fh.flush()
+        return {
+            "trace_location": {"path": str(self.trace_path), "offset": t_off, "lines": len(trace_lines)},
+            "diff_location": {"path": str(self.diff_path), "offset": d_off},
+        }
+
+    def close(self) -> None:
+        self.trace_fh.close()
+        self.diff_fh.close()
+
+
+def read_located(location: Mapping[str, Any]) -> Any:
+    """What a record's ``trace_location`` (the trace lines) or ``diff_location`` (the diff) points at."""
+    with open(location["path"], "rb") as fh:
+        fh.seek(int(location["offset"]))
+        if "lines" in location:
+            return [loads(fh.readline()) for _ in range(int(location["lines"]))]
+        return loads(fh.readline())["diff"]
 
 
 def sorted_lines(path: str | Path) -> list[bytes]:

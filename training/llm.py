@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from backoffice.envs.core.canonical import dumps, loads
+from backoffice.envs.core.release import is_generated_id
 from backoffice.training.policies.base import Action, Policy
 
 Message = dict[str, Any]
@@ -333,7 +334,7 @@ def run_episode(env: Any, chat: ChatFn | ChatAgent, task_id: str | None = None, 
     options = None
     if task_id is not None:
         options = {"task_id": task_id}
-        if seed is None and "-G" not in task_id:
+        if seed is None and not is_generated_id(task_id):
             seed = unwrapped.release.task(task_id).seed
     obs, info = env.reset(seed=seed, options=options)
     agent = chat if isinstance(chat, ChatAgent) else ChatAgent(chat)

@@ -12,8 +12,12 @@ a ``task_id``) to start an episode, works through the task's own tools and finis
   ``seed``). Returns the brief, the system prompt of :func:`backoffice.training.llm.system_prompt`
   and the episode's ids. Without ``seed`` a named task uses its own seed, as native rollouts do,
   so the same calls give the same trace, end state and grade;
-- ``grade()``: the terminal grade once the episode has ended (``final: true``), else the grade
-  of the state so far (``final: false``, the episode continues).
+- ``grade()``: the terminal grade once the episode has ended (``final: true``); before that only
+  ``{"final": false, "steps": n}``. No check, detail or expected value reaches the agent before
+  its episode ends: a mid-episode grade would hand it the answer key.
+
+The server is locked to its split (``lock_split``, on by default): ``reset`` refuses a task id
+outside it, so an evaluation server on ``train`` cannot be used to rehearse ``heldout`` tasks.
 
 A call after the episode has ended is refused with code ``episode_over`` and is not a step.
 The server starts with an episode already reset (``task_id`` if given, else ``seed`` 0 of the
@@ -27,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from backoffice.envs.core.canonical import dumps, loads
+from backoffice.training.session import Session
 
 RESET_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -46,75 +51,43 @@ INSTRUCTIONS = (
 )
 
 
-class EpisodeSession:
-    """One environment and its current episode, driven by tool calls (transport-free).
+class EpisodeSession(Session):
+    """A :class:`~backoffice.training.session.Session` plus the MCP control tools (``reset``,
+    ``grade``); every method returns plain data, so the MCP handlers stay thin and tests can
+    use it directly (transport-free)."""
 
-    Every method returns plain data, so the MCP handlers stay thin and tests can use it directly.
-    """
-
-    def __init__(self, env: Any, task_id: str | None = None, seed: int | None = None):
-        self.env = env
+    def __init__(self, env: Any, task_id: str | None = None, seed: int | None = None, lock_split: bool = True):
         names = set(env.unwrapped.domain.toolkit.names)
         clash = names & set(CONTROL_TOOLS)
         if clash:
             raise ValueError(f"domain tools {sorted(clash)} clash with the MCP control tools {CONTROL_TOOLS}")
-        self.final: dict[str, Any] | None = None
-        self.reset(task_id=task_id, seed=seed)
+        super().__init__(env, task_id=task_id, seed=seed, lock_split=lock_split)
 
-    @property
-    def done(self) -> bool:
-        return self.final is not None
-
-    def reset(self, task_id: str | None = None, seed: int | None = None) -> dict[str, Any]:
-        """Start an episode; return the brief, the system prompt and the episode's ids."""
-        from backoffice.training.llm import system_prompt
-
-        unwrapped = self.env.unwrapped
-        options = None
-        if task_id is not None:
-            options = {"task_id": task_id}
-            if seed is None and "-G" not in task_id:
-                seed = unwrapped.release.task(task_id).seed
-        obs, info = self.env.reset(seed=0 if seed is None else seed, options=options)
-        self.final = None
-        self.steps = 0
-        self.info = info
-        return {
-            "brief": loads(obs), "system_prompt": system_prompt(self.env), "task_id": info["task_id"],
-            "episode_id": info["episode_id"], "seed": info["seed"], "allowed_tools": info["allowed_tools"],
-            "max_steps": info["max_steps"],
-        }
-
-    def tool_specs(self) -> list[dict[str, Any]]:
+    def tool_specs(self, format: str = "mcp") -> list[dict[str, Any]]:
         """MCP specs (``name``, ``description``, ``inputSchema``): the episode's tools, then the control tools."""
         specs = list(self.env.unwrapped.tool_specs(format="mcp"))
         specs.append({"name": "reset", "description": "Start a new episode (a released task by task_id, or one drawn by seed). "
                       "Returns the task brief and the system prompt.", "inputSchema": RESET_SCHEMA})
-        specs.append({"name": "grade", "description": "The grade: final once the episode has ended, else of the state so far.",
+        specs.append({"name": "grade", "description": "The grade of the episode once it has ended (final: true); "
+                      "before that only {final: false, steps}.",
                       "inputSchema": GRADE_SCHEMA})
         return specs
 
     def step(self, name: str, arguments: Any) -> tuple[str, bool, dict[str, Any]]:
         """One env step; returns ``(observation, is_error, status)``."""
-        if self.done:
-            obs = dumps({"status": "error", "code": "episode_over",
-                         "message": "the episode is over; call reset to start another"}).decode()
-            return obs, True, {"terminated": True, "truncated": False, "steps": self.steps}
-        obs, _, terminated, truncated, info = self.env.step({"tool": name, "args": {} if arguments is None else arguments})
-        self.steps += 1
-        if terminated or truncated:
-            self.final = {k: info[k] for k in ("grade", "score", "is_success", "end_state_hash", "shaped_reward") if k in info}
-        return obs, info["result_status"] != "ok", {"terminated": terminated, "truncated": truncated, "steps": self.steps}
+        res = self.call(name, arguments)
+        return res.observation, res.is_error, {"terminated": res.terminated, "truncated": res.truncated, "steps": res.steps}
 
-    def grade(self) -> dict[str, Any]:
-        """``{"final", "steps", "grade", ...}``: the terminal grade or that of the state so far."""
+    def grade(self) -> dict[str, Any]:  # type: ignore[override]
+        """``{"final": True, "steps", "grade", ...}`` once the episode has ended, else only
+        ``{"final": False, "steps"}``: nothing of the grade reaches an agent before its end."""
         if self.final is not None:
-            return {"final": True, "steps": self.steps, **self.final}
-        grade = self.env.unwrapped.grade_now()
-        return {"final": False, "steps": self.steps, "grade": grade, "score": grade["score"], "is_success": bool(grade["pass"])}
+            return {"final": True, "steps": self.steps,
+                    **{k: v for k, v in self.final.items() if k in ("grade", "score", "is_success", "end_state_hash", "shaped_reward")}}
+        return {"final": False, "steps": self.steps}
 
-    def call(self, name: str, arguments: dict[str, Any] | None) -> tuple[str, Any, bool]:
-        """Dispatch any tool call; returns ``(text, structured_content, is_error)``."""
+    def dispatch(self, name: str, arguments: dict[str, Any] | None) -> tuple[str, Any, bool]:
+        """Dispatch any tool call, control tools included; returns ``(text, structured_content, is_error)``."""
         if name == "reset":
             args = arguments or {}
             extra = sorted(set(args) - {"task_id", "seed"})
@@ -142,37 +115,153 @@ class EpisodeSession:
         return obs, {"observation": loads(obs), **status}, is_error
 
 
-def build_server(session: EpisodeSession, name: str | None = None) -> Any:
-    """A low-level ``mcp.server.Server`` whose tools are those of ``session``."""
+class SessionPool:
+    """One :class:`EpisodeSession` per MCP session id (streamable HTTP gives each client its
+    own), made on first use by ``factory``; at most ``max_sessions`` live at once (the least
+    recently used is closed first). Without a transport session id (stdio, in-process) the
+    key is the connection, so each connection still has its own episode."""
+
+    def __init__(self, factory: Any, max_sessions: int = 256, domain: str | None = None):
+        self.factory = factory
+        self.domain = domain
+        self.max_sessions = max_sessions
+        self.sessions: dict[Any, EpisodeSession] = {}
+        self.created = 0
+
+    def get(self, session_id: Any) -> EpisodeSession:
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            session = self.factory()
+            self.created += 1
+            while len(self.sessions) >= self.max_sessions:
+                self.sessions.pop(next(iter(self.sessions))).close()
+        self.sessions[session_id] = session  # most recently used last
+        return session
+
+
+def rules_document(session: EpisodeSession) -> str:
+    """The environment's rules as a document: the domain's description and the general rules
+    (public material only, the same as the system prompt's)."""
+    from backoffice.training.llm import GENERAL_RULES, domain_description
+
+    unwrapped = session.env.unwrapped
+    limit = str(session.info["max_steps"])
+    lines = [f"# {unwrapped.domain.name}: rules of the environment", ""]
+    description = domain_description(unwrapped.domain.name)
+    if description:
+        lines += [description, ""]
+    lines += [f"- {r.replace('{max_steps}', limit).replace('{finish}', 'submit')}" for r in GENERAL_RULES]
+    return "\n".join(lines) + "\n"
+
+
+def build_server(session: EpisodeSession | SessionPool, name: str | None = None) -> Any:
+    """A low-level ``mcp.server.Server`` serving ``session`` (or one session per MCP session
+    id from a :class:`SessionPool`).
+
+    Besides the tools: the episode's system prompt as the prompt ``system``, and two
+    resources, ``backoffice://rules`` (the rules document) and ``backoffice://episode/brief``
+    (the current task brief). ``tools.listChanged`` is declared: a ``reset`` that changes the
+    episode's tool set sends ``notifications/tools/list_changed``.
+    """
     try:
         import mcp.types as types
         from mcp.server import Server
+        from mcp.server.lowlevel.server import NotificationOptions
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ImportError("the MCP server needs the `llm` extra: pip install 'backoffice-gym[llm]'") from exc
 
-    domain = session.env.unwrapped.domain.name
+    if isinstance(session, SessionPool):
+        pool, domain = session, session.domain
+    else:
+        pool, domain = SessionPool(lambda: session), session.env.unwrapped.domain.name
+        pool.sessions[None] = session
+
+    single = None if isinstance(session, SessionPool) else session
+
+    def current(ctx: Any) -> EpisodeSession:
+        if single is not None:
+            return single
+        request = getattr(ctx, "request", None)
+        headers = getattr(request, "headers", None) or {}
+        # the transport's session id (streamable HTTP), else the connection's session object
+        return pool.get(headers.get("mcp-session-id") or ctx.session)
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=[
-            types.Tool(name=s["name"], description=s["description"], input_schema=s["inputSchema"]) for s in session.tool_specs()
+            types.Tool(name=s["name"], description=s["description"], input_schema=s["inputSchema"]) for s in current(ctx).tool_specs()
         ])
 
     async def call_tool(ctx: Any, params: Any) -> Any:
-        text, structured, is_error = session.call(params.name, params.arguments)
+        session = current(ctx)
+        before = session.info["allowed_tools"]
+        text, structured, is_error = await anyio_to_thread(session.dispatch, params.name, params.arguments)
+        if params.name == "reset" and not is_error and session.info["allowed_tools"] != before:
+            try:
+                await ctx.session.send_tool_list_changed()
+            except Exception:  # a client that cannot take notifications still gets its result
+                pass
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=structured, is_error=is_error)
 
-    return Server(name or f"backoffice-{domain}", version="1", instructions=INSTRUCTIONS,
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+    async def list_prompts(ctx: Any, params: Any) -> Any:
+        return types.ListPromptsResult(prompts=[types.Prompt(
+            name="system", description="The system prompt of the current episode: task, allowed tools, rules.")])
+
+    async def get_prompt(ctx: Any, params: Any) -> Any:
+        if params.name != "system":
+            raise ValueError(f"unknown prompt {params.name!r}; the server has 'system'")
+        session = current(ctx)
+        return types.GetPromptResult(description=f"system prompt of {session.task_id}", messages=[
+            types.PromptMessage(role="user", content=types.TextContent(type="text", text=session.system_prompt))])
+
+    async def list_resources(ctx: Any, params: Any) -> Any:
+        return types.ListResourcesResult(resources=[
+            types.Resource(name="rules", uri=RULES_URI, mime_type="text/markdown",
+                           description="The environment's rules (what the system prompt summarises)."),
+            types.Resource(name="brief", uri=BRIEF_URI, mime_type="application/json",
+                           description="The current episode's task brief."),
+        ])
+
+    async def read_resource(ctx: Any, params: Any) -> Any:
+        session = current(ctx)
+        uri = str(params.uri)
+        if uri == RULES_URI:
+            text, mime = rules_document(session), "text/markdown"
+        elif uri == BRIEF_URI:
+            text, mime = dumps(session.start["brief"]).decode(), "application/json"
+        else:
+            raise ValueError(f"unknown resource {uri}")
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)])
+
+    class EnvServer(Server):
+        def create_initialization_options(self, notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+            return super().create_initialization_options(
+                notification_options or NotificationOptions(tools_changed=True), *args, **kwargs)
+
+    return EnvServer(name or f"backoffice-{domain or 'env'}", version="1", instructions=INSTRUCTIONS,
+                     on_list_tools=list_tools, on_call_tool=call_tool, on_list_prompts=list_prompts,
+                     on_get_prompt=get_prompt, on_list_resources=list_resources, on_read_resource=read_resource)
+
+
+async def anyio_to_thread(fn: Any, *args: Any) -> Any:
+    """Run a (short, CPU-bound) env step off the event loop, so many sessions interleave."""
+    import anyio
+
+    return await anyio.to_thread.run_sync(fn, *args)
+
+
+RULES_URI = "backoffice://rules"
+BRIEF_URI = "backoffice://episode/brief"
 
 
 def make_session(domain: str, task_id: str | None = None, split: str = "heldout", seed: int | None = None,
-                 trace_path: str | None = None, max_steps: int | None = None) -> EpisodeSession:
-    """An :class:`EpisodeSession` over a fresh native env of ``domain``."""
+                 trace_path: str | None = None, max_steps: int | None = None, lock_split: bool = True) -> EpisodeSession:
+    """An :class:`EpisodeSession` over a fresh native env of ``domain`` (locked to ``split``
+    unless ``lock_split`` is false)."""
     from backoffice.envs import make_native
 
     env = make_native(domain, split=split, trace_path=trace_path, max_steps=max_steps)
-    return EpisodeSession(env, task_id=task_id, seed=seed)
+    return EpisodeSession(env, task_id=task_id, seed=seed, lock_split=lock_split)
 
 
 def serve_stdio(session: EpisodeSession) -> None:
@@ -190,3 +279,29 @@ def serve_stdio(session: EpisodeSession) -> None:
         anyio.run(main)
     finally:
         session.env.close()
+
+
+def make_pool(domain: str, split: str = "heldout", task_id: str | None = None, seed: int | None = None,
+              max_steps: int | None = None, lock_split: bool = True, max_sessions: int = 256) -> SessionPool:
+    """A :class:`SessionPool` of fresh native envs of ``domain``: one episode per MCP session
+    (they share the loaded release)."""
+    return SessionPool(lambda: make_session(domain, task_id=task_id, split=split, seed=seed, max_steps=max_steps,
+                                            lock_split=lock_split), max_sessions=max_sessions, domain=domain)
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def http_app(pool: SessionPool) -> Any:
+    """The Starlette app serving ``pool`` over MCP streamable HTTP at ``/mcp`` (official SDK)."""
+    return build_server(pool).streamable_http_app(max_sessions=pool.max_sessions)
+
+
+def serve_http(pool: SessionPool, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serve ``pool`` over streamable HTTP (``http://host:port/mcp``) until interrupted.
+    Only loopback hosts: the server has no authentication."""
+    import uvicorn
+
+    if host not in LOOPBACK:
+        raise ValueError(f"serve on a loopback address ({', '.join(LOOPBACK)}); the MCP server has no authentication")
+    uvicorn.run(http_app(pool), host=host, port=port, log_level="warning")

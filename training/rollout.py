@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from backoffice.envs.core.release import is_generated_id
 from backoffice.training.policies.base import Policy
 
 
@@ -33,7 +34,7 @@ def run_episode(env: Any, policy: Policy, task_id: str | None = None, seed: int 
     options = None
     if task_id is not None:
         options = {"task_id": task_id}
-        if seed is None and "-G" not in task_id:
+        if seed is None and not is_generated_id(task_id):
             seed = unwrapped.release.task(task_id).seed
     obs, info = env.reset(seed=seed, options=options)
     policy.reset(obs, info)

@@ -80,8 +80,13 @@ class Domain:
         default_max_steps: truncation limit when the env is not given one.
         guardrail_code: failure code of a write outside the answer key's ``targets``.
         report_fields: extra fields (from key and grade) for evaluation records and reports.
-        judge: optional free-text judge run at the end of an episode; its result goes to
-            ``info["judge"]`` and never into the grade.
+        judge: optional free-text judge ``judge(episode, spec)`` run at the end of an episode,
+            ``spec`` being the env's ``judge`` argument (``"rubric"`` or ``"model:<name>"``); its
+            result goes to ``info["judge"]`` and never into the grade.
+        rules: the documented rules of the domain that decide a task's right answer; the test
+            suite proves each one binds (a policy ignoring it fails >= 20 tasks per split).
+        task_aliases: task ``params`` that name a task uniquely within a split and may be
+            given to ``reset(options=...)`` instead of ``task_id`` (sufficiency: ``case_id``).
     """
 
     name: str
@@ -97,9 +102,11 @@ class Domain:
     default_max_steps: int = 40
     guardrail_code: str = "forbidden_write"
     report_fields: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] = default_report_fields
-    judge: Callable[[Episode], dict[str, Any] | None] | None = None
+    judge: Callable[[Episode, str], dict[str, Any] | None] | None = None
     step_shaping: Callable[[Mapping[str, Any]], float] = default_step_shaping
     terminal_shaping: Callable[[Mapping[str, Any]], float] = default_terminal_shaping
+    rules: tuple[str, ...] = ()
+    task_aliases: tuple[str, ...] = ()
 
     @property
     def env_id(self) -> str:

@@ -11,7 +11,7 @@ import gymnasium as gym
 from backoffice.envs.core.build import make_task
 from backoffice.envs.core.canonical import derive_seed, dumps, dumps_ascii, loads
 from backoffice.envs.core.domain import Domain, Episode
-from backoffice.envs.core.release import Release, Task, load_release
+from backoffice.envs.core.release import Release, Task, is_generated_id, load_release
 from backoffice.envs.core.spaces import OBS_MAX_LENGTH, ToolCallSpace, observation_space, parse_action
 from backoffice.envs.core.store import Snapshot, Store
 from backoffice.envs.core.tools import ToolContext, error
@@ -19,6 +19,11 @@ from backoffice.envs.core.trace import TraceWriter
 
 SPLITS = ("train", "heldout", "generated")
 REWARD_MODES = ("sparse", "shaped")
+
+
+class UnsupportedRenderMode(ValueError, TypeError):
+    """An unsupported ``render_mode``. Also a ``TypeError``: stable-baselines3's ``make_vec_env``
+    passes ``render_mode="rgb_array"`` and retries without it on ``TypeError``."""
 
 
 @lru_cache(maxsize=256)
@@ -34,6 +39,9 @@ class BackofficeEnv(gym.Env[str, Any]):
 
     domain: ClassVar[Domain]
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    #: the ``max_episode_steps`` of a Gymnasium ``TimeLimit`` around this env (set by
+    #: :class:`MatchTimeLimit`): episodes then truncate, with their grade, on that same step
+    time_limit: int | None = None
 
     def __init__(
         self,
@@ -43,6 +51,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         trace_path: str | None = None,
         render_mode: str | None = None,
         release: Release | None = None,
+        judge: str = "rubric",
     ):
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
@@ -50,13 +59,18 @@ class BackofficeEnv(gym.Env[str, Any]):
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
         if max_steps is not None and max_steps < 1:
             raise ValueError("max_steps must be >= 1")
+        if judge != "rubric" and not (judge.startswith("model:") and len(judge) > len("model:")):
+            raise ValueError(f"judge must be 'rubric' or 'model:<name>', got {judge!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}")
+            raise UnsupportedRenderMode(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.split = split
         self.reward_mode = reward_mode
         self.max_steps = max_steps
         self.render_mode = render_mode
+        self.judge = judge
         self.release = release if release is not None else load_release(self.domain.name)
+        if self.split != "generated" and not self.release.split_ids.get(self.split):
+            raise ValueError(f"the {self.domain.name} release has no {self.split!r} tasks")
         toolkit = self.domain.toolkit
         self.action_space = ToolCallSpace(toolkit.specs(), vocabulary=self._sample_vocabulary())
         self.observation_space = observation_space()
@@ -100,19 +114,42 @@ class BackofficeEnv(gym.Env[str, Any]):
         """The current episode's trace records (a copy of the list)."""
         return list(self._trace)
 
+    def accepted_options(self) -> tuple[str, ...]:
+        """The keys ``reset(options=...)`` accepts: ``task_id``, ``generate`` and the domain's
+        task aliases (e.g. sufficiency's ``case_id``)."""
+        return ("task_id", "generate", *self.domain.task_aliases)
+
     def _pick_task(self, seed: int, options: Mapping[str, Any]) -> tuple[Task, Snapshot, str, dict[str, Any] | None]:
+        unknown = sorted(str(k) for k in options if k not in self.accepted_options())
+        if unknown:
+            raise ValueError(f"unknown reset option(s) {unknown}; accepted: {', '.join(self.accepted_options())}")
+        named = [k for k in ("task_id", *self.domain.task_aliases) if k in options]
+        if len(named) > 1:
+            raise ValueError(f"reset options {named} each name a task: give one")
+        if named and named[0] != "task_id":
+            options = {"task_id": self._task_id_for(named[0], options[named[0]])}
         if "task_id" in options:
             task_id = str(options["task_id"])
-            if "-G" in task_id:
+            if is_generated_id(task_id):
                 return self._generated_task(int(task_id.rsplit("-G", 1)[1]))
             task = self.release.task(task_id)
-            return task, self.release.snapshot(task.snapshot_id), self.release.snapshot_hashes[task_id], None
+            snap = self.release.snapshot(task.snapshot_id)
+            return task, snap, self.release.checked_hash(task_id), None
         if self.split == "generated" or "generate" in options:
             index = int(options.get("generate", derive_seed("generated", seed) % 1_000_000_000))
             return self._generated_task(index)
         ids = self.release.split_ids[self.split]
         task = self.release.task(ids[derive_seed("pick", self.split, seed) % len(ids)])
-        return task, self.release.snapshot(task.snapshot_id), self.release.snapshot_hashes[task.task_id], None
+        return task, self.release.snapshot(task.snapshot_id), self.release.checked_hash(task.task_id), None
+
+    def _task_id_for(self, alias: str, value: Any) -> str:
+        """The released task of this env's split whose ``params[alias]`` is ``value``."""
+        splits = (self.split,) if self.split in self.release.split_ids else tuple(self.release.split_ids)
+        hits = [t for s in splits for t in self.release.split_ids[s] if self.release.task(t).params.get(alias) == value]
+        if len(hits) != 1:
+            found = "no task" if not hits else f"{len(hits)} tasks ({', '.join(hits[:5])})"
+            raise ValueError(f"{alias}={value!r} names {found} in the {'/'.join(splits)} split of {self.domain.name}")
+        return hits[0]
 
     def _generated_task(self, index: int) -> tuple[Task, Snapshot, str, dict[str, Any]]:
         task, snap, key = _generated(self.domain, index)
@@ -120,8 +157,12 @@ class BackofficeEnv(gym.Env[str, Any]):
 
     # -- gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        """Start an episode: a named task (``options={"task_id": ...}``), a generated one
-        (``options={"generate": n}``) or one drawn from the split by ``seed``."""
+        """Start an episode: a named task (``options={"task_id": ...}`` or a domain alias such as
+        ``{"case_id": ...}``), a generated one (``options={"generate": n}``) or one drawn from the
+        split by ``seed``. An unknown option key raises ``ValueError`` naming the accepted keys.
+
+        ``info["snapshot_hash"]`` is the content hash of the restored state, computed (once per
+        loaded snapshot) and checked against the release manifest."""
         super().reset(seed=seed)
         options = options or {}
         episode_seed = int(seed) if seed is not None else int(self.np_random.integers(2**31 - 1))
@@ -130,11 +171,14 @@ class BackofficeEnv(gym.Env[str, Any]):
             self._store = Store(snapshot)
         else:
             self._store.reset(snapshot)
+        snapshot_hash = self._store.content_hash()  # O(1) after a reset: the snapshot's cached hash
         self._task, self._snapshot, self._snapshot_hash, self._key = task, snapshot, snapshot_hash, key
         self._seed = episode_seed
         self._episode_id = f"{task.task_id}#{episode_seed}"
         self._allowed = frozenset(task.allowed_tools)
         self._limit = self.max_steps or task.max_steps or self.domain.default_max_steps
+        if self.time_limit:  # gym.make(..., max_episode_steps=n): end (and grade) where TimeLimit cuts
+            self._limit = min(self._limit, self.time_limit)
         self._ctx = ToolContext(self._store, task, 0)
         self._steps = 0
         self._trace: list[dict[str, Any]] = []
@@ -199,15 +243,19 @@ class BackofficeEnv(gym.Env[str, Any]):
             shaping += self.domain.terminal_shaping(grade)
             record["end_state_hash"] = end_hash
             record["grade"] = grade
+            # type-stable for Gymnasium's vector info merging (it types each key by the first
+            # env that reports it): scalars are always float/bool, and ``judge`` is present
+            # only when a judge scored free text (always a dict), never ``None``
             info.update(
-                grade=grade, diff=diff, score=grade["score"], is_success=bool(grade["pass"]),
+                grade=grade, diff=diff, score=float(grade["score"]), is_success=bool(grade["pass"]),
                 end_state_hash=end_hash, episode_id=self._episode_id, task_id=self._task.task_id,
-                judge=judged,
             )
+            if judged is not None:
+                info["judge"] = judged
             reward = float(grade["score"])
         self._shaped_total += shaping
         if self._done:
-            info["shaped_reward"] = self._shaped_total
+            info["shaped_reward"] = float(self._shaped_total)
         if self.reward_mode == "shaped":
             reward = shaping
         if self._trace_writer is not None:
@@ -225,7 +273,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         grade = loads(dumps(self.domain.grade(episode)))
         judged = None
         if judge and self.domain.judge is not None:
-            judged = self.domain.judge(episode)
+            judged = self.domain.judge(episode, self.judge)
             judged = loads(dumps(judged)) if judged is not None else None
         return grade, loads(dumps(diff)), self._store.content_hash(), judged
 
@@ -242,3 +290,22 @@ class BackofficeEnv(gym.Env[str, Any]):
         if self._trace_writer is not None:
             self._trace_writer.close()
         super().close()
+
+
+class MatchTimeLimit(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Registered as an additional wrapper of every backoffice id, so it sits outside the
+    ``TimeLimit`` that ``gym.make(id, max_episode_steps=n)`` adds: it hands ``n`` to the
+    native env, which then truncates on the step where ``TimeLimit`` does, with the grade,
+    ``score`` and ``is_success`` in ``info`` (what ``Monitor(info_keywords=("is_success",))``
+    and ``EvalCallback`` read). Without a ``TimeLimit`` below it, it does nothing."""
+
+    def __init__(self, env: gym.Env):
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.Wrapper.__init__(self, env)
+        inner = env
+        while isinstance(inner, gym.Wrapper):
+            if isinstance(inner, gym.wrappers.TimeLimit):
+                env.unwrapped.time_limit = int(inner._max_episode_steps)
+                break
+            inner = inner.env
+

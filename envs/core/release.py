@@ -66,6 +66,12 @@ class Task:
         }
 
 
+def is_generated_id(task_id: str) -> bool:
+    """Whether ``task_id`` names a generated task (``<PREFIX>-G<n>``) rather than a released one."""
+    head, sep, tail = task_id.rpartition("-G")
+    return bool(sep and head and tail.isdigit())
+
+
 def seeds_root() -> Path:
     """The folder holding released seed states (package data of ``backoffice.seeds``)."""
     return Path(str(resources.files("backoffice.seeds")))
@@ -129,6 +135,19 @@ class Release:
             snap = Snapshot(snapshot_id, self._raw_snapshots[snapshot_id])
             self._snapshots[snapshot_id] = snap
         return snap
+
+    def checked_hash(self, task_id: str) -> str:
+        """The content hash of ``task_id``'s snapshot, computed from its rows (once per loaded
+        snapshot) and checked against the manifest; a mismatch means the release files were
+        altered or mixed, and raises ``RuntimeError``."""
+        task = self.task(task_id)
+        computed = self.snapshot(task.snapshot_id).content_hash()
+        if computed != self.snapshot_hashes[task_id]:
+            raise RuntimeError(
+                f"{self.domain} release: the snapshot of {task_id} hashes to {computed[:16]}..., the manifest "
+                f"says {self.snapshot_hashes[task_id][:16]}...; rebuild with `backoffice seeds build`"
+            )
+        return computed
 
     def answer_key(self, task_id: str) -> dict[str, Any]:
         """The answer key of a task. Only graders and reports call this."""

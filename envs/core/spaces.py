@@ -18,8 +18,77 @@ OBS_MAX_LENGTH = 200_000
 ACTION_MAX_BYTES = 65_536
 
 
+class ObservationText(spaces.Text):
+    """The observation space: printable-ASCII ``Text`` that also works in Gymnasium's
+    ``AsyncVectorEnv`` with ``shared_memory=True`` (its default).
+
+    Gymnasium reads a ``Text`` shared-memory buffer once, into a tuple of strings, at the
+    vector env's construction, so every later observation would be that zeroed buffer
+    (``max_length`` spaces). The shared-memory functions registered below for this class
+    return a live view instead, which the vector env deep-copies into a tuple of the current
+    strings on every ``reset``/``step``; writing and reading are vectorised (ASCII bytes).
+    """
+
+
 def observation_space() -> spaces.Text:
-    return spaces.Text(max_length=OBS_MAX_LENGTH, min_length=0, charset=OBS_CHARSET)
+    return ObservationText(max_length=OBS_MAX_LENGTH, min_length=0, charset=OBS_CHARSET)
+
+
+class SharedTextView(Sequence):
+    """The observations of a vector env's shared ``Text`` buffer, decoded when read.
+
+    A ``deepcopy`` (what ``AsyncVectorEnv`` returns with ``copy=True``) is a plain tuple of
+    ``str``; without the copy this view reads the buffer on every access."""
+
+    def __init__(self, buffer: Any, n: int, max_length: int):
+        self._buffer, self._n, self._max_length = buffer, n, max_length
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(self._n)))
+        if not -self._n <= index < self._n:
+            raise IndexError(index)
+        row = np.frombuffer(self._buffer.get_obj(), dtype=np.int32)[(index % self._n) * self._max_length:][: self._max_length]
+        end = np.flatnonzero(row >= len(OBS_CHARSET))
+        codes = row[: int(end[0]) if end.size else self._max_length]
+        return (codes + 32).astype(np.uint8).tobytes().decode("ascii")
+
+    def __deepcopy__(self, memo: Any) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
+def _register_shared_memory() -> None:
+    from gymnasium.vector.utils import shared_memory as shm
+
+    @shm.create_shared_memory.register(ObservationText)
+    def _create(space: ObservationText, n: int = 1, ctx: Any = None) -> Any:
+        import multiprocessing as mp
+
+        return (ctx or mp).Array(np.dtype(np.int32).char, n * space.max_length)
+
+    @shm.read_from_shared_memory.register(ObservationText)
+    def _read(space: ObservationText, shared_memory: Any, n: int = 1) -> SharedTextView:
+        return SharedTextView(shared_memory, n, space.max_length)
+
+    @shm.write_to_shared_memory.register(ObservationText)
+    def _write(space: ObservationText, index: int, value: str, shared_memory: Any) -> None:
+        size = space.max_length
+        codes = np.frombuffer(value.encode("ascii"), dtype=np.uint8).astype(np.int32) - 32
+        row = np.frombuffer(shared_memory.get_obj(), dtype=np.int32)[index * size:(index + 1) * size]
+        row[: len(codes)] = codes
+        row[len(codes):] = len(space.character_set)  # padding: what Gymnasium's flatten writes
+
+
+_register_shared_memory()
 
 
 def parse_action(action: Any) -> tuple[str | None, Any, str | None]:
