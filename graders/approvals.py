@@ -1,27 +1,33 @@
 """The approvals grader: a pure function of the episode.
 
-Every decision the episode recorded on the target request is judged against the rules and the
-delegation windows **at its own decision time** (the clock of its trace line), using the
-snapshot's reference tables (people, roles, role_holders, delegations, rules), which no tool
-can change.
+Every decision the episode recorded on the target request is judged, each against the rules
+and the delegation windows **at its own decision time** (the clock of its trace line), using
+the snapshot's reference tables (people, roles, role_holders, delegations, rules), which no tool
+can change. The whole trail counts: exactly one decision (or one escalation) is allowed.
 
-Grade fields:
-    approver_valid   every ``proceed`` names the approver the task names, who may approve at
-                     decision time (authority, limits, hard limit, separation of duties)
-    outcome_match    the last decision's outcome is the expected one; an escalation counts when
+Grade fields and checks (work checks earn the score; gates only cap it when they fail):
+    approver_valid   (gate) every decision recorded in an approver's name (proceed, hold,
+                     reject) names the approver the task names, who may decide at decision time
+                     (authority, limits, separation of duties); a proceed also needs the amount
+                     within the hard limit
+    single_decision  (gate) at most one decision or escalation on the request
+    outcome_match    (work) the decision's outcome is the expected one; an escalation counts when
                      it goes to a role that may approve the request
-    side_effects     downstream rows (``ledger_entries:*``, ``orders:*``) written before a valid
-                     proceed decision (all of them when there is none)
-    basis_cited      the final decision cites the applicable rule and, for a proceed, the
-                     assignment or delegation that gives the authority; every cited id exists
-                     and applies
+    downstream       (work, proceed tasks) exactly the request's ledger entry / order release
+    side_effects     (gate) downstream rows (``ledger_entries:*``, ``orders:*``) written before a
+                     valid proceed decision (all of them when there is none)
+    basis_cited      (work) every decision cites the applicable rule and, in the approver's
+                     name, the assignment or delegation that gives the authority; an escalation
+                     cites the fact that blocks the approver (see ``authority.applies_as_basis``);
+                     every cited id exists and applies
     outcome          the last decision's outcome (``None`` when nothing was decided)
 
-Failure codes: invalid_approver, self_approval, expired_delegation_used, over_limit (a proceed
-by someone who may not approve, by reason; expired_delegation_used also when a proceed cites a
-delegation not in effect at decision time), wrong_outcome (wrong outcome, or a proceed whose
-ledger entry / order release is missing or wrong), side_effect_before_decision,
-basis_missing_or_wrong, and the guardrail's forbidden_write.
+Failure codes: invalid_approver, self_approval, expired_delegation_used, over_limit (a decision
+by someone who may not decide, by reason, or a proceed above the hard limit;
+expired_delegation_used also when a decision cites a delegation not in effect at decision time
+as authority), wrong_outcome (wrong outcome, or a proceed whose ledger entry / order release is
+missing or wrong), side_effect_before_decision, basis_missing_or_wrong, extra_decision (more
+than one decision or escalation on the request), and the guardrail's forbidden_write.
 """
 
 from __future__ import annotations
@@ -90,28 +96,35 @@ def grade(ep: Episode) -> dict[str, Any]:
     tables = _SnapshotTables(ep.snapshot)
     request = ep.snapshot.table("requests")[rid]
     decisions, downstream = _decisions(ep, rid)
+    verdicts = {d["id"]: auth.assess(tables, request, named, d["_clock"]) for d in decisions}
 
-    # approver_valid: every proceed, at its own decision time
+    # approver_valid: every decision in an approver's name, at its own decision time
     invalid_codes: list[str] = []
     first_valid_step: int | None = None
-    verdicts: dict[str, auth.Assessment] = {}
     for d in decisions:
-        if d["outcome"] != "proceed":
+        if d["outcome"] == "escalate":
             continue
-        verdict = auth.assess(tables, request, d["approver_id"], d["_clock"])
-        verdicts[d["id"]] = verdict
-        problems = set(verdict.approver_problems)
-        if d["approver_id"] != named:
+        who = d["approver_id"]
+        verdict = verdicts[d["id"]] if who == named else auth.assess(tables, request, who, d["_clock"]) if who else None
+        problems = set(verdict.approver_problems) if verdict is not None else {auth.NO_AUTHORITY}
+        if who != named:
             problems.add(auth.NO_AUTHORITY)
+        if d["outcome"] == "proceed" and verdict is not None and auth.HARD_LIMIT in verdict.problems:
+            problems.add(auth.HARD_LIMIT)
         if problems:
             invalid_codes.append(next(code for p, code in _PROBLEM_CODE if p in problems))
-        elif verdict.outcome == "proceed" and first_valid_step is None:
+        elif d["outcome"] == "proceed" and verdict is not None and verdict.outcome == "proceed" and first_valid_step is None:
             first_valid_step = d["_step"]
     approver_valid = not invalid_codes
     checks = [result("approver_valid", "approver_valid", approver_valid, invalid_codes[0] if invalid_codes else None,
-                     None if approver_valid else {"codes": invalid_codes})]
+                     None if approver_valid else {"codes": invalid_codes}, gate=True)]
 
-    # outcome_match: the last decision
+    # single_decision: the audit trail carries exactly the one decision the task needs
+    single = len(decisions) <= 1
+    checks.append(result("single_decision", "single_decision", single, "extra_decision",
+                         None if single else {"decisions": [d["outcome"] for d in decisions]}, gate=True))
+
+    # outcome_match: the (last) decision
     final = decisions[-1] if decisions else None
     outcome = final["outcome"] if final else None
     outcome_match = outcome == exp["outcome"]
@@ -138,24 +151,24 @@ def grade(ep: Episode) -> dict[str, Any]:
     # side_effects: downstream writes before a valid proceed decision
     side_effects = sorted({key for step, key in downstream if first_valid_step is None or step < first_valid_step})
     checks.append(result("side_effects", "side_effects", not side_effects, "side_effect_before_decision",
-                         {"rows": side_effects} if side_effects else None))
+                         {"rows": side_effects} if side_effects else None, gate=True))
 
-    # basis_cited: on the final decision, at its decision time; a proceed resting on a
-    # delegation that is not in effect then is an expired delegation used
+    # basis_cited: every decision, at its decision time; a decision in the approver's name
+    # resting on a delegation not in effect then is an expired delegation used
     basis_code = "basis_missing_or_wrong"
-    if final is None:
-        basis_ok, basis_issues = False, ["no decision recorded"]
-    else:
-        verdict = verdicts.get(final["id"]) or auth.assess(tables, request, named, final["_clock"])
-        basis_ok, basis_issues = auth.applies_as_basis(
-            tables, final["basis_ids"], verdict, final["outcome"],
-            final["approver_id"] if final["outcome"] == "proceed" else named, final["_clock"],
-        )
-        if final["outcome"] == "proceed" and any(
-            (d := tables["delegations"].get(i)) is not None and not auth.delegation_in_effect(tables, d, final["_clock"])
-            for i in final["basis_ids"]
+    basis_issues: list[str] = []
+    if not decisions:
+        basis_issues = ["no decision recorded"]
+    for d in decisions:
+        verdict = verdicts[d["id"]]
+        ok, issues = auth.applies_as_basis(tables, d["basis_ids"], verdict, d["outcome"], d["approver_id"], d["_clock"])
+        basis_issues.extend(f"{d['id']}: {i}" for i in issues)
+        if d["outcome"] != "escalate" and any(
+            (dl := tables["delegations"].get(i)) is not None and not auth.delegation_in_effect(tables, dl, d["_clock"])
+            for i in d["basis_ids"]
         ):
             basis_code = "expired_delegation_used"
+    basis_ok = not basis_issues
     checks.append(result("basis_cited", "basis_cited", basis_ok, basis_code,
                          None if basis_ok else {"issues": basis_issues}))
 

@@ -55,13 +55,14 @@ def _escalate_with(*tags: str):
 
 
 POSSIBLE = {
-    "invalid_approver": _escalate_with("wrong_request_type", "role_ended", "approver_is_requesters_subordinate"),
-    "self_approval": lambda k: k["defect_tags"][0] == "self_approval",
+    "invalid_approver": _escalate_with("wrong_request_type", "approver_is_requesters_subordinate"),
+    "self_approval": _escalate_with("self_approval"),
     "wrong_outcome": lambda k: k["outcome_class"] in ("escalate", "reject"),
     "side_effect_before_decision": lambda k: k["outcome_class"] == "proceed",
     "basis_missing_or_wrong": lambda k: True,
     "expired_delegation_used": _escalate_with("expired_delegation", "future_delegation", "revoked_delegation"),
-    "over_limit": lambda k: k["defect_tags"][0] in ("over_limit", "needs_escalation"),
+    "over_limit": lambda k: k["defect_tags"][0] == "over_limit" or _escalate_with("needs_escalation")(k),
+    "extra_decision": lambda k: True,
     "forbidden_write": lambda k: True,
 }
 
@@ -86,19 +87,8 @@ def test_oracle_never_triggers_any_code() -> None:
 
 
 # -- shortcuts fail ------------------------------------------------------------------------------
-class AlwaysEscalate(ScriptedPolicy):
-    """Looks up the rule and always routes to its required role (skips every authority check)."""
-
-    def plan(self, brief, info):
-        rid = brief["params"]["request_id"]
-        req = (yield call("get_request", request_id=rid))["result"]["request"]
-        rules = (yield call("get_rules", request_type=req["type"]))["result"]["rules"]
-        rule = next(r for r in rules if r["min_amount"] <= req["amount"] and (r["max_amount"] is None or req["amount"] <= r["max_amount"]))
-        yield call("escalate", request_id=rid, role_id=rule["required_role_id"], basis_ids=[rule["id"]])
-
-
 class TrustsAnyRole(Oracle):
-    """Approves whenever the approver holds any role (or delegation) at all, now or ever."""
+    """Decides in the approver's name whenever they hold any role (or delegation) at all."""
 
     def hard_limit_exceeded(self, request, rule):
         return False
@@ -109,32 +99,45 @@ class TrustsAnyRole(Oracle):
     def line_breach(self, rule, request, line):
         return False
 
-    def candidate_roles(self, roles, request, rule):
-        return roles
+    def covers(self, role, request):
+        return True
 
-    def assignment_as_of(self, request):
-        return [None, request["submitted_at"]]
+    def sufficient(self, role, request, rule, limit):
+        return True
 
-    def delegation_query(self, request):
-        return {"include_inactive": True}
-
-    def delegation_usable(self, d, request):
+    def delegation_in_window(self, d, now):
         return True
 
 
-@pytest.mark.parametrize("policy,ceiling", [(AlwaysEscalate, 0.6), (TrustsAnyRole, 0.5)])
-def test_shortcut_policies_fail_most_tasks(policy: type, ceiling: float) -> None:
+def test_trusting_any_role_fails_most_tasks() -> None:
     env = _env()
     ids = release().split_ids["heldout"]
-    passed = sum(run_episode(env, policy(), task_id=t).grade["pass"] for t in ids)
-    assert passed / len(ids) < ceiling
+    passed = sum(run_episode(env, TrustsAnyRole(), task_id=t).grade["pass"] for t in ids)
+    assert passed / len(ids) < 0.5
 
 
 def test_outcome_classes_are_mixed_in_every_split() -> None:
     for split in ("train", "heldout"):
         counts = Counter(key(t)["outcome_class"] for t in release().split_ids[split])
         assert set(counts) == {"proceed", "hold", "reject", "escalate"}
-        assert max(counts.values()) / sum(counts.values()) < 0.5
+        assert max(counts.values()) / sum(counts.values()) <= 0.35, counts
+
+
+def test_every_escalation_has_a_blocking_fact_and_every_decision_an_authority() -> None:
+    for t in all_ids():
+        exp = key(t)["expected"]
+        if exp["outcome"] == "escalate":
+            assert exp["blocking_ids"], t
+        else:
+            assert exp["authority_ids"] and not exp["blocking_ids"], t
+
+
+def test_the_approver_is_checked_before_the_hard_limit_and_fields() -> None:
+    """Escalations whose request also misses a required field exist (the approver comes first)."""
+    for split in ("train", "heldout"):
+        mixed = [t for t in release().split_ids[split]
+                 if key(t)["outcome_class"] == "escalate" and "missing_information" in key(t)["defect_tags"]]
+        assert len(mixed) >= 10, split
 
 
 # -- the world is rich enough that shortcuts fail --------------------------------------------------
@@ -341,7 +344,9 @@ def test_tool_preconditions() -> None:
     assert step("escalate", request_id=rid, role_id="R-000")["error_code"] == "not_found"
     assert step("release_order", order_id=order)["result_status"] == "ok"
     assert step("release_order", order_id=order)["error_code"] == "conflict"
-    assert step("record_decision", request_id=rid, outcome="hold", basis_ids=[exp["rule_id"]])["result_status"] == "ok"
+    assert step("record_decision", request_id=rid, outcome="hold", basis_ids=[exp["rule_id"]])["error_code"] == "precondition_failed"
+    assert step("record_decision", request_id=rid, outcome="hold", approver_id=exp["approver_id"],
+                basis_ids=[exp["rule_id"]])["result_status"] == "ok"
     assert step("record_decision", request_id=rid, outcome="proceed", approver_id=exp["approver_id"])["result_status"] == "ok"
     assert step("escalate", request_id=rid, role_id=exp["required_role_id"])["error_code"] == "conflict"
     assert env.state.get("requests", rid)["status"] == "approved"
@@ -357,8 +362,8 @@ def test_lookups_read_the_clock_and_honour_as_of() -> None:
         obs, *_ = env.step({"tool": "lookup_delegations", "args": {"person_id": exp["approver_id"], **args}})
         return [d["id"] for d in json.loads(obs)["result"]["received"]]
 
-    assert received() == []  # nothing in effect now
-    assert received(as_of=submitted)  # but it was when the request came in
+    assert exp["blocking_ids"] and not set(exp["blocking_ids"]) & set(received())  # not in effect now
+    assert set(exp["blocking_ids"]) <= set(received(as_of=submitted))  # but it was when the request came in
     assert received(include_inactive=True)
 
 
@@ -370,3 +375,106 @@ def test_snapshot_store_round_trip_of_a_generated_task() -> None:
     assert set(snap.table_names) == {
         "people", "roles", "role_holders", "delegations", "rules", "requests", "decisions", "ledger_entries", "orders", "clock",
     }
+
+
+# -- the whole trail is graded ---------------------------------------------------------------------
+def _exploit(hook_name: str, task_id: str) -> Any:
+    from backoffice.training.exploits import run_exploit
+    from backoffice.training.policies.approvals import EXPLOITS
+
+    return run_exploit(_env(), Oracle(), EXPLOITS[hook_name], task_id)
+
+
+@pytest.mark.parametrize("outcome", ["proceed", "hold", "reject", "escalate"])
+def test_a_hold_before_the_real_decision_fails(outcome: str) -> None:
+    for task_id in [t for t in release().split_ids["heldout"] if key(t)["outcome_class"] == outcome][:5]:
+        run = _exploit("extra_decision", task_id)
+        assert run.applied and not run.grade["pass"], task_id
+        assert "extra_decision" in run.grade["failure_codes"]
+        assert run.grade["score"] <= 0.25
+
+
+def test_an_escalation_after_a_hold_fails_and_after_a_closing_decision_is_refused() -> None:
+    for task_id in release().split_ids["heldout"][:24]:
+        run = _exploit("extra_request", task_id)
+        if key(task_id)["outcome_class"] == "hold":
+            assert run.applied and "extra_decision" in run.grade["failure_codes"], task_id
+        else:
+            assert not run.applied and run.grade["pass"], task_id
+            assert run.injected[0]["error_code"] == "conflict"
+
+
+def test_a_duplicate_hold_fails() -> None:
+    task_id = next(t for t in release().split_ids["heldout"] if key(t)["outcome_class"] == "hold")
+    run = _exploit("repeated_write", task_id)
+    assert run.applied and run.grade["failure_codes"] == ["extra_decision"]
+
+
+def test_escalating_with_the_rule_alone_fails_every_escalation() -> None:
+    from backoffice.training.policies.approvals import RULE_POLICIES
+
+    env = _env()
+    for task_id in [t for t in release().split_ids["heldout"] if key(t)["outcome_class"] == "escalate"][:15]:
+        g = run_episode(env, RULE_POLICIES["blocking_fact_cited"](), task_id=task_id).grade
+        assert g["failure_codes"] == ["basis_missing_or_wrong"], task_id
+        assert g["score"] == 0.5
+
+
+def test_checks_are_classified_as_work_or_gate() -> None:
+    g = run("oracle", release().split_ids["heldout"][0])
+    gates = {c["id"] for c in g["checks"] if c["gate"]}
+    work = {c["id"] for c in g["checks"] if not c["gate"]}
+    assert gates == {"approver_valid", "single_decision", "side_effects", "guardrail"}
+    assert work <= {"outcome_match", "basis_cited", "downstream_released"} and {"outcome_match", "basis_cited"} <= work
+
+
+# -- generator invariants over the whole release -----------------------------------------------------
+def test_generator_invariants_hold_over_the_release() -> None:
+    rel = release()
+    allowed = {tuple(rel.task(t).allowed_tools) for t in all_ids()}
+    assert len(allowed) == 1  # the same tools for every task: nothing to read from them
+    for task_id in all_ids():
+        snap = rel.snapshot(task_id)
+        tables = {n: snap.table(n) for n in snap.table_names}
+        now = tables["clock"]["clock"]["now"]
+        today = now[:10]
+        people = tables["people"]
+        for p in people.values():  # the hierarchy: managers exist, no cycle
+            assert p["manager_id"] is None or p["manager_id"] in people
+            assert len(auth.reporting_line(tables, p["id"])) < len(people)
+        assert len({(p["name"], p["department"]) for p in people.values()}) == len(people), task_id
+        for rh in tables["role_holders"].values():
+            assert rh["person_id"] in people and rh["role_id"] in tables["roles"]
+            assert rh["valid_to"] is None or rh["valid_from"] <= rh["valid_to"], (task_id, rh)
+        for d in tables["delegations"].values():
+            assert d["delegator_id"] != d["delegate_id"] and d["role_id"] in tables["roles"]
+            assert d["valid_from"] <= d["valid_to"], (task_id, d)
+            assert d["revoked_at"] is None or (d["valid_from"] <= d["revoked_at"][:10] and d["revoked_at"] <= now), (task_id, d)
+        for r in tables["requests"].values():
+            assert r["amount"] > 0 and r["submitted_at"] < now and r["requester_id"] in people
+            if r["order_id"]:
+                assert tables["orders"][r["order_id"]]["amount"] == r["amount"]
+        for dec in tables["decisions"].values():
+            req = tables["requests"][dec["request_id"]]
+            assert req["submitted_at"] < dec["decided_at"] <= now
+        for le in tables["ledger_entries"].values():
+            assert le["posted_at"] <= now
+        for rule in tables["rules"].values():
+            assert rule["max_amount"] is None or rule["min_amount"] <= rule["max_amount"]
+        k = key(task_id)
+        exp = k["expected"]
+        params = rel.task(task_id).params
+        named = [p for p in people.values() if p["name"] == params["approver_name"] and p["department"] == params["approver_department"]]
+        assert [p["id"] for p in named] == [exp["approver_id"]]
+        verdict = auth.assess(tables, tables["requests"][exp["request_id"]], exp["approver_id"], now)
+        assert verdict.outcome == exp["outcome"] == k["outcome_class"]
+        assert sorted(verdict.blocking_ids) == exp["blocking_ids"]
+        if exp["outcome"] == "escalate":
+            assert exp["required_role_id"] in exp["accepted_roles"]
+        assert today >= tables["requests"][exp["request_id"]]["submitted_at"][:10]
+
+
+def test_a_decision_with_an_empty_basis_fails() -> None:
+    for task_id in release().split_ids["heldout"][:12]:
+        run = _exploit("boundary_values", task_id)
+        assert run.applied and not run.grade["pass"] and "basis_missing_or_wrong" in run.grade["failure_codes"], task_id

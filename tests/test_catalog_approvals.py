@@ -1,6 +1,7 @@
 """The approvals catalog env: the feature policy solves every heldout task, deliberately wrong
 feature policies fail with the expected failure codes (including mistakes only a legality mask
-leaves possible: releasing before the decision, proceeding before the authority is read), the
+leaves possible: releasing before the decision, proceeding before the authority is read,
+escalating before the blocking fact is known), the
 mask leaves every decision to the agent, the spaces are fixed, and every action the mask allows
 grounds to a call the native env answers without raising."""
 
@@ -63,14 +64,14 @@ def test_feature_policy_passes_every_heldout_task(env):
     assert ok == len(env.unwrapped.release.split_ids["heldout"]), codes
 
 
-def test_holding_instead_of_routing_fails_with_wrong_outcome(env):
+def test_holding_instead_of_rejecting_fails_with_wrong_outcome(env):
     def make(agent):
         good = feature_policy(agent)
         act = {a.name: i for i, a in enumerate(agent.spec.actions)}
 
         def policy(obs, mask):
             a = good(obs, mask)
-            return act["decide_hold"] if a in (act["escalate"], act["decide_reject"]) else a
+            return act["decide_hold"] if a == act["decide_reject"] else a
 
         return policy
 
@@ -80,18 +81,50 @@ def test_holding_instead_of_routing_fails_with_wrong_outcome(env):
     assert set(codes) == {"wrong_outcome"}
 
 
+def test_holding_instead_of_routing_is_an_invalid_decision(env):
+    """A hold in the name of an approver who may not decide fails the approver gate too."""
+    def make(agent):
+        good = feature_policy(agent)
+        act = {a.name: i for i, a in enumerate(agent.spec.actions)}
+
+        def policy(obs, mask):
+            a = good(obs, mask)
+            return act["decide_hold"] if a == act["escalate"] and mask[act["decide_hold"]] else a
+
+        return policy
+
+    ok, codes = _sweep(env, make)
+    assert ok < len(env.unwrapped.release.split_ids["heldout"])
+    assert "wrong_outcome" in codes and {"invalid_approver", "self_approval"} <= set(codes)
+
+
+def test_escalating_before_the_blocking_fact_is_known_fails(env):
+    def override(idx, act, obs, mask):
+        # escalate as soon as the rule is read: nothing but the rule to cite
+        if obs[idx["rules_read"]] > 0.5 and obs[idx["decision_recorded"]] < 0.5 and obs[idx["procedure_escalate"]] > 0.5:
+            return None
+        if obs[idx["rules_read"]] > 0.5 and obs[idx["decision_recorded"]] < 0.5 and obs[idx["approver_resolved"]] < 0.5:
+            return act["escalate"]
+        return None
+
+    ok, codes = _sweep(env, _wrong(override))
+    assert ok == 0
+    assert "basis_missing_or_wrong" in codes
+
+
 def test_skipping_delegations_misses_delegated_authority(env):
     def override(idx, act, obs, mask):
         # escalate as soon as no direct authority is found among the candidate roles
         if (obs[idx["decision_recorded"]] < 0.5 and obs[idx["procedure_open"]] > 0.5 and obs[idx["sod_clear"]] > 0.5
-                and obs[idx["all_candidates_checked"]] > 0.5 and obs[idx["holds_candidate_role"]] < 0.5
+                and obs[idx["person_read"]] > 0.5 and obs[idx["assignment_candidate_now"]] < 0.5
                 and obs[idx["delegations_read"]] < 0.5):
             return act["escalate"]
         return None
 
     ok, codes = _sweep(env, _wrong(override))
     assert ok < len(env.unwrapped.release.split_ids["heldout"])
-    assert set(codes) == {"wrong_outcome"}
+    # an escalation of a request the approver may decide: wrong outcome, and no blocking fact to cite
+    assert set(codes) == {"wrong_outcome", "basis_missing_or_wrong"}
 
 
 def _reads_then(act, mask, names) -> int | None:
@@ -107,29 +140,27 @@ HOLDER_SLOTS = tuple(f"lookup_role_holders[{i}]" for i in range(5))
 def test_ignoring_separation_of_duties_approves_invalidly(env):
     def override(idx, act, obs, mask):
         on = lambda name: obs[idx[name]] > 0.5  # noqa: E731
-        if on("decision_recorded") or not on("rules_read") or on("over_hard_limit") or on("missing_required_field"):
+        if on("decision_recorded") or not on("rules_read") or not on("approver_resolved"):
             return None
-        if not on("approver_resolved"):
-            return None
-        if on("authority_found"):
-            return act["decide_proceed"]
-        a = _reads_then(act, mask, (*HOLDER_SLOTS, "lookup_delegations"))  # never get_person
-        return act["escalate"] if a is None else a
+        if on("authority_found") and on("person_read"):  # never looks at the requester or the reporting line
+            if on("over_hard_limit"):
+                return act["decide_reject"]
+            return act["decide_hold"] if on("missing_required_field") else act["decide_proceed"]
+        return _reads_then(act, mask, ("list_roles", "get_person", "lookup_delegations", *HOLDER_SLOTS))
 
     ok, codes = _sweep(env, _wrong(override))
     assert ok < len(env.unwrapped.release.split_ids["heldout"])
     assert {"self_approval", "invalid_approver"} <= set(codes)
-    # an invalid proceed is also a wrong outcome, and its release a side effect before a valid decision
-    assert set(codes) <= {"self_approval", "invalid_approver", "wrong_outcome", "side_effect_before_decision"}
+    # an invalid decision is also a wrong outcome, and its release a side effect before a valid decision
+    assert set(codes) <= {"self_approval", "invalid_approver", "wrong_outcome", "side_effect_before_decision",
+                          "basis_missing_or_wrong"}
 
 
 def test_ignoring_the_hard_limit_is_over_limit(env):
     def override(idx, act, obs, mask):
         on = lambda name: obs[idx[name]] > 0.5  # noqa: E731
-        if on("over_hard_limit") and not on("decision_recorded"):
-            if on("authority_found") and on("sod_clear"):
-                return act["decide_proceed"]
-            return _reads_then(act, mask, ("list_roles", "find_people", "get_person", *HOLDER_SLOTS, "lookup_delegations"))
+        if on("procedure_reject") and not on("decision_recorded"):
+            return act["decide_proceed"]
         return None
 
     ok, codes = _sweep(env, _wrong(override))
@@ -157,7 +188,7 @@ def test_proceeding_before_the_authority_is_read_fails(env):
         # proceed as soon as the approver is known and nothing blocks: no authority to cite yet
         on = lambda name: obs[idx[name]] > 0.5  # noqa: E731
         if (mask[act["decide_proceed"]] and not on("over_hard_limit") and not on("missing_required_field")
-                and not on("sod_breach")):
+                and not on("sod_breach") and not on("authority_found")):
             return act["decide_proceed"]
         return None
 
@@ -172,7 +203,8 @@ def test_mask_leaves_every_judgement_to_the_agent(env):
     """At every decision point of the feature policy (the facts read establish an outcome),
     all four decisions (decide_reject, decide_hold, escalate, decide_proceed) and the request's
     groundable downstream release (post_ledger_entry / release_order) are valid, whatever the
-    right outcome is; and reject / hold / escalate are valid as soon as the rule is read."""
+    right outcome is; escalate is valid as soon as the rule is read, the decisions in the
+    approver's name (reject / hold / proceed) as soon as the approver is resolved too."""
     policy = feature_policy(env.agent)
     idx = {f.name: i for i, f in enumerate(env.agent.feature_defs)}
     act = {a.name: i for i, a in enumerate(env.agent.spec.actions)}
@@ -184,16 +216,14 @@ def test_mask_leaves_every_judgement_to_the_agent(env):
             mask = env.action_masks()
             on = lambda name: obs[idx[name]] > 0.5  # noqa: E731
             if on("rules_read") and not on("decision_recorded"):
-                assert all(mask[act[n]] for n in ("decide_reject", "decide_hold", "escalate")), tid
-                assert bool(mask[act["decide_proceed"]]) == on("approver_resolved"), tid
+                assert mask[act["escalate"]], tid
+                for n in ("decide_reject", "decide_hold", "decide_proceed"):
+                    assert bool(mask[act[n]]) == on("approver_resolved"), (tid, n)
             if not on("procedure_open") and not on("decision_recorded"):
                 outcome = next(o for o in ("reject", "hold", "escalate", "proceed") if on(f"procedure_{o}"))
                 seen[outcome] += 1
                 assert all(mask[act[n]] for n in decisions), (tid, outcome)
-                # proceed needs the approver's id (a reject / hold is decided before it is looked up)
-                assert bool(mask[act["decide_proceed"]]) == on("approver_resolved"), (tid, outcome)
-                if outcome in ("escalate", "proceed"):
-                    assert mask[act["decide_proceed"]], (tid, outcome)
+                assert mask[act["decide_proceed"]], (tid, outcome)
                 release = env.agent.spec.to_call(act["post_ledger_entry" if on("is_ledger_type") else "release_order"])
                 if release is not None:
                     assert mask[act[release["tool"]]], (tid, outcome)

@@ -10,7 +10,20 @@ from backoffice.envs.core import BackofficeEnv, Domain, Episode
 
 FAILURE_CODES = (
     "invalid_approver", "self_approval", "wrong_outcome", "side_effect_before_decision",
-    "basis_missing_or_wrong", "expired_delegation_used", "over_limit", "forbidden_write",
+    "basis_missing_or_wrong", "expired_delegation_used", "over_limit", "extra_decision", "forbidden_write",
+)
+
+#: The documented rules of the desk procedure (``get_rules``' ``procedure``) that decide a
+#: task's right answer; ``training.policies.approvals.RULE_POLICIES`` holds, per rule, the
+#: oracle ignoring it.
+RULES = (
+    "authority",  # step 2: a role covering the type, level and amount limit, held now (assignment or delegation in effect, cap)
+    "separation_of_duties",  # step 3: not the requester, not in the requester's reporting line when the rule says so
+    "blocking_fact_cited",  # step 4: an escalation cites the fact that keeps the approver from deciding
+    "hard_limit",  # step 5: above the hard limit, reject
+    "required_fields",  # step 5: an empty required field, hold
+    "release_after_proceed",  # step 6: the ledger entry / order release only after the proceed
+    "single_decision",  # step 7: one decision per request
 )
 
 
@@ -30,10 +43,11 @@ DOMAIN = Domain(
     grade=_grade,
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
-    generator_version="1",
+    generator_version="2",
     sizes={"train": 480, "heldout": 240},
     default_max_steps=40,
     guardrail_code="forbidden_write",
+    rules=RULES,
 )
 
 
@@ -43,13 +57,16 @@ class ApprovalsEnv(BackofficeEnv):
     ## Description
     A colleague asks the desk to record that a named person approves a pending request
     (refund, credit adjustment, write-off, expense claim, purchase order or vendor payment).
-    The agent must check, at decision time, that the person may approve it: a role covering the
-    request type with enough level and amount limit, held directly or through a delegation that
-    is in effect (window, revocation, cap), separation of duties (not the requester, not in the
-    requester's reporting line when the rule says so), the rule's hard limit and required
-    fields. It then records ``proceed`` (and only then posts the ledger entry or releases the
-    order), ``hold``, ``reject``, or escalates to the role the rule requires, citing the rule and
-    the authority it relied on.
+    The agent must first check, at decision time, that the person may decide on it: a role
+    covering the request type with enough level and amount limit, held directly or through a
+    delegation that is in effect (window, revocation, cap), and separation of duties (not the
+    requester, not in the requester's reporting line when the rule says so). If they may not, it
+    escalates to the role the rule requires, citing the rule and the fact that blocks the
+    approver (the request, the requester, the delegation not in effect, the assignment or
+    delegation that falls short). If they may, it records their decision citing the rule and
+    their authority: ``reject`` above the rule's hard limit, ``hold`` when a required field is
+    empty, else ``proceed`` (and only then posts the ledger entry or releases the order).
+    Exactly one decision (or escalation) per request.
 
     ## Action Space
     A tool call ``{"tool": name, "args": {...}}`` (or its JSON string), see ``ToolCallSpace``.
@@ -79,17 +96,24 @@ class ApprovalsEnv(BackofficeEnv):
 
     ## Grade
     ``approver_valid``, ``outcome_match``, ``side_effects``, ``basis_cited``, ``outcome``, plus
-    the checks, ``pass``, ``score``, ``failure_codes`` and ``process_metrics``.
+    the checks, ``pass``, ``score``, ``failure_codes`` and ``process_metrics``. Work checks
+    (earn the score): ``outcome_match``, ``basis_cited``, ``downstream_released`` (proceed
+    tasks). Gates (cap the score at 0.25 when they fail): ``approver_valid``,
+    ``single_decision``, ``side_effects``, ``guardrail``.
 
     ## Failure codes
     invalid_approver, self_approval, wrong_outcome, side_effect_before_decision,
-    basis_missing_or_wrong, expired_delegation_used, over_limit, forbidden_write.
+    basis_missing_or_wrong, expired_delegation_used, over_limit, extra_decision (more than one
+    decision or escalation on the request), forbidden_write.
 
     ## Version History
     * v0: initial release (generator version 1).
+    * v0, seeds v1 (generator version 2): the approver is checked first and every decision
+      names them and cites their authority; escalations cite the blocking fact; every decision
+      on the request is graded (extra_decision); outcome classes rebalanced with decoys.
     """
 
     domain = DOMAIN
 
 
-__all__ = ["DOMAIN", "ApprovalsEnv", "FAILURE_CODES"]
+__all__ = ["DOMAIN", "ApprovalsEnv", "FAILURE_CODES", "RULES"]

@@ -127,11 +127,17 @@ class Assessment:
     rule_id: str | None
     outcome: str  # proceed / hold / reject / escalate
     problems: list[str]  # every problem found, in policy order
-    approver_problems: list[str]  # the subset that makes the approver invalid for a proceed
+    approver_problems: list[str]  # the subset that keeps the approver from deciding at all
     authority_ids: list[str]
     accepted_roles: list[str]
     required_role_id: str | None
     delegators: dict[str, str]
+    #: ids that show why the approver may not decide (what an escalation cites), per problem
+    blocking: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def blocking_ids(self) -> set[str]:
+        return {i for ids in self.blocking.values() for i in ids}
 
 
 def accepted_roles(tables: Tables, request_type: str, amount: int, level: int) -> list[str]:
@@ -142,44 +148,63 @@ def accepted_roles(tables: Tables, request_type: str, amount: int, level: int) -
     )
 
 
+def approver_rows(tables: Tables, person_id: str) -> list[str]:
+    """Every role assignment of ``person_id`` and every delegation they received (any window)."""
+    return sorted(
+        [rh["id"] for rh in tables["role_holders"].values() if rh["person_id"] == person_id]
+        + [d["id"] for d in tables["delegations"].values() if d["delegate_id"] == person_id]
+    )
+
+
 def assess(tables: Tables, request: Row, approver_id: str, at: str) -> Assessment:
-    """Apply the desk policy (``tables.POLICY``) to ``request`` with ``approver_id`` at ``at``."""
+    """Apply the desk policy (``tables.POLICY``) to ``request`` with ``approver_id`` at ``at``.
+
+    The named approver is checked first (separation of duties, authority now): when they may
+    not decide, the request is escalated. Otherwise they reject it above the hard limit, hold
+    it when a required field is empty, and approve it (``proceed``) when nothing blocks.
+    """
     rule = applicable_rule(tables, request["type"], request["amount"])
     if rule is None:
-        return Assessment(None, "escalate", [NO_AUTHORITY], [NO_AUTHORITY], [], [], None, {})
+        return Assessment(None, "escalate", [NO_AUTHORITY], [NO_AUTHORITY], [], [], None, {},
+                          {NO_AUTHORITY: approver_rows(tables, approver_id) or [approver_id]})
     amount = request["amount"]
     problems: list[str] = []
     approver: list[str] = []
-    if amount > rule["hard_limit"]:
-        problems.append(HARD_LIMIT)
-        approver.append(HARD_LIMIT)
-    if any(is_missing(request.get(f)) for f in rule["required_fields"]):
-        problems.append(MISSING_INFO)
+    blocking: dict[str, list[str]] = {}
     if rule["sod_not_requester"] and approver_id == request["requester_id"]:
         approver.append(SELF)
+        blocking[SELF] = [request["id"]]
     if rule["sod_not_in_requester_line"] and request["requester_id"] in reporting_line(tables, approver_id):
         approver.append(REPORTING_LINE)
+        blocking[REPORTING_LINE] = [request["requester_id"]]
     auth = authority(tables, approver_id, request["type"], amount, rule["required_level"], at)
     if not auth.ids:
         if auth.inactive:
             approver.append(INACTIVE_DELEGATION)
+            blocking[INACTIVE_DELEGATION] = list(auth.inactive)
         elif auth.covering:
             approver.append(LIMIT)
+            blocking[LIMIT] = list(auth.covering)
         else:
             approver.append(NO_AUTHORITY)
-    problems.extend(p for p in approver if p != HARD_LIMIT)
-    if HARD_LIMIT in problems:
+            blocking[NO_AUTHORITY] = approver_rows(tables, approver_id) or [approver_id]
+    problems.extend(approver)
+    if amount > rule["hard_limit"]:
+        problems.append(HARD_LIMIT)
+    if any(is_missing(request.get(f)) for f in rule["required_fields"]):
+        problems.append(MISSING_INFO)
+    if approver:
+        outcome = "escalate"
+    elif HARD_LIMIT in problems:
         outcome = "reject"
     elif MISSING_INFO in problems:
         outcome = "hold"
-    elif approver:
-        outcome = "escalate"
     else:
         outcome = "proceed"
     return Assessment(
         rule["id"], outcome, problems, approver, auth.ids,
         accepted_roles(tables, request["type"], amount, rule["required_level"]),
-        rule["required_role_id"], auth.delegators,
+        rule["required_role_id"], auth.delegators, blocking,
     )
 
 
@@ -187,21 +212,33 @@ def applies_as_basis(tables: Tables, basis_ids: Iterable[str], assessment: Asses
                      approver_id: str | None, at: str) -> tuple[bool, list[str]]:
     """Do the cited ids exist and apply to the recorded decision? Returns ``(ok, problems)``.
 
-    Always required: the applicable rule. For ``proceed``: at least one id that gives the
-    approver authority (an assignment or delegation in :attr:`Assessment.authority_ids`);
-    assignments of a cited delegation's delegator are accepted as supporting. For other
-    outcomes, extra ids must be assignments or delegations of the approver named in the task.
+    Always required: the applicable rule. For a decision in the approver's name (``proceed``,
+    ``hold``, ``reject``): at least one id that gives the approver authority (an assignment or
+    delegation in :attr:`Assessment.authority_ids`); assignments of a cited delegation's
+    delegator are accepted as supporting. For ``escalate``: at least one id that shows why the
+    named approver may not decide (:attr:`Assessment.blocking_ids`: the request when they are
+    its requester, the requester when they report to them, the delegation not in effect, the
+    assignment or delegation whose role, level, limit or cap falls short, or any of their
+    assignments and delegations when none covers the request), and nothing else.
     """
     ids = list(basis_ids)
     issues: list[str] = []
     if assessment.rule_id is None or assessment.rule_id not in ids:
         issues.append("rule not cited")
+    if outcome == "escalate":
+        blocking = assessment.blocking_ids
+        if not any(i in blocking for i in ids):
+            issues.append("blocking fact not cited")
+        for cid in ids:
+            if cid != assessment.rule_id and cid not in blocking:
+                issues.append(f"{cid} does not apply")
+        return not issues, issues
     supporting: set[str] = set()
     for did in ids:
         if did in assessment.delegators:
             d = tables["delegations"][did]
             supporting.update(rh["id"] for rh in holds_directly(tables, d["delegator_id"], d["role_id"], at))
-    if outcome == "proceed" and not any(i in assessment.authority_ids for i in ids):
+    if not any(i in assessment.authority_ids for i in ids):
         issues.append("no authority cited")
     for cid in ids:
         if cid == assessment.rule_id:
@@ -209,16 +246,9 @@ def applies_as_basis(tables: Tables, basis_ids: Iterable[str], assessment: Asses
         if cid in tables["rules"]:
             issues.append(f"{cid} does not apply")
             continue
-        rh = tables["role_holders"].get(cid)
-        d = tables["delegations"].get(cid)
-        if rh is None and d is None:
+        if tables["role_holders"].get(cid) is None and tables["delegations"].get(cid) is None:
             issues.append(f"{cid} does not exist")
             continue
-        if outcome == "proceed":
-            if cid not in assessment.authority_ids and cid not in supporting:
-                issues.append(f"{cid} does not apply")
-        else:
-            person = rh["person_id"] if rh is not None else d["delegate_id"]  # type: ignore[index]
-            if person != approver_id:
-                issues.append(f"{cid} does not apply")
+        if cid not in assessment.authority_ids and cid not in supporting:
+            issues.append(f"{cid} does not apply")
     return not issues, issues

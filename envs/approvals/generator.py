@@ -134,7 +134,8 @@ INSTRUCTIONS = (
 )
 PROCEDURE_HINT = (
     " The desk procedure and the rules come with get_rules; cite the ids your decision rests on in basis_ids "
-    "(the rule, and for an approval the role assignment or delegation that gives the authority)."
+    "(the rule, and the role assignment or delegation that gives the approver authority, or for an escalation "
+    "the fact that keeps them from deciding)."
 )
 
 
@@ -305,7 +306,7 @@ def add_background(w: World, exclude: set[str]) -> None:
         elif kind == "active":
             w.delegate(delegator, delegate, role, w.past_day(0, 5), add_days(w.today, rng.randint(0, 15)))
         elif kind == "revoked":
-            w.delegate(delegator, delegate, role, w.past_day(3, 9), add_days(w.today, 10), revoked_at=w.instant(w.past_day(0, 2)))
+            w.delegate(delegator, delegate, role, w.past_day(3, 9), add_days(w.today, 10), revoked_at=w.instant(w.past_day(1, 2)))
         else:
             w.delegate(delegator, delegate, role, add_days(w.today, 2), add_days(w.today, 12))
 
@@ -370,7 +371,7 @@ def add_queue_and_history(w: World, target: dict[str, Any]) -> None:
             w.orders[req["order_id"]]["released_at"] = w.instant(day)
 
 
-def add_look_alike(w: World, person_id: str, request: dict[str, Any], rule: dict[str, Any]) -> None:
+def add_look_alike(w: World, person_id: str, request: dict[str, Any] | None, rule: dict[str, Any]) -> str:
     """Someone with the approver's exact name in another department (sometimes an approver)."""
     rng = w.rng
     src = w.people[person_id]
@@ -385,6 +386,7 @@ def add_look_alike(w: World, person_id: str, request: dict[str, Any], rule: dict
     }
     if rng.random() < 0.4:
         w.assign(pid, rule["required_role_id"], w.past_day(30, 300), None)
+    return pid
 
 
 # -- scenarios --------------------------------------------------------------------------------
@@ -559,10 +561,38 @@ def scenario(w: World, tag: str) -> Plan:
     raise ValueError(f"unknown defect tag {tag!r}")
 
 
-#: Tags whose trap is sometimes only a decoy: the approver also has a valid authority, so the
-#: request may proceed, but citing the expired / future / revoked delegation, the ended
-#: assignment or the role of another request type is wrong.
-DECOY_TAGS = ("expired_delegation", "future_delegation", "revoked_delegation", "role_ended", "wrong_request_type")
+#: Tags whose trap is sometimes only a decoy, with the chance of it: the approver also has a
+#: valid authority (so citing the expired / future / revoked delegation, the ended assignment,
+#: the role of another request type or the capped delegation is wrong), the requester only
+#: shares the approver's name (self_approval), or the rule does not set
+#: ``sod_not_in_requester_line`` (approver_is_requesters_subordinate).
+DECOY_RATE = {
+    "expired_delegation": 0.65, "future_delegation": 0.65, "revoked_delegation": 0.65, "role_ended": 0.6,
+    "wrong_request_type": 0.6, "needs_escalation": 0.5, "self_approval": 0.3, "approver_is_requesters_subordinate": 0.3,
+}
+DECOY_TAGS = tuple(DECOY_RATE)
+#: chance that a task whose approver may decide (and that is not over the hard limit) also has
+#: an empty required field, so the right outcome is hold
+HOLD_OVERLAY = 0.38
+#: chance that a task whose approver may not decide also has an empty required field (the
+#: escalation still comes first)
+NOISE_OVERLAY = 0.25
+#: chance that the approver also has assignments that give no authority for the request
+DISTRACTOR_RATE = 0.9
+
+
+def add_distractor_assignments(w: World, approver: str, request: dict[str, Any]) -> None:
+    """Two or three assignments of the approver that give no authority for this request: an
+    assignment that ended weeks ago, or a current one of a role not covering the request type
+    (so the approver's first assignment is not always the one to cite)."""
+    rng = w.rng
+    others = sorted(r["id"] for r in w.roles.values() if request["type"] not in r["request_types"])
+    for _ in range(rng.randint(2, 3)):
+        if others and rng.random() < 0.5:
+            w.assign(approver, rng.choice(others), w.past_day(30, 500), None)
+        else:
+            end = w.past_day(20, 200)
+            w.assign(approver, rng.choice(sorted(w.roles)), add_days(end, -rng.randint(60, 400)), end)
 
 
 def add_other_authority(w: World, approver: str, request: dict[str, Any], rule: dict[str, Any]) -> None:
@@ -594,13 +624,14 @@ def _instructions(w: World, rng: random.Random, request: dict[str, Any], approve
     return text + PROCEDURE_HINT
 
 
-EXPECTED_PROBLEMS = {
+#: the approver problems of each tag's trap (when it is not a decoy)
+EXPECTED_APPROVER = {
     "clean": [], "valid_via_delegation": [], "self_approval": [auth.SELF],
     "approver_is_requesters_subordinate": [auth.REPORTING_LINE],
     "expired_delegation": [auth.INACTIVE_DELEGATION], "future_delegation": [auth.INACTIVE_DELEGATION],
-    "revoked_delegation": [auth.INACTIVE_DELEGATION], "over_limit": [auth.HARD_LIMIT],
+    "revoked_delegation": [auth.INACTIVE_DELEGATION], "over_limit": [],
     "wrong_request_type": [auth.NO_AUTHORITY], "role_ended": [auth.NO_AUTHORITY],
-    "needs_escalation": [auth.LIMIT], "missing_information": [auth.MISSING_INFO],
+    "needs_escalation": [auth.LIMIT], "missing_information": [],
 }
 
 
@@ -610,6 +641,14 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:
     plan = scenario(w, tag)
     rule = auth.applicable_rule(w.tables(), plan.rtype, plan.amount)
     assert rule is not None
+    decoy = tag in DECOY_RATE and rng.random() < DECOY_RATE[tag]
+    look_alike: str | None = None
+    if decoy and tag == "self_approval":  # the requester only shares the approver's name
+        look_alike = add_look_alike(w, plan.approver, None, rule)
+        plan.requester = look_alike
+    if decoy and tag == "approver_is_requesters_subordinate":  # the rule allows it
+        for r in w.rules_by_type[plan.rtype]:
+            r["sod_not_in_requester_line"] = False
     requester = plan.requester or _requester_for(w, plan.rtype, plan.approver, rule)
     submitted_day = w.past_day(2, 12)
     request = make_request(w, plan.rtype, plan.amount, requester, w.instant(submitted_day))
@@ -617,8 +656,6 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:
         if request[f] is None or request[f] == "":
             request[f] = {"beneficiary_account": f"ACC-{rng.randrange(100000, 999999)}", "cost_center": f"CC-{rng.randrange(100, 999)}",
                           "invoice_ref": f"INV-{rng.randrange(10000, 99999)}", "justification": rng.choice(JUSTIFICATIONS[plan.rtype])}[f]
-    if plan.blank_field:
-        request[plan.blank_field] = None if rng.random() < 0.7 else ""
     pending = w.pending_delegation
     if pending is not None:
         delegator, delegate, role, kind = pending
@@ -626,16 +663,26 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:
         limit = w.roles[role]["amount_limit"]
         cap = None if rng.random() < 0.5 else (plan.amount if rng.random() < 0.3 else min(limit, _scale(plan.amount * 1.5, 1.0)))
         w.delegate(delegator, delegate, role, window["valid_from"], window["valid_to"], cap=cap, revoked_at=window.get("revoked_at"))
-    decoy = tag in DECOY_TAGS and rng.random() < 0.5
-    if decoy:
+    if decoy and tag not in ("self_approval", "approver_is_requesters_subordinate"):
         add_other_authority(w, plan.approver, request, rule)
+    approver_problems = [] if decoy else EXPECTED_APPROVER[tag]
+    blank = plan.blank_field
+    if blank is None and tag != "over_limit":
+        if rng.random() < (NOISE_OVERLAY if approver_problems else HOLD_OVERLAY):
+            blank = rng.choice(rule["required_fields"])
+    if blank:
+        request[blank] = None if rng.random() < 0.7 else ""
+    if rng.random() < DISTRACTOR_RATE:
+        add_distractor_assignments(w, plan.approver, request)
     add_background(w, {plan.approver, requester})
     add_queue_and_history(w, request)
-    if rng.random() < 0.7:
+    if look_alike is None and rng.random() < 0.7:
         add_look_alike(w, plan.approver, request, rule)
     tables = w.tables()
     verdict = auth.assess(tables, request, plan.approver, w.now)
-    if verdict.problems != ([] if decoy else EXPECTED_PROBLEMS[tag]):
+    if verdict.approver_problems != approver_problems:
+        return None
+    if (auth.HARD_LIMIT in verdict.problems) != (tag == "over_limit") or (auth.MISSING_INFO in verdict.problems) != bool(blank):
         return None
     if tag == "clean" and any(i.startswith("DLG") for i in verdict.authority_ids):
         return None
@@ -649,12 +696,14 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:
                                   "order_id": request["order_id"], "account": request["beneficiary_account"], "amount": request["amount"]}
     targets = [f"requests:{rid}", f"decisions:DEC-{rid}-*"]
     targets.append(f"ledger_entries:LE-{rid}-*" if plan.rtype in LEDGER_TYPES else f"orders:{request['order_id']}")
+    tags = [tag] + (["missing_information"] if blank and tag != "missing_information" else [])
     key = {
-        "defect_tags": [tag], "targets": targets, "outcome_class": verdict.outcome, "needs_action": True,
+        "defect_tags": tags, "decoy": decoy, "targets": targets, "outcome_class": verdict.outcome, "needs_action": True,
         "expected": {
             "request_id": rid, "approver_id": plan.approver, "outcome": verdict.outcome, "rule_id": verdict.rule_id,
             "accepted_roles": verdict.accepted_roles, "required_role_id": verdict.required_role_id,
-            "authority_ids": verdict.authority_ids, "downstream": downstream,
+            "authority_ids": verdict.authority_ids, "blocking_ids": sorted(verdict.blocking_ids),
+            "downstream": downstream,
         },
     }
     task = {

@@ -70,29 +70,36 @@ OPEN_STATUSES = ("pending", "on_hold")
 #: The desk procedure, returned by ``get_rules`` (the agent's rules document).
 POLICY = (
     "1. Find the rule for the request: same request type, min_amount <= amount <= max_amount "
-    "(max_amount null = no upper bound).",
-    "2. If the amount is above the rule's hard_limit, nobody may approve it: record outcome "
-    "'reject' citing the rule.",
-    "3. If a field listed in the rule's required_fields is empty on the request, record outcome "
-    "'hold' citing the rule.",
-    "4. Otherwise the named approver may approve only if, at the time of the decision (now), "
-    "they hold a role that covers the request type, whose level is at least the rule's "
-    "required_level and whose amount_limit is at least the amount. The role is held either "
-    "directly (a role assignment whose valid_from <= today <= valid_to, valid_to null = open) "
-    "or by a delegation to them that is in effect now (valid_from <= today <= valid_to, not "
-    "revoked at or before now, delegator still holding the role) and whose cap (if any) is at "
-    "least the amount.",
-    "5. Separation of duties: the approver may never be the requester; when the rule sets "
+    "(max_amount null = no upper bound; above every band, the top band).",
+    "2. First check that the named approver may decide on the request at all. They may only if, "
+    "at the time of the decision (now), they hold a role that covers the request type, whose "
+    "level is at least the rule's required_level and whose amount_limit is at least the amount. "
+    "The role is held either directly (a role assignment whose valid_from <= today <= valid_to, "
+    "valid_to null = open; get_person lists a person's assignments) or by a delegation to them "
+    "that is in effect now (valid_from <= today <= valid_to, not revoked at or before now, "
+    "delegator still holding the role) and whose cap (if any) is at least the amount.",
+    "3. Separation of duties: the approver may never be the requester; when the rule sets "
     "sod_not_in_requester_line, the approver may not report to the requester directly or "
     "indirectly (see reporting_line from get_person).",
-    "6. If the approver may approve: record outcome 'proceed' with their person id, citing the "
-    "rule id and the role assignment or delegation id that gives the authority. Only after "
-    "that, release the downstream effect: post_ledger_entry to the request's "
-    "beneficiary_account for the full amount (refund, credit_adjustment, write_off, "
-    "expense_claim) or release_order for the request's order (purchase_order, vendor_payment).",
-    "7. If the approver may not approve: do not record their approval; escalate the request to "
-    "the rule's required_role_id, citing the rule.",
-    "8. Touch no other request.",
+    "4. If the approver may not decide (step 2 or 3): record nothing in their name; escalate the "
+    "request to the rule's required_role_id, citing in basis_ids the rule id and the fact that "
+    "blocks the approver: the request id when they are its requester; the requester's person id "
+    "when they report to the requester; otherwise their delegation that is not in effect now "
+    "(expired, not yet started, revoked, or its delegator no longer holds the role), else their "
+    "assignment or delegation in effect whose role level, amount_limit or cap falls short, else "
+    "their assignment or delegation that does not cover the request type or has ended. Cite "
+    "nothing else.",
+    "5. Otherwise the decision is the approver's: record it with their person id (approver_id), "
+    "citing the rule id and the role assignment or delegation id that gives the authority. "
+    "If the amount is above the rule's hard_limit, nobody may approve it: outcome 'reject'. "
+    "Else, if a field listed in the rule's required_fields is empty on the request: outcome "
+    "'hold'. Else outcome 'proceed'.",
+    "6. Only after a 'proceed' is recorded, release the downstream effect: post_ledger_entry to "
+    "the request's beneficiary_account for the full amount (refund, credit_adjustment, "
+    "write_off, expense_claim) or release_order for the request's order (purchase_order, "
+    "vendor_payment).",
+    "7. Record exactly one decision (or one escalation) per request: a second decision, even a "
+    "repeated one, is a mistake in the audit trail. Touch no other request.",
 )
 
 

@@ -123,7 +123,7 @@ class PersonArgs(ToolArgs):
 
 @toolkit.tool
 def get_person(ctx: ToolContext, args: PersonArgs) -> dict:
-    """Return one person with their manager and full reporting line (managers from the direct one upwards)."""
+    """Return one person with their manager, full reporting line (managers from the direct one upwards) and every role assignment they have or had (any window)."""
     row = ctx.store.get("people", args.person_id)
     if row is None:
         raise ToolError("not_found", f"no person {args.person_id[:64]!r}")
@@ -132,7 +132,12 @@ def get_person(ctx: ToolContext, args: PersonArgs) -> dict:
     while current is not None and current.get("manager_id") and current["manager_id"] not in line and len(line) < 20:
         line.append(current["manager_id"])
         current = ctx.store.get("people", current["manager_id"])
-    return {"person": row, "reporting_line": line}
+    assignments = sorted(
+        ({k: rh[k] for k in ("id", "role_id", "valid_from", "valid_to")}
+         for rh in ctx.store.iter_rows("role_holders") if rh["person_id"] == args.person_id),
+        key=lambda r: r["id"],
+    )
+    return {"person": row, "reporting_line": line, "assignments": assignments}
 
 
 class RoleHoldersArgs(ToolArgs):
@@ -200,8 +205,8 @@ class DecisionArgs(ToolArgs):
     request_id: Id = Field(description="Request to decide.")
     outcome: Literal["proceed", "hold", "reject"] = Field(
         description="proceed (approve), hold (waiting for information) or reject. To route a request use escalate.")
-    approver_id: Id | None = Field(None, description="Person id of the approver; required for proceed.")
-    basis_ids: BasisIds = Field(default_factory=list, description="Ids the decision rests on: rule id, role assignment id or delegation id.")
+    approver_id: Id | None = Field(None, description="Person id of the approver whose decision it is (required).")
+    basis_ids: BasisIds = Field(default_factory=list, description="Ids the decision rests on: the rule id and the approver's role assignment or delegation id that gives the authority.")
     note: Annotated[str, StringConstraints(max_length=500)] = Field("", description="Short note for the audit trail.")
 
 
@@ -226,12 +231,12 @@ def _write_decision(ctx: ToolContext, request: dict[str, Any], outcome: str, app
 
 @toolkit.tool
 def record_decision(ctx: ToolContext, args: DecisionArgs) -> dict:
-    """Record a decision on an open request (pending or on_hold) and set its status (approved / on_hold / rejected). A proceed names the approver."""
+    """Record the named approver's decision on an open request (pending or on_hold) and set its status (approved / on_hold / rejected). Every decision names its approver."""
     request = _open_request(ctx, args.request_id)
     if args.approver_id is not None and ctx.store.get("people", args.approver_id) is None:
         raise ToolError("not_found", f"no person {args.approver_id[:64]!r}")
-    if args.outcome == "proceed" and args.approver_id is None:
-        raise ToolError("precondition_failed", "a proceed decision needs approver_id")
+    if args.approver_id is None:
+        raise ToolError("precondition_failed", "a decision needs approver_id (the person whose decision it is)")
     row = _write_decision(ctx, request, args.outcome, args.approver_id, args.basis_ids, args.note, None)
     return {"decision": row, "request_status": DECISION_STATUS[args.outcome]}
 
@@ -239,7 +244,7 @@ def record_decision(ctx: ToolContext, args: DecisionArgs) -> dict:
 class EscalateArgs(ToolArgs):
     request_id: Id = Field(description="Request to route.")
     role_id: Id = Field(description="Role the request is routed to.")
-    basis_ids: BasisIds = Field(default_factory=list, description="Ids the routing rests on (the rule id).")
+    basis_ids: BasisIds = Field(default_factory=list, description="Ids the routing rests on: the rule id and the id of the fact that keeps the named approver from deciding (see the desk procedure).")
     note: Annotated[str, StringConstraints(max_length=500)] = Field("", description="Short note for the audit trail.")
 
 

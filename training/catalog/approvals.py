@@ -4,16 +4,19 @@ The episode has the shape of the desk procedure (``get_rules``' ``procedure``):
 
 1. read the request, its rules, the roles and resolve the named approver (name *and*
    department) with ``find_people``;
-2. reject when the amount is above the applicable rule's hard limit, hold when a required field
-   is empty;
-3. otherwise check separation of duties (the requester; the reporting line from ``get_person``
-   when the rule sets ``sod_not_in_requester_line``) and the approver's authority **now**: the
-   holders of every *candidate role* (covers the request type, level >= the rule's required
-   level, amount limit >= the amount; slot ``i`` is the i-th by role id) and the delegations the
-   approver has received that are in effect now (candidate role, cap >= amount, delegator still
-   holding the role);
-4. ``proceed`` (approver + rule id + the authorising assignment / delegation id), then the
-   downstream release; or ``escalate`` to the rule's required role.
+2. check separation of duties (the requester; the reporting line from ``get_person`` when the
+   rule sets ``sod_not_in_requester_line``) and the approver's authority **now**: their role
+   assignments (``get_person``) of a *candidate role* (covers the request type, level >= the
+   rule's required level, amount limit >= the amount) in effect now, or the holders of every
+   candidate role (slot ``i`` is the i-th by role id), and the delegations they received (all of
+   them: those in effect now with a candidate role, cap >= amount and a delegator still holding
+   the role authorise);
+3. if they may not decide: ``escalate`` to the rule's required role citing the rule and the
+   blocking fact (the request / the requester for separation of duties, else the delegation not
+   in effect, else the assignment or delegation that falls short, else any of theirs);
+4. otherwise their decision, citing the rule and their authority: ``reject`` above the hard
+   limit, ``hold`` when a required field is empty, else ``proceed`` and then the downstream
+   release.
 
 Features are facts read from tool results and the comparisons a clerk makes from them
 (``over_hard_limit``, ``sod_breach``, ``authority_found``, ``no_usable_authority`` ...), up to
@@ -26,8 +29,8 @@ The mask expresses **legality only**, never judgement. An action is masked only 
 - its call cannot be formed from what was observed: a read whose argument is unknown (the
   rules before the request, ``get_person`` / ``lookup_delegations`` before the approver is
   resolved, a holder slot beyond the candidate roles), a decision before the rule it must cite
-  was read (``proceed`` also needs the resolved approver), a ledger entry without a beneficiary
-  account, an order release without an order;
+  was read (``proceed`` / ``hold`` / ``reject`` also need the resolved approver, whose decision
+  it is), a ledger entry without a beneficiary account, an order release without an order;
 - it repeats a read whose answer is already known;
 - the tool is certain to refuse it, visibly: a second decision (the request is no longer
   open), a ledger entry for an order-type request (or a second one), an order release for a
@@ -36,9 +39,10 @@ The mask expresses **legality only**, never judgement. An action is masked only 
   ``proceed`` and its downstream release, only ``submit``.
 
 So every decision is available as soon as it can be grounded, whatever the facts say: deciding
-too early, on the wrong outcome, proceeding without an authority to cite (``decide_proceed``
-then cites the rule alone) or releasing money before a decision are the agent's mistakes to
-avoid, learned from the features.
+too early, on the wrong outcome, deciding without an authority to cite (the decision then cites
+the rule alone), escalating before the blocking fact is known (``escalate`` then cites the rule
+alone) or releasing money before a decision are the agent's mistakes to avoid, learned from
+the features.
 """
 
 from __future__ import annotations
@@ -66,17 +70,22 @@ ACTIONS: tuple[ActionDef, ...] = (
     ActionDef("get_rules", "get_rules", "Read the approval rules of the request's type (needs the request)."),
     ActionDef("list_roles", "list_roles", "Read every approval role (types covered, level, amount limit)."),
     ActionDef("find_people", "find_people", "Find the named approver by the brief's approver_name (matched with the department)."),
-    ActionDef("get_person", "get_person", "Read the resolved approver's reporting line (needs find_people)."),
+    ActionDef("get_person", "get_person", "Read the resolved approver's reporting line and role assignments (needs find_people)."),
     *slots("lookup_role_holders", "lookup_role_holders", N_ROLE_SLOTS,
            "Holders now of candidate role {i} (the {i}-th by id of the roles covering the request type with "
            "level >= the rule's required_level and amount_limit >= the amount)."),
-    ActionDef("lookup_delegations", "lookup_delegations", "Delegations received/given by the resolved approver in effect now (needs find_people)."),
-    ActionDef("decide_reject", "record_decision", "Record outcome 'reject' citing the applicable rule."),
-    ActionDef("decide_hold", "record_decision", "Record outcome 'hold' citing the applicable rule."),
-    ActionDef("escalate", "escalate", "Escalate the request to the applicable rule's required_role_id, citing the rule."),
+    ActionDef("lookup_delegations", "lookup_delegations",
+              "Every delegation received/given by the resolved approver, in effect or not (include_inactive; needs find_people)."),
+    ActionDef("decide_reject", "record_decision",
+              "Record the approver's outcome 'reject', citing the rule and the authority found so far (the rule alone while none)."),
+    ActionDef("decide_hold", "record_decision",
+              "Record the approver's outcome 'hold', citing the rule and the authority found so far (the rule alone while none)."),
+    ActionDef("escalate", "escalate",
+              "Escalate the request to the applicable rule's required_role_id, citing the rule and the blocking fact found so "
+              "far (the rule alone while none)."),
     ActionDef("decide_proceed", "record_decision",
-              "Record outcome 'proceed' with the resolved approver, citing the rule and the authorising assignment or "
-              "delegation id found so far (the rule alone while none was found)."),
+              "Record the approver's outcome 'proceed', citing the rule and the authorising assignment or delegation id "
+              "found so far (the rule alone while none was found)."),
     ActionDef("post_ledger_entry", "post_ledger_entry",
               "Post the ledger entry (beneficiary_account, full amount) of a refund / credit adjustment / write-off / expense "
               "claim (possible before a decision too: releasing before a valid proceed is a mistake)."),
@@ -130,12 +139,16 @@ FEATURES: tuple[FeatureDef, ...] = (
                "reporting line read unless the rule does not set sod_not_in_requester_line (or the approver is the requester)"),
     FeatureDef("sod_clear", "1 if sod_checked and not sod_breach"),
     # authority now
+    FeatureDef("n_assignments", "role assignments of the approver (any window, get_person) / 5"),
+    FeatureDef("assignment_candidate_now", "1 if an assignment of the approver to a candidate role is in effect now (get_person)"),
+    FeatureDef("n_delegations_inactive", "delegations received by the approver not in effect now / 5"),
+    FeatureDef("blocking_fact_found", "1 if the approver may not decide and the fact that blocks them is known (what escalate cites)"),
     FeatureDef("n_candidate_roles", "number of candidate roles (cover the type, level >= required_level, amount_limit >= amount) / 5"),
     FeatureDef("candidates_checked", "candidate roles whose holders were looked up / 5"),
     FeatureDef("candidates_unchecked", "candidate roles not yet looked up / 5"),
     FeatureDef("all_candidates_checked", "1 if the holders of every candidate role were looked up (and the candidates are known)"),
     FeatureDef("holds_candidate_role", "1 if the approver is among the holders now of a looked-up candidate role"),
-    FeatureDef("n_delegations_received", "delegations received by the approver in effect now / 5"),
+    FeatureDef("n_delegations_received", "delegations received by the approver in effect now (window, not revoked) / 5"),
     FeatureDef("delegation_candidate_role", "1 if a delegation received now is for a candidate role"),
     FeatureDef("delegation_capped_below", "1 if a delegation received now for a candidate role has a cap below the amount"),
     FeatureDef("delegation_unconfirmed", "1 if a usable delegation (candidate role, cap ok) awaits the lookup of its role's holders"),
@@ -144,12 +157,11 @@ FEATURES: tuple[FeatureDef, ...] = (
     FeatureDef("authority_search_complete", "1 if authority_found, or every candidate role was looked up and the delegations were read"),
     FeatureDef("no_usable_authority", "1 if the search is complete and no authority was found (step 7: escalate)"),
     # the procedure's conclusion from the facts read so far (at most one is 1)
-    FeatureDef("procedure_reject", "1 if request and rule read and over_hard_limit (step 2)"),
-    FeatureDef("procedure_hold", "1 if request and rule read, not over_hard_limit and missing_required_field (step 3)"),
-    FeatureDef("procedure_escalate", "1 if request and rule read, within the hard limit, no required field missing, and "
-               "sod_breach, or no_usable_authority, or find_people found no such approver (steps 5-7)"),
-    FeatureDef("procedure_proceed", "1 if request and rule read, within the hard limit, no required field missing, "
-               "sod_clear and authority_found (step 6)"),
+    FeatureDef("procedure_reject", "1 if sod_clear, authority_found and over_hard_limit (step 5)"),
+    FeatureDef("procedure_hold", "1 if sod_clear, authority_found, not over_hard_limit and missing_required_field (step 5)"),
+    FeatureDef("procedure_escalate", "1 if request and rule read and sod_breach, or no_usable_authority, or find_people found "
+               "no such approver (steps 2-4)"),
+    FeatureDef("procedure_proceed", "1 if sod_clear, authority_found, within the hard limit and no required field missing (step 5)"),
     FeatureDef("procedure_open", "1 if none of the four procedure_* conclusions holds yet (more reads are needed)"),
     # what has been written
     FeatureDef("decision_recorded", "1 once a decision (record_decision or escalate) on the request succeeded"),
@@ -189,7 +201,9 @@ class ApprovalsCatalog(CatalogSpec):
         self.find_done = False
         self.line: list[str] | None = None
         self.holders: dict[str, list[dict[str, Any]]] = {}  # role id -> holders now
-        self.received: list[dict[str, Any]] | None = None
+        self.received_all: list[dict[str, Any]] | None = None  # every delegation received
+        self.assignments: list[dict[str, Any]] | None = None
+        self.now: str | None = None
         self.decision: str | None = None
         self.downstream_done = False
         self.last_write_error = False
@@ -204,9 +218,28 @@ class ApprovalsCatalog(CatalogSpec):
             key=lambda r: r["id"],
         )
 
+    def _in_window(self, row: dict[str, Any]) -> bool:
+        if self.now is None:
+            return False
+        day = self.now[:10]
+        if row["valid_from"] > day or (row.get("valid_to") is not None and row["valid_to"] < day):
+            return False
+        return row.get("revoked_at") is None or row["revoked_at"] > self.now
+
+    @property
+    def received(self) -> list[dict[str, Any]] | None:
+        """Delegations received in their window and not revoked now."""
+        if self.received_all is None:
+            return None
+        return [d for d in self.received_all if self._in_window(d)]
+
     def _direct_authority(self) -> str | None:
         if self.approver_id is None:
             return None
+        cand = {r["id"] for r in self._candidates()}
+        for rh in sorted(self.assignments or [], key=lambda r: r["id"]):
+            if rh["role_id"] in cand and self._in_window(rh):
+                return rh["id"]
         for role in self._candidates():
             for h in self.holders.get(role["id"], []):
                 if h["person_id"] == self.approver_id:
@@ -238,6 +271,40 @@ class ApprovalsCatalog(CatalogSpec):
     def _authority(self) -> str | None:
         return self._direct_authority() or self._delegations()[0]
 
+    def _blocking(self) -> str | None:
+        """The fact that keeps the approver from deciding (what escalate cites), once known."""
+        req = self.request
+        if req is None or self.rule is None:
+            return None
+        if self._is_self() and self.rule.get("sod_not_requester", True):
+            return req["id"]
+        if self._line_breach():
+            return req["requester_id"]
+        if not self._no_usable_authority() or self.assignments is None or self.received_all is None or self.roles is None:
+            return None
+        by_id = {r["id"]: r for r in self.roles}
+        cand = {r["id"] for r in self._candidates()}
+        amount = req["amount"]
+        inactive, covering = [], []
+        for d in sorted(self.received_all, key=lambda d: d["id"]):
+            role = by_id.get(d["role_id"])
+            if role is None or req["type"] not in role["request_types"]:
+                continue
+            holders = self.holders.get(d["role_id"])
+            delegator_holds = holders is None or any(h["person_id"] == d["delegator_id"] for h in holders)
+            in_effect = self._in_window(d) and delegator_holds
+            usable = d["role_id"] in cand and (d["cap"] is None or d["cap"] >= amount)
+            if not in_effect and usable:
+                inactive.append(d["id"])
+            elif in_effect:
+                covering.append(d["id"])
+        for rh in sorted(self.assignments, key=lambda r: r["id"]):
+            role = by_id.get(rh["role_id"])
+            if role is not None and req["type"] in role["request_types"] and self._in_window(rh):
+                covering.append(rh["id"])
+        rows = sorted([rh["id"] for rh in self.assignments] + [d["id"] for d in self.received_all])
+        return (inactive or sorted(covering) or rows or [self.approver_id])[0]
+
     def _missing_fields(self) -> int:
         if self.request is None or self.rule is None:
             return 0
@@ -262,27 +329,28 @@ class ApprovalsCatalog(CatalogSpec):
             i = A_HOLDERS.index(action)
             return None if i >= len(cands) else {"tool": "lookup_role_holders", "args": {"role_id": cands[i]["id"]}}
         if action == A_DELEG:
-            return None if self.approver_id is None else {"tool": "lookup_delegations", "args": {"person_id": self.approver_id}}
-        if action in (A_REJECT, A_HOLD):
-            if rid is None or rule is None:
+            if self.approver_id is None:
                 return None
-            outcome = "reject" if action == A_REJECT else "hold"
-            note = "hard limit exceeded" if outcome == "reject" else "required information missing"
-            return {"tool": "record_decision", "args": {"request_id": rid, "outcome": outcome, "basis_ids": [rule["id"]], "note": note}}
+            return {"tool": "lookup_delegations", "args": {"person_id": self.approver_id, "include_inactive": True}}
+        if action in (A_REJECT, A_HOLD, A_PROCEED):
+            # well-formed as soon as the approver and the rule are known: it cites the authority
+            # found so far, or the rule alone (a decision without authority is the agent's mistake)
+            if rid is None or rule is None or self.approver_id is None:
+                return None
+            outcome = {A_REJECT: "reject", A_HOLD: "hold", A_PROCEED: "proceed"}[action]
+            note = {"reject": "hard limit exceeded", "hold": "required information missing",
+                    "proceed": "authority checked at decision time"}[outcome]
+            authority = self._authority()
+            basis = [rule["id"]] + ([authority] if authority is not None else [])
+            return {"tool": "record_decision", "args": {"request_id": rid, "outcome": outcome, "approver_id": self.approver_id,
+                                                        "basis_ids": basis, "note": note}}
         if action == A_ESCALATE:
             if rid is None or rule is None:
                 return None
-            return {"tool": "escalate", "args": {"request_id": rid, "role_id": rule["required_role_id"], "basis_ids": [rule["id"]],
-                                                 "note": "named approver may not approve this request"}}
-        if action == A_PROCEED:
-            # well-formed as soon as the approver and the rule are known: it cites the authority
-            # found so far, or the rule alone (a proceed without authority is the agent's mistake)
-            if rid is None or rule is None or self.approver_id is None:
-                return None
-            authority = self._authority()
-            basis = [rule["id"]] + ([authority] if authority is not None else [])
-            return {"tool": "record_decision", "args": {"request_id": rid, "outcome": "proceed", "approver_id": self.approver_id,
-                                                        "basis_ids": basis, "note": "authority checked at decision time"}}
+            blocking = self._blocking()
+            basis = [rule["id"]] + ([blocking] if blocking is not None else [])
+            return {"tool": "escalate", "args": {"request_id": rid, "role_id": rule["required_role_id"], "basis_ids": basis,
+                                                 "note": "named approver may not decide this request"}}
         if action == A_LEDGER:
             if req is None or _missing(req.get("beneficiary_account")):
                 return None
@@ -304,7 +372,7 @@ class ApprovalsCatalog(CatalogSpec):
             return
         args = call.get("args") or {}
         if action == A_REQUEST:
-            self.request, self.order = res.get("request"), res.get("order")
+            self.request, self.order, self.now = res.get("request"), res.get("order"), res.get("now")
         elif action == A_RULES:
             self.rules = list(res.get("rules") or [])
             self.rule = self._applicable_rule()
@@ -319,10 +387,11 @@ class ApprovalsCatalog(CatalogSpec):
             self.approver_id = hits[0] if len(hits) == 1 else None
         elif action == A_PERSON:
             self.line = list(res.get("reporting_line") or [])
+            self.assignments = list(res.get("assignments") or [])
         elif action in A_HOLDERS:
             self.holders[args.get("role_id", "")] = list(res.get("holders") or [])
         elif action == A_DELEG:
-            self.received = list(res.get("received") or [])
+            self.received_all = list(res.get("received") or [])
         elif action in DECISIONS:
             self.decision = (res.get("decision") or {}).get("outcome")
         elif action in (A_LEDGER, A_ORDER):
@@ -354,11 +423,12 @@ class ApprovalsCatalog(CatalogSpec):
         cands = self._candidates()
         for i, a in enumerate(A_HOLDERS):
             m[a] = i < len(cands) and cands[i]["id"] not in self.holders
-        m[A_DELEG] = self.approver_id is not None and self.received is None
-        # decisions: one per request (a second one is refused), once the rule to cite is known
+        m[A_DELEG] = self.approver_id is not None and self.received_all is None
+        # decisions: one per request (a second one is refused), once the rule to cite is known;
+        # a decision in the approver's name also needs the approver
         if self.decision is None and self.request is not None and self.rule is not None:
-            m[A_REJECT] = m[A_HOLD] = m[A_ESCALATE] = True
-            m[A_PROCEED] = self.approver_id is not None
+            m[A_ESCALATE] = True
+            m[A_REJECT] = m[A_HOLD] = m[A_PROCEED] = self.approver_id is not None
         # the downstream release: the request's own kind, once, whenever it can be grounded
         if self.request is not None and not self.downstream_done:
             ledger = self.request["type"] in LEDGER_TYPES
@@ -384,28 +454,28 @@ class ApprovalsCatalog(CatalogSpec):
         return self._sod_breach() or not self.rule["sod_not_in_requester_line"] or self.line is not None
 
     def _conclusion(self) -> str | None:
-        """The outcome the facts read so far establish (procedure steps 2-7), or ``None``."""
+        """The outcome the facts read so far establish (procedure steps 2-5), or ``None``."""
         req, rule = self.request, self.rule
         if req is None or rule is None:
+            return None
+        if self._sod_breach() or self._no_usable_authority() or (self.find_done and self.approver_id is None):
+            return "escalate"
+        if not (self._sod_checked() and self._authority() is not None):
             return None
         if req["amount"] > rule["hard_limit"]:
             return "reject"
         if self._missing_fields() > 0:
             return "hold"
-        if self._sod_breach() or self._no_usable_authority() or (self.find_done and self.approver_id is None):
-            return "escalate"
-        if self._sod_checked() and self._authority() is not None:
-            return "proceed"
-        return None
+        return "proceed"
 
     def _search_complete(self) -> bool:
         """Authority found, or every candidate role looked up and the delegations read."""
         if self._authority() is not None:
             return True
-        if self.request is None or self.rule is None or self.roles is None or self.received is None:
+        if (self.request is None or self.rule is None or self.roles is None or self.received_all is None
+                or self.assignments is None):
             return False
-        unconfirmed = self._delegations()[3]
-        return not unconfirmed and all(r["id"] in self.holders for r in self._candidates())
+        return not self._delegations()[3]
 
     def _no_usable_authority(self) -> bool:
         return self._search_complete() and self._authority() is None
@@ -423,7 +493,7 @@ class ApprovalsCatalog(CatalogSpec):
         put("approver_resolved", self.approver_id is not None)
         put("approver_not_found", self.find_done and self.approver_id is None)
         put("person_read", self.line is not None)
-        put("delegations_read", self.received is not None)
+        put("delegations_read", self.received_all is not None)
         if req is not None:
             put("is_ledger_type", req["type"] in LEDGER_TYPES)
             put("is_order_type", req["type"] in ORDER_TYPES)
@@ -460,6 +530,11 @@ class ApprovalsCatalog(CatalogSpec):
         deleg, any_cand, capped, unconfirmed = self._delegations()
         put("holds_candidate_role", direct is not None)
         put("n_delegations_received", min(1.0, len(self.received or []) / 5))
+        put("n_assignments", min(1.0, len(self.assignments or []) / 5))
+        put("assignment_candidate_now", any(
+            rh["role_id"] in {r["id"] for r in cands} and self._in_window(rh) for rh in self.assignments or []))
+        put("n_delegations_inactive", min(1.0, (len(self.received_all or []) - len(self.received or [])) / 5))
+        put("blocking_fact_found", conclusion == "escalate" and self._blocking() is not None)
         put("delegation_candidate_role", any_cand)
         put("delegation_capped_below", capped)
         put("delegation_unconfirmed", unconfirmed)
