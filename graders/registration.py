@@ -8,6 +8,23 @@ Grade fields (source 000): ``required_ok`` (every required record and link prese
 ``forbidden_writes``, ``patient_id`` (the record the registration ended on) and ``action``
 (``created`` / ``updated`` / ``referred`` / ``none``). The hand-over note is scored apart by
 :mod:`backoffice.graders.registration_judge`, never here.
+
+Checks are *work* (the task needs them done; the score is the share passed) or *gates*
+(prohibitions; holding one earns nothing, failing one caps the score):
+
+- work: ``required:<item>`` (patient, coverage, gp_link, contact:<role>, consent),
+  ``patient_fields`` (normalised compare: phone digits, name case, spaces), ``minor_guardian``
+  (minors only); on a referral task ``referral`` (the right reason) and ``referral_basis`` (the
+  cited patient ids are exactly the blocking records: the ambiguous candidates, the deceased
+  match, or the identifier's holder and the matching record).
+- gates: ``search_before_create``, ``no_duplicate`` (patients), ``coverage_valid``,
+  ``verified_fields``, ``right_patient``, ``no_duplicate_entries`` (the whole trail: a coverage,
+  contact, consent or GP link entered twice, or re-entered when already on file),
+  ``no_referral`` (non-referral tasks) and the generic guardrail.
+
+Failure codes: duplicate_created, search_skipped, missing_required, field_mismatch,
+invalid_coverage, guardian_missing, verified_overwritten, wrong_patient_updated, missed_referral,
+unnecessary_referral, wrong_referral_reason, wrong_referral_basis, duplicate_entry, forbidden_hit.
 """
 
 from __future__ import annotations
@@ -16,7 +33,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from backoffice.envs.core.domain import Episode
-from backoffice.envs.registration.tables import ADDRESS_FIELDS, FAILURE_CODES, GUARDRAIL_CODE, digits, fold, phone_key
+from backoffice.envs.registration.tables import (
+    ADDRESS_FIELDS, FAILURE_CODES, GUARDRAIL_CODE, REFER_CLASSES, digits, fold, phone_key,
+)
 from backoffice.graders.checks import result
 from backoffice.graders.grade import finalize, forbidden_writes
 
@@ -67,64 +86,110 @@ def _touched(ep: Episode) -> dict[str, list[str]]:
     return out
 
 
-def grade(ep: Episode) -> dict[str, Any]:
+def _duplicates(ep: Episode, pids: set[str]) -> list[str]:
+    """Entries the episode left twice on a patient it wrote to: the same coverage (payer and
+    member id), the same contact (role and name), two treatment consents for this form, two GP
+    links created. Rows on file before the episode count: re-adding one is a duplicate."""
+    state, form_id = ep.state, ep.key["intake_form_id"]
+    created = {t: set(ep.diff.get(t, {}).get("created", ())) for t in CHILD_TABLES}
+    out: list[str] = []
+    for pid in sorted(pids):
+        groups: dict[tuple, list[str]] = {}
+        for r in state.rows("coverages", patient_id=pid, status="active"):
+            groups.setdefault(("coverage", r["payer_id"], str(r["member_id"]).strip().upper()), []).append(r["id"])
+        for r in state.rows("contacts", patient_id=pid):
+            groups.setdefault(("contact", r["role"], fold(r["name"])), []).append(r["id"])
+        for r in state.rows("consents", patient_id=pid, intake_form_id=form_id):
+            groups.setdefault(("consent",), []).append(r["id"])
+        for r in state.rows("gp_links", patient_id=pid):
+            if r["id"] in created["gp_links"]:
+                groups.setdefault(("gp_link",), []).append(r["id"])
+        for ids in groups.values():
+            if len(ids) > 1:
+                out += [f"{pid}:{i}" for i in sorted(ids)]
+    return out
+
+
+def grade(ep: Episode) -> dict[str, Any]:  # noqa: C901 - one grade, check by check
     """Grade one registration episode (see the module docstring for the fields)."""
     key, state = ep.key, ep.state
     outcome = key["outcome_class"]
+    decision = key.get("decision") or ("refer" if outcome in REFER_CLASSES or outcome == "refer" else outcome)
     form_id = key["intake_form_id"]
     created = list(ep.diff.get("patients", {}).get("created", ()))
     referral_calls = _ok_calls(ep, "refer_to_human")
     referred = referral_calls[0]["args"]["reason"] if referral_calls else None
+    cited = sorted({str(b).strip() for b in referral_calls[0]["args"].get("basis") or ()}) if referral_calls else []
 
-    if outcome == "update":
+    if decision == "update":
         pid = key["patient_id"]
-    elif outcome == "create":
+    elif decision == "create":
         pid = created[0] if created else None
     else:
         pid = None
     patient = state.get("patients", pid) if pid else None
     checks = []
 
-    # R-SEARCH-FIRST: a search happened before the first create
+    # R-SEARCH-FIRST (gate): a search happened before the first create
     first_create = next((r["step"] for r in _ok_calls(ep, "create_patient")), None)
     first_search = next((r["step"] for r in _ok_calls(ep, "search_patients")), None)
     ok = first_create is None or (first_search is not None and first_search < first_create)
-    checks.append(result("search_before_create", "rule", ok, "search_skipped", None if ok else {"create_step": first_create}))
+    checks.append(result("search_before_create", "rule", ok, "search_skipped", None if ok else {"create_step": first_create}, gate=True))
 
-    # R-NO-DUPLICATE
-    allowed_new = 1 if outcome == "create" else 0
+    # R-NO-DUPLICATE (gate): no patient created beyond the one a new registration needs
+    allowed_new = 1 if decision == "create" else 0
     checks.append(result("no_duplicate", "rule", len(created) <= allowed_new, "duplicate_created",
-                         None if len(created) <= allowed_new else {"created": created}))
+                         None if len(created) <= allowed_new else {"created": created}, gate=True))
 
-    # required records and links: one check per required item, so partial work earns partial score
-    required: list[tuple[str, bool]] = []
-    if outcome != "refer":
-        required.append(("patient", patient is not None))
-        cov = key.get("coverage")
-        if cov:
-            required.append(("coverage", bool(pid) and bool(state.rows(
-                "coverages", lambda r: str(r["member_id"]).strip().upper() == cov["member_id"],
-                patient_id=pid, payer_id=cov["payer_id"], status="active"))))
-        if key.get("practice_id"):
-            required.append(("gp_link", bool(pid) and bool(state.rows("gp_links", patient_id=pid, practice_id=key["practice_id"], status="active"))))
-        for c in key.get("contacts", ()):
-            required.append((f"contact:{c['role']}", bool(pid) and bool(state.rows(
-                "contacts", lambda r, c=c: fold(r["name"]) == fold(c["name"]), patient_id=pid, role=c["role"]))))
-        guardians = {r["id"] for r in state.rows("contacts", patient_id=pid, role="guardian")} if pid else set()
-        required.append(("consent", bool(pid) and any(
-            r["given_by"] == key["consent_by"] and (r["given_by"] != "guardian" or r["contact_id"] in guardians)
-            for r in state.rows("consents", patient_id=pid, intake_form_id=form_id))))
-    for item, present in required or [("records", True)]:
-        checks.append(result(f"required:{item}", "required", present, "missing_required", None if present else {"missing": item}))
-    missing = [item for item, present in required if not present]
+    # required records and links, one check per item (partial work, partial score). An item
+    # already in place before the episode (an update's record, a coverage or contact on file) is
+    # a gate: it must still hold, but holding it is no work; every other item is work.
+    def view(table: str, start: bool) -> list[dict[str, Any]]:
+        return list(ep.snapshot.table(table).values()) if start else state.rows(table)
 
-    # the record's demographics
-    mismatched: list[str] = []
-    if outcome != "refer" and patient is not None:
-        mismatched = [f for f, v in sorted(key["expected_fields"].items()) if not _same(f, patient.get(f), v)]
-    checks.append(result("patient_fields", "fields", not mismatched, "field_mismatch", mismatched or None))
+    def present(item: str, start: bool) -> bool:
+        if not pid:
+            return False
+        if item == "patient":
+            return any(r["id"] == pid for r in view("patients", start))
+        if item == "coverage":
+            cov = key["coverage"]
+            return any(r["patient_id"] == pid and r["payer_id"] == cov["payer_id"] and r["status"] == "active"
+                       and str(r["member_id"]).strip().upper() == cov["member_id"] for r in view("coverages", start))
+        if item == "gp_link":
+            return any(r["patient_id"] == pid and r["practice_id"] == key["practice_id"] and r["status"] == "active"
+                       for r in view("gp_links", start))
+        if item.startswith("contact:"):
+            c = next(c for c in key["contacts"] if f"contact:{c['role']}" == item)
+            return any(r["patient_id"] == pid and r["role"] == c["role"] and fold(r["name"]) == fold(c["name"])
+                       for r in view("contacts", start))
+        guardians = {r["id"] for r in view("contacts", start) if r["patient_id"] == pid and r["role"] == "guardian"}
+        return any(r["patient_id"] == pid and r["intake_form_id"] == form_id and r["given_by"] == key["consent_by"]
+                   and (r["given_by"] != "guardian" or r["contact_id"] in guardians) for r in view("consents", start))
 
-    # R-COVERAGE-ID: every coverage written belongs, on the payer's roster, to its patient
+    missing: list[str] = []
+    if decision != "refer":
+        items = ["patient", *(["coverage"] if key.get("coverage") else []), *(["gp_link"] if key.get("practice_id") else []),
+                 *(f"contact:{c['role']}" for c in key.get("contacts", ())), "consent"]
+        for item in items:
+            ok = present(item, False)
+            if not ok:
+                missing.append(item)
+            checks.append(result(f"required:{item}", "required", ok, "missing_required", None if ok else {"missing": item},
+                                 gate=decision == "update" and present(item, True)))
+
+        # the record's demographics (normalised: phone digits, name case, spaces); a gate when
+        # the record was already right
+        def mismatched(row: Mapping[str, Any] | None) -> list[str]:
+            if row is None:
+                return ["record"]
+            return [f for f, v in sorted(key["expected_fields"].items()) if not _same(f, row.get(f), v)]
+
+        bad = mismatched(patient)
+        was_right = decision == "update" and not mismatched(ep.snapshot.table("patients").get(pid))
+        checks.append(result("patient_fields", "fields", not bad, "field_mismatch", bad or None, gate=was_right))
+
+    # R-COVERAGE-ID (gate): every coverage written belongs, on the payer's roster, to its patient
     bad_cov = []
     cdiff = ep.diff.get("coverages")
     for rid in ([*cdiff["created"], *cdiff["updated"]] if cdiff else []):
@@ -137,17 +202,18 @@ def grade(ep: Episode) -> dict[str, Any]:
         )
         if not on_roster:
             bad_cov.append(rid)
-    checks.append(result("coverage_valid", "rule", not bad_cov, "invalid_coverage", bad_cov or None))
+    checks.append(result("coverage_valid", "rule", not bad_cov, "invalid_coverage", bad_cov or None, gate=True))
 
-    # R-MINOR-GUARDIAN
-    ok = True
-    if key.get("minor") and outcome != "refer" and patient is not None:
-        guardians = {r["id"] for r in state.rows("contacts", patient_id=pid, role="guardian")}
-        consents = state.rows("consents", patient_id=pid, intake_form_id=form_id)
-        ok = bool(guardians) and bool(consents) and all(r["given_by"] == "guardian" and r["contact_id"] in guardians for r in consents)
-    checks.append(result("minor_guardian", "rule", ok, "guardian_missing", None if ok else {"patient_id": pid}))
+    # R-MINOR-GUARDIAN (work, minors only): a guardian contact gives the consent
+    if key.get("minor") and decision != "refer":
+        ok = patient is not None
+        if ok:
+            guardians = {r["id"] for r in state.rows("contacts", patient_id=pid, role="guardian")}
+            consents = state.rows("consents", patient_id=pid, intake_form_id=form_id)
+            ok = bool(guardians) and bool(consents) and all(r["given_by"] == "guardian" and r["contact_id"] in guardians for r in consents)
+        checks.append(result("minor_guardian", "rule", ok, "guardian_missing", None if ok else {"patient_id": pid}))
 
-    # R-VERIFIED-FIELD: a verified field changed only with evidence cited for it
+    # R-VERIFIED-FIELD (gate): a verified field changed only with evidence cited for it
     overwritten = []
     pdiff = ep.diff.get("patients")
     evidence = {r["id"]: r["field"] for r in ep.snapshot.table("evidence").values() if r["intake_form_id"] == form_id}
@@ -158,47 +224,53 @@ def grade(ep: Episode) -> dict[str, Any]:
             group = "address" if f in ADDRESS_FIELDS else f
             if group not in verified:
                 continue
-            backed = any(
+            backed = group == "address" and any(
                 r["args"].get("patient_id") == rid and r["args"].get(f) is not None
                 and any(evidence.get(e) == group for e in r["args"].get("evidence_ids") or ())
                 for r in _ok_calls(ep, "update_patient")
             )
             if not backed:
                 overwritten.append(f"{rid}.{f}")
-    checks.append(result("verified_fields", "rule", not overwritten, "verified_overwritten", overwritten or None))
+    checks.append(result("verified_fields", "rule", not overwritten, "verified_overwritten", overwritten or None, gate=True))
 
-    # no write on an existing record other than the form's person
+    # gate: no write on an existing record other than the form's person
     touched = _touched(ep)
-    wrong = sorted(p for p in touched if p != (key["patient_id"] if outcome == "update" else None))
+    wrong = sorted(p for p in touched if p != (key["patient_id"] if decision == "update" else None))
     checks.append(result("right_patient", "target", not wrong, "wrong_patient_updated",
-                         {"patients": wrong} if wrong else None))
+                         {"patients": wrong} if wrong else None, gate=True))
 
-    # referral: stopping was the right call (and for the right reason)
+    # gate: the whole trail: no coverage, contact, consent or GP link entered twice
+    dups = _duplicates(ep, set(touched) | set(created))
+    checks.append(result("no_duplicate_entries", "trail", not dups, "duplicate_entry", dups or None, gate=True))
+
+    # referral: on a referral task the referral and its basis are the work; elsewhere not
+    # referring is a gate (it holds when nothing is done)
     expected_reason = key.get("referral_reason")
-    if expected_reason and referred is None:
-        code = "missed_referral"
-    elif referred is not None and not expected_reason:
-        code = "unnecessary_referral"
-    elif referred is not None and referred != expected_reason:
-        code = "wrong_referral_reason"
+    if expected_reason:
+        code = "missed_referral" if referred is None else ("wrong_referral_reason" if referred != expected_reason else None)
+        checks.append(result("referral", "referral", code is None, code, None if code is None else {"referred": referred}))
+        basis_ok = referred is not None and cited == sorted(key.get("basis") or ())
+        checks.append(result("referral_basis", "referral", basis_ok, "wrong_referral_basis",
+                             None if basis_ok else {"cited": cited}))
     else:
-        code = None
-    checks.append(result("referral", "referral", code is None, code,
-                         None if code is None else {"expected": expected_reason, "referred": referred}))
+        code = "unnecessary_referral" if referred is not None else None
+        checks.append(result("no_referral", "referral", code is None, code, None if code is None else {"referred": referred}, gate=True))
 
     failed = {c["id"] for c in checks if not c["pass"]}
     violations = sorted(rule for check, rule in RULE_OF_CHECK.items() if check in failed)
-    if code == "missed_referral":
-        violations = sorted([*violations, "R-REFER-MATCH"])
+    if expected_reason and ("referral" in failed or "referral_basis" in failed):
+        violations = sorted({*violations, "R-IDENTITY-CONFLICT" if expected_reason == "identity_conflict" else "R-REFER-MATCH"})
+    if decision != "refer" and missing:
+        violations = sorted({*violations, "R-REGISTRATION-SET"})
     bad_writes = forbidden_writes(ep, key.get("targets", ()))
     action = "referred" if referred else ("created" if created else ("updated" if touched or ep.diff else "none"))
     fields = {
-        "required_ok": not missing,
+        "required_ok": decision == "refer" or not missing,
         "missing_records": missing,
         "forbidden_hit": bool(bad_writes),
         "forbidden_writes": bad_writes,
         "rule_violations": violations,
-        "referral_correct": code is None,
+        "referral_correct": "referral" not in failed and "referral_basis" not in failed and "no_referral" not in failed,
         "patient_id": pid,
         "action": action,
     }

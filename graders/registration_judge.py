@@ -20,6 +20,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from backoffice.envs.core.domain import Episode
@@ -159,6 +160,15 @@ def judge_episode(episode: Episode, judge: Judge | None = None) -> dict[str, Any
 DEFAULT_JUDGE = rubric_judge()
 
 
-def judge(episode: Episode) -> dict[str, Any] | None:
-    """The Domain's ``judge`` hook: the default rubric judge over the hand-over note."""
+def judge(episode: Episode, spec: str = "rubric") -> dict[str, Any] | None:
+    """The Domain's ``judge`` hook over the hand-over note: ``spec`` ``"rubric"`` (the default,
+    deterministic) or ``"model:<name>"`` (a :class:`ModelJudge` of that model; not run, so
+    ``None``, without an endpoint and key)."""
+    if spec.startswith("model:"):
+        return judge_episode(episode, _model_judge(spec.split(":", 1)[1]))
     return judge_episode(episode, DEFAULT_JUDGE)
+
+
+@lru_cache(maxsize=8)
+def _model_judge(model: str) -> ModelJudge:
+    return ModelJudge(model=model)

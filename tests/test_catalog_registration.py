@@ -66,7 +66,8 @@ def always_create(env: CatalogEnv) -> Policy:
 def never_refers(env: CatalogEnv) -> Policy:
     """Submits where the rule file says to hand the form over."""
     good = feature_policy(env.agent)
-    refer = {action("refer_to_human[ambiguous_match]"), action("refer_to_human[deceased_match]")}
+    refer = {action("refer_to_human[ambiguous_match]"), action("refer_to_human[deceased_match]"),
+             action("refer_to_human[identity_conflict]")}
     return lambda obs, mask: action("submit") if good(obs, mask) in refer else good(obs, mask)
 
 
@@ -136,7 +137,20 @@ def test_always_create_fails_with_duplicate_created():
 def test_never_refers_fails_with_missed_referral_only():
     passed, codes = outcomes(never_refers)
     assert passed < len(heldout_ids())
-    assert set(codes) == {("missed_referral",)}
+    assert set(codes) == {("missed_referral", "wrong_referral_basis")}
+
+
+def cites_no_conflict_holder(env: CatalogEnv) -> Policy:
+    """Refers an identity conflict as an ambiguous match (its basis leaves out the holder)."""
+    good = feature_policy(env.agent)
+    conflict, ambiguous = action("refer_to_human[identity_conflict]"), action("refer_to_human[ambiguous_match]")
+    return lambda obs, mask: ambiguous if good(obs, mask) == conflict else good(obs, mask)
+
+
+def test_referring_a_conflict_as_ambiguous_fails_reason_and_basis():
+    passed, codes = outcomes(cites_no_conflict_holder)
+    assert passed < len(heldout_ids())
+    assert set(codes) == {("wrong_referral_basis", "wrong_referral_reason")}
 
 
 def test_wrong_referral_reason_is_caught():
@@ -185,7 +199,8 @@ def test_mask_leaves_judgements_to_the_agent():
     address without evidence, adding the card's member id unchecked, consenting by the patient for
     a minor, repeating a write already made)."""
     env = catalog_env()
-    decisions = {"create_patient", "refer_to_human[ambiguous_match]", "refer_to_human[deceased_match]"}
+    decisions = {"create_patient", "refer_to_human[ambiguous_match]", "refer_to_human[deceased_match]",
+                 "refer_to_human[identity_conflict]"}
     reads = ("get_intake_form", "get_name_variants[given]", "get_name_variants[family]", "search_patients")
     seen_writes: Counter = Counter()
     for tid in heldout_ids()[:60]:
@@ -203,7 +218,8 @@ def test_mask_leaves_judgements_to_the_agent():
             env.step(action(f"get_patient[{i}]"))
             form, rec = spec.form, spec.rec
             writes = {"update_patient[phone]", "update_patient[address]", "record_consent[self]", "create_patient",
-                      "refer_to_human[ambiguous_match]", "refer_to_human[deceased_match]"}
+                      "refer_to_human[ambiguous_match]", "refer_to_human[deceased_match]",
+                      "refer_to_human[identity_conflict]"}
             if form["payer_id"]:
                 writes |= {"add_coverage[card]", "lookup_member"}
             if form["gp_practice_id"] and not any(g["practice_id"] == form["gp_practice_id"] and g["status"] == "active"
@@ -213,7 +229,8 @@ def test_mask_leaves_judgements_to_the_agent():
                 writes.add("add_contact[guardian]")
             if form["next_of_kin_name"]:
                 writes.add("add_contact[next_of_kin]")
-            if any(c["role"] == "guardian" for c in rec["contacts"]):
+            if any(c["role"] == "guardian" and c["name"].casefold() == form["guardian_name"].casefold()
+                   for c in rec["contacts"] if form["guardian_name"]):
                 writes.add("record_consent[guardian]")
             valid = names(env.action_masks())
             assert writes <= valid, (tid, writes - valid)

@@ -10,11 +10,12 @@ import pytest
 from backoffice.envs import get_domain, make_native
 from backoffice.envs.core.canonical import dumps
 from backoffice.envs.core.release import load_release
-from backoffice.envs.registration.generator import DEFECT_TAGS, generate
+from backoffice.envs.registration.generator import DEFECT_TAGS, MAX_HITS, OUTCOME_DRAWS, generate
 from backoffice.envs.registration.tables import (
-    age_on, given_equivalent, identifier_check_digit, identifier_valid, is_transposition, luhn_digit,
-    match_candidates, member_id_valid, names_agree, phone_key,
+    MINOR_AGE, age_on, decide, given_equivalent, identifier_check_digit, identifier_valid, is_transposition,
+    luhn_digit, match_candidates, member_id_valid, names_agree, phone_key, relationship_consistent,
 )
+from backoffice.envs.registration.tools import search_score
 from backoffice.graders.judge import Judge
 from backoffice.graders.registration_judge import ModelJudge, judge_episode, rubric_judge
 from backoffice.training.policies import get_policy
@@ -109,11 +110,7 @@ def test_match_candidates_rule() -> None:
 def test_generator_is_pure_and_outcome_follows_tag(tag: str) -> None:
     first, again = generate(1234, tag), generate(1234, tag)
     assert dumps(first.snapshot) == dumps(again.snapshot) and dumps(first.key) == dumps(again.key)
-    expected = {"ambiguous_match": "refer", "deceased_match": "refer", "new_patient": "create"}
-    if tag in expected:
-        assert first.key["outcome_class"] == expected[tag]
-    if tag in ("existing_patient_exact", "existing_patient_name_variant", "transposed_dob_digits", "conflicting_identifier"):
-        assert first.key["outcome_class"] == "update"
+    assert first.key["outcome_class"] in {o for o, _ in OUTCOME_DRAWS[tag]}
     assert first.key["defect_tags"][0] == tag and "submit" in first.task["allowed_tools"]
     assert {"notifications", "task_timers", "rules", "clock"} <= set(first.snapshot)
 
@@ -128,10 +125,11 @@ def test_release_forms_carry_the_trap_of_their_tag() -> None:
         if tag == "invalid_member_id":
             prefix = snap.table("payers")[form["payer_id"]]["member_prefix"]
             assert not member_id_valid(form["member_id"], prefix)
-        if tag == "transposed_dob_digits":
+        if tag == "transposed_dob_digits" and k["patient_id"]:
             assert is_transposition(form["dob"], snap.table("patients")[k["patient_id"]]["dob"])
-        if tag == "conflicting_identifier":
-            assert form["identifier"].replace(" ", "") != snap.table("patients")[k["patient_id"]]["identifier"]
+        if k["outcome_class"] == "refer_conflict":
+            holders = [p for p in snap.table("patients").values() if p["identifier"] == form["identifier"].replace(" ", "")]
+            assert len(holders) == 1 and holders[0]["id"] in k["basis"]
         if tag == "deceased_match":
             assert snap.table("patients")[k["candidates"][0]]["status"] == "deceased"
         if tag == "ambiguous_match":
@@ -200,7 +198,7 @@ def test_search_order_is_seeded_not_ranked() -> None:
     """The same search gives the same order every time; over the release the true record is
     often not first, so an agent must judge matches itself."""
     not_first = 0
-    for task_id in [t for t in all_ids() if key(t)["outcome_class"] == "update"][:60]:
+    for task_id in [t for t in all_ids() if key(t)["decision"] == "update"][:60]:
         e = _reset(task_id)
         form = _step(e, "get_intake_form", intake_form_id=key(task_id)["intake_form_id"])["result"]
         args = {"name": f"{form['given_name']} {form['family_name']}", "dob": form["dob"]}
@@ -237,14 +235,15 @@ def test_oracle_passes_with_clean_fields() -> None:
     for task_id, g in run_all("oracle").items():
         assert g["pass"], (task_id, g["failure_codes"])
         assert g["required_ok"] and not g["forbidden_hit"] and g["rule_violations"] == [] and g["referral_correct"]
-        assert g["action"] == {"create": "created", "update": "updated", "refer": "referred"}[key(task_id)["outcome_class"]] \
-            or (g["action"] == "updated" and key(task_id)["outcome_class"] == "update")
+        assert g["action"] == {"create": "created", "update": "updated", "refer": "referred"}[key(task_id)["decision"]] \
+            or (g["action"] == "none" and key(task_id)["decision"] == "update")
 
 
 def test_noop_fails_every_task() -> None:
     for task_id, g in run_all("noop").items():
         assert not g["pass"], task_id
-        assert g["required_ok"] == (key(task_id)["outcome_class"] == "refer")
+        assert g["required_ok"] == (key(task_id)["decision"] == "refer")
+        assert g["score"] == 0.0, (task_id, g["score"])
 
 
 def _all(k: dict[str, Any]) -> bool:
@@ -260,24 +259,26 @@ def _update(k: dict[str, Any]) -> bool:
 
 
 def _refer(k: dict[str, Any]) -> bool:
-    return k["outcome_class"] == "refer"
+    return k["decision"] == "refer"
 
 
 #: failure code -> (tasks where the mistake is possible, tasks where it must show, the only codes
 #: allowed where it is possible, or None when the mistake drags others along)
 EXPECTED = {
-    "duplicate_created": (lambda k: not k["outcome_class"] == "create", lambda k: not k["outcome_class"] == "create", None),
+    "duplicate_created": (lambda k: not k["decision"] == "create", lambda k: not k["decision"] == "create", None),
     "search_skipped": (_all, _all, None),
     "missing_required": (lambda k: any(t.startswith("gp_links:") for t in k["targets"]), lambda k: any(t.startswith("gp_links:") for t in k["targets"]), {"missing_required"}),
     "field_mismatch": (lambda k: _update(k) and f"patients:{k['patient_id']}" in k["targets"], lambda k: _update(k) and f"patients:{k['patient_id']}" in k["targets"], {"field_mismatch"}),
     "invalid_coverage": (lambda k: k["defect_tags"][0] == "invalid_member_id", lambda k: k["defect_tags"][0] == "invalid_member_id", {"invalid_coverage", "missing_required"}),
     "guardian_missing": (lambda k: k["minor"], lambda k: k["minor"], {"guardian_missing", "missing_required"}),
-    "verified_overwritten": (_update, lambda k: k["defect_tags"][0] in ("existing_patient_name_variant", "transposed_dob_digits"), None),
+    "verified_overwritten": (_update, lambda k: _update(k) and k["defect_tags"][0] in ("existing_patient_name_variant", "transposed_dob_digits"), None),
     "wrong_patient_updated": (_all, _none, None),
-    "missed_referral": (_refer, _refer, {"missed_referral"}),
+    "missed_referral": (_refer, _refer, {"missed_referral", "wrong_referral_basis"}),
     "unnecessary_referral": (lambda k: not _refer(k), _none, None),
     "wrong_referral_reason": (_refer, _refer, {"wrong_referral_reason"}),
-    "forbidden_hit": (lambda k: not _refer(k) and k["coverage"] is not None, lambda k: not _refer(k) and k["coverage"] is not None, {"forbidden_hit"}),
+    "wrong_referral_basis": (_refer, _refer, {"wrong_referral_basis"}),
+    "duplicate_entry": (lambda k: not _refer(k) and not k["minor"], lambda k: not _refer(k) and not k["minor"], {"duplicate_entry", "forbidden_hit"}),
+    "forbidden_hit": (lambda k: not _refer(k), lambda k: not _refer(k), {"forbidden_hit"}),
 }
 
 
@@ -310,12 +311,15 @@ def test_wrong_policy_commits_its_mistake(code: str) -> None:
 def test_rule_violations_name_rule_ids_of_the_rule_file() -> None:
     rel = release()
     seen = set()
-    for code in ("search_skipped", "duplicate_created", "invalid_coverage", "guardian_missing", "verified_overwritten", "missed_referral"):
+    for code in ("search_skipped", "duplicate_created", "invalid_coverage", "guardian_missing", "verified_overwritten",
+                 "missed_referral", "missing_required"):
         for task_id, g in run_all(f"wrong:{code}").items():
             rules = rel.snapshot(rel.task(task_id).snapshot_id).table("rules")
             assert all(r in rules for r in g["rule_violations"])
             seen.update(g["rule_violations"])
-    assert seen == {"R-SEARCH-FIRST", "R-NO-DUPLICATE", "R-COVERAGE-ID", "R-MINOR-GUARDIAN", "R-VERIFIED-FIELD", "R-REFER-MATCH"}
+    assert seen == {"R-SEARCH-FIRST", "R-NO-DUPLICATE", "R-COVERAGE-ID", "R-MINOR-GUARDIAN", "R-VERIFIED-FIELD", "R-REFER-MATCH",
+                    "R-IDENTITY-CONFLICT", "R-REGISTRATION-SET"}
+    assert seen == set(get_domain(DOMAIN).rules) <= set(rel.snapshot(rel.task(all_ids()[0]).snapshot_id).table("rules"))
 
 
 class DropsEvidence(Oracle):
@@ -332,7 +336,7 @@ def test_verified_address_needs_cited_evidence() -> None:
     tried = 0
     for task_id in all_ids():
         k = key(task_id)
-        if k["outcome_class"] != "update":
+        if k["decision"] != "update":
             continue
         snap = rel.snapshot(rel.task(task_id).snapshot_id)
         rec = snap.table("patients")[k["patient_id"]]
@@ -345,7 +349,7 @@ def test_verified_address_needs_cited_evidence() -> None:
 
 
 def test_writing_another_patients_record_is_a_forbidden_hit() -> None:
-    task_id = _first(lambda k: k["outcome_class"] == "update")
+    task_id = _first(lambda k: k["decision"] == "update")
     e = _reset(task_id)
     other = next(p["id"] for p in e.state.rows("patients", status="active") if p["id"] != key(task_id)["patient_id"])
     _step(e, "update_patient", patient_id=other, phone="07111111111")
@@ -364,7 +368,7 @@ class TerseReferral(Oracle):
 
 
 def test_judge_scores_the_note_but_never_changes_pass() -> None:
-    refer_ids = [t for t in all_ids() if key(t)["outcome_class"] == "refer"][:20]
+    refer_ids = [t for t in all_ids() if key(t)["decision"] == "refer"][:20]
     for task_id in refer_ids:
         good = run_episode(env(), Oracle(), task_id=task_id)
         bad = run_episode(env(), TerseReferral(), task_id=task_id)
@@ -373,8 +377,8 @@ def test_judge_scores_the_note_but_never_changes_pass() -> None:
         assert good.info["judge"]["score"] == 1.0
         assert bad.info["judge"]["score"] < 0.5
         assert "judge" not in good.grade
-    create_id = _first(lambda k: k["outcome_class"] == "create")
-    assert run_episode(env(), Oracle(), task_id=create_id).info["judge"] is None  # no note, no judge
+    create_id = _first(lambda k: k["decision"] == "create")
+    assert run_episode(env(), Oracle(), task_id=create_id).info.get("judge") is None  # no note, no judge
 
 
 def test_rubric_criteria() -> None:
@@ -415,7 +419,7 @@ def test_model_judge_is_optional_and_uses_its_transport(monkeypatch: pytest.Monk
     broken = ModelJudge(transport=lambda *a: {"choices": []})
     assert broken.judge("x", {}) is None  # a failed call is "not run", never an error
 
-    task_id = _first(lambda k: k["outcome_class"] == "refer")
+    task_id = _first(lambda k: k["decision"] == "refer")
     res = run_episode(env(), Oracle(), task_id=task_id)
     from backoffice.envs.core.domain import Episode
 
@@ -428,3 +432,94 @@ def test_model_judge_is_optional_and_uses_its_transport(monkeypatch: pytest.Monk
     assert judged is not None and judged["judge"] == "model"
     assert judge_episode(episode, unconfigured) is None
     assert res.grade["pass"]
+
+
+# -- generator invariants over the whole release (seeds v1) ------------------------------------
+def _snap(task_id: str):
+    rel = release()
+    return rel.snapshot(rel.task(task_id).snapshot_id)
+
+
+def test_relationship_terms_agree_with_the_people_they_describe() -> None:
+    """A son is not called Leila (REG-H0144 in v0); a guardian parent is old enough to be one."""
+    for task_id in all_ids():
+        snap = _snap(task_id)
+        k = key(task_id)
+        form = snap.table("intake_forms")[k["intake_form_id"]]
+        for role in ("guardian", "next_of_kin"):
+            if form[f"{role}_name"]:
+                assert relationship_consistent(form[f"{role}_relationship"], form[f"{role}_name"]), (task_id, role)
+        if form["next_of_kin_relationship"] in ("son", "daughter") and "transposed_dob_digits" not in k["defect_tags"]:
+            assert age_on(form["dob"], snap.table("clock")["clock"]["now"]) >= 36, task_id
+        for c in snap.table("contacts").values():
+            assert relationship_consistent(c["relationship"], c["name"]), (task_id, c)
+        if form["guardian_relationship"] in ("mother", "father"):
+            parent = next((p for p in snap.table("patients").values()
+                           if f"{p['given_name']} {p['family_name']}" == form["guardian_name"]), None)
+            assert parent is None or age_on(parent["dob"], form["dob"]) >= 18, task_id
+
+
+def test_dates_are_ordered() -> None:
+    """Born before registered, registered before updated, death after birth and before today,
+    evidence and forms dated no later than today."""
+    for task_id in all_ids():
+        snap = _snap(task_id)
+        now = snap.table("clock")["clock"]["now"]
+        for p in snap.table("patients").values():
+            assert p["dob"] <= p["registered_at"][:10] <= p["updated_at"][:10] <= now[:10], (task_id, p["id"])
+            if p["status"] == "deceased":
+                assert p["dob"] < p["date_of_death"] <= now[:10], (task_id, p["id"])
+            else:
+                assert p["date_of_death"] == "", (task_id, p["id"])
+        for f in snap.table("intake_forms").values():
+            assert f["received_at"] <= now, (task_id, f["id"])
+        for r in snap.table("referrals").values():
+            assert r["created_at"] <= now
+
+
+def test_outcome_follows_the_rule_file_and_the_search_shows_look_alikes() -> None:
+    """The key's outcome and basis are the rule file's decision over the index and over the
+    form's search hits; the search shows 3-6 hits, at least one beside the blocking records."""
+    for task_id in all_ids():
+        snap = _snap(task_id)
+        k = key(task_id)
+        form = snap.table("intake_forms")[k["intake_form_id"]]
+        patients = list(snap.table("patients").values())
+        assert decide(form, patients) == (k["outcome_class"], k["candidates"]), task_id
+        query = {"name": f"{form['given_name']} {form['family_name']}", "dob": form["dob"],
+                 "identifier": form["identifier"] or None, "postcode": form["postcode"] or None}
+        hits = [p for p in patients if search_score(p, **query) >= 3]
+        assert 3 <= len(hits) <= MAX_HITS and set(k["candidates"]) < {h["id"] for h in hits}, task_id
+        if k["minor"]:
+            assert form["guardian_name"] and age_on(form["dob"], snap.table("clock")["clock"]["now"]) < MINOR_AGE
+
+
+def test_referral_must_cite_existing_records() -> None:
+    task_id = _first(lambda k: k["decision"] == "refer")
+    e = _reset(task_id)
+    before = e.state.content_hash()
+    out = _step(e, "refer_to_human", reason="ambiguous_match", basis=["PAT-9999"], note="x")
+    assert out["status"] == "error" and out["code"] == "not_found" and e.state.content_hash() == before
+
+
+def test_formatting_only_and_value_preserving_updates_write_nothing() -> None:
+    task_id = _first(lambda k: k["decision"] == "update" and f"patients:{k['patient_id']}" not in k["targets"])
+    e = _reset(task_id)
+    pid = key(task_id)["patient_id"]
+    rec = e.state.get("patients", pid)
+    before = e.state.content_hash()
+    d = rec["phone"]
+    out = _step(e, "update_patient", patient_id=pid, phone=f"+44 {d[1:5]} {d[5:]}", given_name=rec["given_name"].upper(),
+                family_name=f" {rec['family_name'].lower()} ", postcode=rec["postcode"].replace(" ", ""),
+                address_line=rec["address_line"])
+    assert out["status"] == "ok" and out["result"]["changed"] == [] and e.state.content_hash() == before
+    out = _step(e, "update_patient", patient_id=pid, phone="07000000000")
+    assert out["result"]["changed"] == ["phone"] and e.state.get("patients", pid)["phone"] == "07000000000"
+
+
+def test_duplicate_entries_fail_the_whole_trail() -> None:
+    from backoffice.training.policies.registration import RecordsConsentTwice
+
+    task_id = _first(lambda k: k["decision"] == "update" and not k["minor"])
+    g = run_episode(env(), RecordsConsentTwice(), task_id=task_id).grade
+    assert not g["pass"] and "duplicate_entry" in g["failure_codes"] and g["score"] <= 0.25

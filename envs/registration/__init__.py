@@ -18,16 +18,15 @@ def _grade(episode: Episode) -> dict[str, Any]:
     return grade(episode)
 
 
-def _judge(episode: Episode) -> dict[str, Any] | None:
+def _judge(episode: Episode, spec: str = "rubric") -> dict[str, Any] | None:
     from backoffice.graders.registration_judge import judge
 
-    return judge(episode)
+    return judge(episode, spec)
 
 
 def terminal_shaping(grade: Mapping[str, Any]) -> float:
-    """Training-only: mostly the pass bonus. Submitting at once leaves most checks vacuously
-    true (score about 0.76), so the default half-weight on the score paid an agent more for
-    doing nothing than for trying the work. Never part of the pure grade."""
+    """Training-only: mostly the pass bonus, a little for the share of the work done. Never part
+    of the pure grade."""
     return 0.1 * float(grade["score"]) + 0.9 * float(bool(grade["pass"]))
 
 
@@ -40,12 +39,14 @@ DOMAIN = Domain(
     grade=_grade,
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
-    generator_version="1.0.0",
+    generator_version="2.0.0",
     sizes={"train": 400, "heldout": 180},
     default_max_steps=40,
     guardrail_code=GUARDRAIL_CODE,
     judge=_judge,
     terminal_shaping=terminal_shaping,
+    rules=("R-SEARCH-FIRST", "R-NO-DUPLICATE", "R-MINOR-GUARDIAN", "R-COVERAGE-ID", "R-VERIFIED-FIELD",
+           "R-REFER-MATCH", "R-IDENTITY-CONFLICT", "R-REGISTRATION-SET"),
 )
 
 
@@ -59,10 +60,12 @@ class RegistrationEnv(BackofficeEnv):
     an identifier (10 digits, mod-11 check digit) or an insurer member id (Luhn check digit) with a
     typo, or the identifier of a family member. The patient index holds the same person, look-alikes
     who are not (twins, parents at the same address, namesakes born in another year), and sometimes
-    a deceased record that matches. The agent searches (``search_patients`` is fuzzy and its order
-    is fixed by the task seed, not by match quality), decides whether the person already has a
-    record, creates or updates it, and adds coverage, GP link, contacts and consent; an ambiguous or
-    deceased match must instead be handed over with ``refer_to_human(reason, note)``.
+    a deceased record that matches, or the form carries a relative's identifier. The agent searches
+    (``search_patients`` is fuzzy and its order is fixed by the task seed, not by match quality;
+    every form's search shows look-alikes), decides whether the person already has a record,
+    creates or updates it, and adds coverage, GP link, contacts and consent; an ambiguous or
+    deceased match, or an identifier held by another record, must instead be handed over with
+    ``refer_to_human(reason, basis, note)``, ``basis`` citing the blocking patient ids.
 
     ## Action Space
     A tool call ``{"tool": name, "args": {...}}`` (or that object as a JSON string), see Tools.
@@ -73,8 +76,7 @@ class RegistrationEnv(BackofficeEnv):
 
     ## Rewards
     ``reward_mode="sparse"`` (default): the pure grade's ``score`` on the terminal step, 0 before.
-    ``"shaped"``: -0.01 per call, -0.05 per rejected call, plus 0.1 * score + 0.9 * pass at the end
-    (mostly the pass: submitting at once already satisfies most checks).
+    ``"shaped"``: -0.01 per call, -0.05 per rejected call, plus 0.1 * score + 0.9 * pass at the end.
 
     ## Starting State
     A released seed state (``split="train"`` or ``"heldout"``) or a generated one: 15-25 patient
@@ -92,26 +94,35 @@ class RegistrationEnv(BackofficeEnv):
     ## Tools
     get_intake_form, search_patients, get_patient, get_name_variants, get_rules, verify_member_id,
     lookup_member, create_patient (also queues the welcome letter), update_patient (cite
-    ``evidence_ids`` for verified fields), add_coverage, add_contact, record_consent, link_gp
-    (ends the previous active link), refer_to_human(reason, note) (terminal: opens a referral,
-    queues a worklist message, starts a 4-hour timer), submit (terminal). Domain error codes:
+    ``evidence_ids`` for verified fields; a value equal to the stored one up to formatting, such
+    as a phone in another format or a name in another case, is kept as stored and writes
+    nothing), add_coverage, add_contact, record_consent, link_gp (ends the previous active link),
+    refer_to_human(reason, basis, note) (terminal: opens a referral citing the blocking patient
+    ids, queues a worklist message, starts a 4-hour timer), submit (terminal). Domain error codes:
     ``invalid_identifier``, ``patient_not_active``.
 
     ## Grade
-    ``pass`` (every check), ``score`` (share of checks passed), ``checks``, ``failure_codes``,
+    ``pass`` (every check), ``score`` (share of the work checks passed, capped at 0.25 when a gate
+    fails: see :mod:`backoffice.graders.registration`), ``checks``, ``failure_codes``,
     ``required_ok``, ``forbidden_hit``, ``forbidden_writes``, ``rule_violations`` (rule ids:
     R-SEARCH-FIRST, R-NO-DUPLICATE, R-MINOR-GUARDIAN, R-COVERAGE-ID, R-VERIFIED-FIELD,
-    R-REFER-MATCH), ``referral_correct``, ``patient_id``, ``action``, ``process_metrics``. The
-    hand-over note is scored by a separate judge in ``info["judge"]`` (a deterministic rubric by
-    default), never part of ``pass``.
+    R-REFER-MATCH, R-IDENTITY-CONFLICT, R-REGISTRATION-SET), ``referral_correct``, ``patient_id``,
+    ``action``, ``process_metrics``. The whole trail is graded: a second patient, a coverage,
+    contact or consent entered twice, a write on another record, each fails. The hand-over note is
+    scored by a separate judge in ``info["judge"]`` (a deterministic rubric by default), never
+    part of ``pass``.
 
     ## Failure codes
     duplicate_created, search_skipped, missing_required, field_mismatch, invalid_coverage,
     guardian_missing, verified_overwritten, wrong_patient_updated, missed_referral,
-    unnecessary_referral, wrong_referral_reason, forbidden_hit.
+    unnecessary_referral, wrong_referral_reason, wrong_referral_basis, duplicate_entry, forbidden_hit.
 
     ## Version History
     * v0: initial release (generator 1.0.0).
+    * v0, seeds v1 (generator 2.0.0): referrals cite their basis (graded); identity conflicts
+      (R-IDENTITY-CONFLICT); outcome classes create / update / refer_ambiguous / refer_deceased /
+      refer_conflict, none above 35 % of a split; look-alikes in every search; duplicate entries
+      graded; formatting-only and value-preserving updates write nothing; work checks and gates.
     """
 
     domain = DOMAIN

@@ -3,8 +3,12 @@
 ``generate(seed, tag)`` is pure in its arguments. The world holds 12-18 background patients with
 coverages, contacts, consents and GP links, old referrals with their timers and queued letters,
 and the form's person planted per tag with look-alikes (household members at the same address,
-twins, namesakes born in another year). Every generated world is checked against the rule
-file's matching rule, and redrawn if an accidental look-alike would change the answer.
+twins, namesakes born in another year or with two date-of-birth digits swapped, a deceased
+relative): the form's search always shows 3-6 hits, at least one of them a look-alike. The
+outcome class (create, update, or a referral: ambiguous, deceased, identity conflict) is drawn
+per tag (:data:`OUTCOME_DRAWS`) so no class dominates a split. Every generated world is checked
+against the rule file's decision (:func:`~backoffice.envs.registration.tables.decide`) over the
+whole index and over the search hits, and redrawn if an accidental look-alike changes it.
 """
 
 from __future__ import annotations
@@ -16,11 +20,11 @@ from typing import Any
 
 from backoffice.envs.core.domain import Generated
 from backoffice.envs.registration.tables import (
-    CITIES, FAMILY_NAMES, FEMALE, MINOR_AGE, NAME_GROUPS, PAYERS, PLAIN_GIVEN, PRACTICES, PREFIX,
-    RELATIONSHIPS_KIN, RULES, STREETS, age_on, fold, given_equivalent, identifier_check_digit,
-    is_transposition, luhn_digit, phone_key, match_candidates, name_variants, parse_date,
+    CITIES, FAMILY_NAMES, FEMALE, KIN_TERMS, MINOR_AGE, NAME_GROUPS, PAYERS, PLAIN_GIVEN, PRACTICES, PREFIX,
+    REFER_CLASSES, RULES, STREETS, age_on, decide, digits, fold, identifier_valid, given_equivalent, identifier_check_digit, is_transposition,
+    luhn_digit, name_variants, parse_date, phone_key,
 )
-from backoffice.envs.registration.tools import ALL_TOOLS
+from backoffice.envs.registration.tools import ALL_TOOLS, search_score
 
 DEFECT_TAGS = (
     "new_patient", "existing_patient_exact", "existing_patient_name_variant", "transposed_dob_digits",
@@ -165,12 +169,54 @@ def generate(seed: int, defect_tag: str) -> Generated:
     raise RuntimeError(f"could not generate a consistent world for seed {seed} tag {defect_tag}")
 
 
+#: outcome class draws per defect tag (the tag is the trap on the form; the outcome is drawn so
+#: that no class dominates a split and a constant policy cannot pass on the class prior)
+OUTCOME_DRAWS: dict[str, tuple[tuple[str, float], ...]] = {
+    "new_patient": (("create", 0.4), ("refer_conflict", 0.6)),
+    "existing_patient_exact": (("update", 0.25), ("refer_ambiguous", 0.25), ("refer_deceased", 0.25), ("refer_conflict", 0.25)),
+    "existing_patient_name_variant": (("update", 0.25), ("refer_ambiguous", 0.25), ("refer_deceased", 0.25), ("refer_conflict", 0.25)),
+    "transposed_dob_digits": (("update", 0.35), ("refer_deceased", 0.35), ("refer_conflict", 0.30)),
+    "minor_needs_guardian": (("update", 0.93), ("create", 0.07)),
+    "invalid_member_id": (("update", 0.93), ("create", 0.07)),
+    "ambiguous_match": (("refer_ambiguous", 1.0),),
+    "deceased_match": (("refer_deceased", 1.0),),
+    "conflicting_identifier": (("refer_conflict", 1.0),),
+}
+#: most search hits a form's search returns (the catalog has a slot for each)
+MAX_HITS = 6
+
+
+def draw_outcome(seed: int, tag: str) -> str:
+    """The task's outcome class, from its own stream (stable across redraws of the world)."""
+    r = random.Random(seed * 7919 + 17).random()
+    acc = 0.0
+    for outcome, p in OUTCOME_DRAWS[tag]:
+        acc += p
+        if r < acc:
+            return outcome
+    return OUTCOME_DRAWS[tag][-1][0]
+
+
+def _kin(w: World, subject: Person) -> tuple[str, str, str]:
+    """A next of kin whose relationship agrees with their name and age."""
+    rng = w.rng
+    sex = rng.choice("FM")
+    adult_child_ok = age_on(subject.dob, w.now) >= 40
+    terms = [t for t in KIN_TERMS[sex] if adult_child_ok or t not in ("son", "daughter")]
+    rel = rng.choice(terms)
+    given = different_given(w, [subject.given], sex)
+    family = subject.family if rel in ("son", "daughter", "sister", "brother") or rng.random() < 0.5 else rng.choice(FAMILY_NAMES)
+    return f"{given} {family}", rel, w.phone()
+
+
 def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C901 - one recipe per tag
     w = World(seed * 64 + attempt)
     rng = w.rng
     today = w.now
-    existing = tag in EXISTING_TAGS or tag in ("deceased_match",) or (tag in ("minor_needs_guardian", "invalid_member_id") and rng.random() < 0.4)
-    minor = tag == "minor_needs_guardian" or (tag in ("new_patient", "invalid_member_id") and rng.random() < 0.12)
+    outcome = draw_outcome(seed, tag)
+    has_record = not (outcome == "create" or (outcome == "refer_conflict" and tag == "new_patient"))
+    registers = outcome in ("create", "update")
+    minor = tag == "minor_needs_guardian" or (registers and tag in ("new_patient", "invalid_member_id") and rng.random() < 0.12)
     family = rng.choice(FAMILY_NAMES)
     formal = tag in ("existing_patient_name_variant",) or rng.random() < 0.5
     subject = w.person(family, minor=minor, formal=formal)
@@ -184,28 +230,48 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C9
     for _ in range(rng.randint(12, 18)):
         records.append(w.person(rng.choice([f for f in FAMILY_NAMES if f != family]), minor=rng.random() < 0.15))
     if rng.random() < 0.3:
-        records[0].status, records[0].date_of_death = "deceased", (w.today - timedelta(days=rng.randint(100, 2000))).isoformat()
+        records[0].status = "deceased"
+        dod = w.today - timedelta(days=rng.randint(100, 2000))
+        records[0].date_of_death = max(dod, date.fromisoformat(records[0].dob) + timedelta(days=400)).isoformat()
 
-    # household members: same family name and address, different given name and age
-    n_house = 1 if (minor or tag == "conflicting_identifier") else (1 if rng.random() < 0.6 else 0)
-    for _ in range(n_house):
-        sex = "F" if rng.random() < 0.6 else "M"
-        g = different_given(w, [subject.given], sex)
+    # look-alikes, present in every task: household members (same family name and address,
+    # another given name), a namesake born in another year, a twin, a deceased relative, a
+    # namesake whose date of birth is the form's with two digits swapped
+    n_house = 2 if rng.random() < 0.4 else 1
+    for k in range(n_house):
+        sex = "F" if rng.random() < 0.55 else "M"
+        g = different_given(w, [subject.given, *(h.given for h in household)], sex)
         p = Person(g, family, sex, other_dob(w, subject.dob, False), subject.address_line, subject.city,
                    subject.postcode, w.phone(), w.identifier())
-        if minor:  # a parent: at least 20 years older
+        if minor and k == 0:  # a parent: at least 20 years older
             p.dob = (date.fromisoformat(subject.dob) - timedelta(days=365 * rng.randint(20, 40) + rng.randint(0, 300))).isoformat()
         household.append(p)
         records.append(p)
-    if tag not in ("ambiguous_match",) and rng.random() < 0.5:  # a namesake born in another year
+    if rng.random() < 0.6:
         ns = w.person(family, minor=False)
         ns.given, ns.sex = subject.given, subject.sex
         ns.dob = other_dob(w, subject.dob, False)
         records.append(ns)
-    if tag in EXISTING_TAGS and rng.random() < 0.3:  # a twin at the same address
-        tw = replace(subject, given=different_given(w, [subject.given]), identifier=w.identifier(), phone=w.phone(), verified=list(subject.verified))
+    if rng.random() < 0.3:
+        tw = replace(subject, given=different_given(w, [subject.given, *(h.given for h in household)]),
+                     identifier=w.identifier(), phone=w.phone(), verified=list(subject.verified))
         tw.sex = "F" if tw.given in FEMALE else "M"
         records.append(tw)
+    if rng.random() < (0.85 if outcome == "refer_deceased" else 0.35):
+        sex = rng.choice("FM")
+        old = Person(different_given(w, [subject.given, *(h.given for h in household)], sex), family, sex,
+                     (date.fromisoformat(subject.dob) - timedelta(days=365 * rng.randint(42, 60))).isoformat(),
+                     subject.address_line, subject.city, subject.postcode, w.phone(), w.identifier(), status="deceased")
+        if age_on(old.dob, today) > 104:
+            old.dob = (w.today - timedelta(days=365 * 98)).isoformat()
+        old.date_of_death = (w.today - timedelta(days=rng.randint(60, 3000))).isoformat()
+        records.append(old)
+    if tag != "transposed_dob_digits" and rng.random() < 0.2:
+        swapped = transposed_dob(rng, subject.dob, today)
+        if swapped:
+            ts = w.person(family, minor=age_on(swapped, today) < MINOR_AGE)
+            ts.given, ts.sex, ts.dob = subject.given, subject.sex, swapped
+            records.append(ts)
 
     # coverage, GP and what the subject's record looks like if it exists
     has_cov = tag == "invalid_member_id" or rng.random() < 0.75
@@ -218,12 +284,12 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C9
     other: Person | None = None      # ambiguous: the second candidate
     moved = evidence = False
     record_cov = record_gp = ""
-    if existing:
+    if has_record:
         record = replace(subject, verified=list(subject.verified))
-        if rng.random() < 0.55:  # the record holds the old address
+        if rng.random() < 0.6:  # the record holds the old address
             moved = True
             record.address_line, record.city, record.postcode = w.address()
-            if rng.random() < 0.5:
+            if rng.random() < 0.7:
                 record.verified.append("address")
                 evidence = rng.random() < 0.5
         if rng.random() < 0.5:
@@ -231,7 +297,7 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C9
         for hm in household:  # the household lived at the record's address
             if moved and rng.random() < 0.5:
                 hm.address_line, hm.city, hm.postcode = record.address_line, record.city, record.postcode
-        if tag == "deceased_match":
+        if outcome == "refer_deceased":
             record.status = "deceased"
             record.date_of_death = (w.today - timedelta(days=rng.randint(60, 1500))).isoformat()
         records.append(record)
@@ -242,19 +308,18 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C9
             record_gp = subject.practice
         elif gp_roll < 0.7:
             record_gp = rng.choice([p[0] for p in PRACTICES if p[0] != subject.practice])
-    if tag == "ambiguous_match":
-        record = replace(subject, verified=list(subject.verified))
-        record.address_line, record.city, record.postcode = w.address()
+    if outcome == "refer_ambiguous":
         other = w.person(family)
         other.given = subject.given if rng.random() < 0.5 else rng.choice(name_variants(subject.given) or (subject.given,))
         other.sex, other.dob = subject.sex, subject.dob
-        records += [record, other]
+        records.append(other)
 
     # the intake form
     form_given, form_family, form_dob = subject.given, subject.family, subject.dob
-    form_ident = spaced_identifier(subject.identifier) if rng.random() < 0.4 else subject.identifier
-    if rng.random() < 0.25 and tag in ("new_patient", "existing_patient_exact", "existing_patient_name_variant", "minor_needs_guardian", "invalid_member_id", "deceased_match"):
-        form_ident = ""
+    roll = rng.random()
+    form_ident = spaced_identifier(subject.identifier) if roll < 0.35 else subject.identifier
+    if tag != "transposed_dob_digits" and roll >= 0.7:
+        form_ident = "" if roll < 0.88 else mistype_digit(rng, subject.identifier, 0)  # unknown, or a typo
     notes: list[str] = []
     if tag == "existing_patient_name_variant":
         if rng.random() < 0.6 and name_variants(subject.given):
@@ -264,12 +329,13 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C9
             form_given, form_family = subject.family, subject.given
     elif tag == "transposed_dob_digits":
         form_dob = transposed_dob(rng, subject.dob, today) or subject.dob
-    elif tag == "conflicting_identifier":
-        form_ident = mistype_digit(rng, subject.identifier, 0) if rng.random() < 0.5 else household[0].identifier
-    elif tag == "ambiguous_match":
+    if outcome == "refer_ambiguous":
         form_ident = "" if rng.random() < 0.6 else mistype_digit(rng, subject.identifier, 0)
         if name_variants(subject.given) and rng.random() < 0.3:
             form_given = rng.choice(name_variants(subject.given))
+    if outcome == "refer_conflict":  # a relative's identifier on the form
+        holder = household[rng.randrange(len(household))]
+        form_ident = spaced_identifier(holder.identifier) if rng.random() < 0.4 else holder.identifier
     if moved and rng.random() < 0.5:
         notes.append("Moved house recently.")
     form_member = subject.member_id
@@ -280,8 +346,7 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C9
         parent = household[0]
         guardian = (f"{parent.given} {parent.family}", "mother" if parent.sex == "F" else "father", parent.phone)
     elif rng.random() < 0.5:
-        kin_name = f"{different_given(w, [subject.given])} {rng.choice((family, rng.choice(FAMILY_NAMES)))}"
-        kin = (kin_name, rng.choice(RELATIONSHIPS_KIN), w.phone())
+        kin = _kin(w, subject)
 
     # -- assemble tables ---------------------------------------------------------------------
     order = list(records)
@@ -290,13 +355,17 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C9
     for i, p in enumerate(order, 1):
         pid = f"{PREFIX['patients']}-{i:04d}"
         pid_of[id(p)] = pid
-        reg_year = max(int(p.dob[:4]), 2024 - rng.randint(0, 14))
+        reg_year = max(int(p.dob[:4]) + 1, 2024 - rng.randint(0, 14))
+        registered = f"{reg_year}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T10:00:00"
+        updated = f"{reg_year + rng.randint(0, max(0, 2025 - reg_year))}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T10:00:00"
+        if p.date_of_death:
+            updated = p.date_of_death + "T10:00:00"
+        registered = min(registered, updated, w.now)
         patients.append({
             "id": pid, "identifier": p.identifier, "given_name": p.given, "family_name": p.family, "dob": p.dob,
             "sex": p.sex, "address_line": p.address_line, "city": p.city, "postcode": p.postcode, "phone": p.phone,
             "status": p.status, "date_of_death": p.date_of_death, "verified": sorted(p.verified),
-            "registered_at": f"{reg_year}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T10:00:00",
-            "updated_at": f"{reg_year + rng.randint(0, max(0, 2025 - reg_year))}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T10:00:00",
+            "registered_at": registered, "updated_at": min(max(registered, updated), w.now),
         })
     coverages: list[dict[str, Any]] = []
     roster: list[tuple[str, str, Person]] = []
@@ -334,7 +403,8 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C9
         if age_on(p.dob, today) < MINOR_AGE or rng.random() < 0.2:
             role = "guardian" if age_on(p.dob, today) < MINOR_AGE else "next_of_kin"
             contacts.append({"id": f"{PREFIX['contacts']}-{len(contacts) + 1:04d}", "patient_id": pid, "role": role,
-                             "name": f"{different_given(w, [p.given])} {p.family}", "relationship": "mother" if role == "guardian" else "spouse",
+                             "name": f"{different_given(w, [p.given], 'F' if role == 'guardian' else None)} {p.family}",
+                             "relationship": "mother" if role == "guardian" else "spouse",
                              "phone": w.phone()})
     if has_cov and not record_cov:
         roster.append((subject.payer, subject.member_id, subject))
@@ -394,7 +464,7 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C9
     referrals, timers, notifications = [], [], []
     for i in range(1, rng.randint(1, 3) + 1):
         rid = f"{PREFIX['referrals']}-{i:04d}"
-        referrals.append({"id": rid, "intake_form_id": f"INT-9{i:03d}", "reason": rng.choice(("ambiguous_match", "other")),
+        referrals.append({"id": rid, "intake_form_id": f"INT-9{i:03d}", "reason": rng.choice(("ambiguous_match", "other")), "basis": [],
                           "note": "Two possible records, sent to the supervisor.", "status": "open", "created_at": f"{w.today - timedelta(days=1)}T15:00:00"})
         timers.append({"id": f"{PREFIX['task_timers']}-{i:04d}", "kind": "referral_pickup", "ref_id": rid,
                        "due_at": f"{w.today}T{rng.randint(9, 12):02d}:00:00", "status": "running"})
@@ -414,25 +484,22 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C9
     }
 
     # -- the answer key ----------------------------------------------------------------------
-    cands = match_candidates(form, patients)
-    cand_ids = sorted(c["id"] for c in cands)
-    if tag == "ambiguous_match":
-        want = sorted([pid_of[id(record)], pid_of[id(other)]])
-        if cand_ids != want:
-            return None
-        outcome, reason = "refer", "ambiguous_match"
-    elif tag == "deceased_match":
-        if cand_ids != [record_pid]:
-            return None
-        outcome, reason = "refer", "deceased_match"
-    elif record is not None:
-        if cand_ids != [record_pid]:
-            return None
-        outcome, reason = "update", None
-    else:
-        if cand_ids:
-            return None
-        outcome, reason = "create", None
+    got, basis = decide(form, patients)
+    if got != outcome:
+        return None
+    query = {"name": f"{form['given_name']} {form['family_name']}", "dob": form["dob"],
+             "identifier": form["identifier"] or None, "postcode": form["postcode"] or None}
+    hits = [r for r in patients if search_score(r, **query) >= 3]
+    # the search shows every blocking record and at least one look-alike beside them; the
+    # decision read from the hits is the one read from the whole index
+    if outcome == "refer_ambiguous" and basis != sorted([record_pid, pid_of[id(other)]]):
+        return None
+    if not 3 <= len(hits) <= MAX_HITS or decide(form, hits) != (got, basis) or len(hits) <= len(basis) + (outcome == "update"):
+        return None
+    if has_record and record_pid not in basis and outcome != "refer_conflict":
+        return None
+    reason = REFER_CLASSES.get(outcome)
+    decision = "refer" if reason else outcome
 
     counts = {t: len(rows) for t, rows in snapshot.items()}
 
@@ -441,17 +508,18 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C9
 
     targets: list[str] = []
     key: dict[str, Any] = {
-        "defect_tags": [tag], "outcome_class": outcome, "needs_action": True, "intake_form_id": form_id,
-        "referral_reason": reason, "candidates": cand_ids, "minor": minor, "patient_id": None,
+        "defect_tags": [tag], "outcome_class": outcome, "decision": decision, "needs_action": True,
+        "intake_form_id": form_id, "referral_reason": reason, "basis": basis if reason else [],
+        "candidates": basis, "minor": minor and registers, "patient_id": None,
         "expected_fields": {}, "coverage": None, "practice_id": None, "contacts": [], "consent_by": None,
     }
-    if outcome == "refer":
+    if decision == "refer":
         targets = [nxt("referrals"), nxt("notifications"), nxt("task_timers")]
     else:
         if outcome == "create":
             targets += [nxt("patients"), nxt("notifications")]
             exp = {k: form[k] for k in ("given_name", "family_name", "dob", "sex", "address_line", "city", "postcode", "phone")}
-            exp["identifier"] = form["identifier"]
+            exp["identifier"] = form["identifier"] if identifier_valid(form["identifier"]) else ""
         else:
             assert record is not None and record_pid is not None
             key["patient_id"] = record_pid
@@ -488,6 +556,9 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C9
         tags.append("minor_needs_guardian")
     if outcome == "update" and fold(form_given) != fold(subject.given) and tag != "existing_patient_name_variant":
         tags.append("existing_patient_name_variant")
+    extra = {"refer_ambiguous": "ambiguous_match", "refer_deceased": "deceased_match", "refer_conflict": "conflicting_identifier"}
+    if outcome in extra and extra[outcome] not in tags:
+        tags.append(extra[outcome])
     key["defect_tags"] = tags
     key["targets"] = sorted(targets)
 

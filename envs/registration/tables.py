@@ -76,10 +76,12 @@ GUARDRAIL_CODE = "forbidden_hit"
 FAILURE_CODES = (
     "duplicate_created", "search_skipped", "missing_required", "field_mismatch", "invalid_coverage",
     "guardian_missing", "verified_overwritten", "wrong_patient_updated", "missed_referral",
-    "unnecessary_referral", "wrong_referral_reason", GUARDRAIL_CODE,
+    "unnecessary_referral", "wrong_referral_reason", "wrong_referral_basis", "duplicate_entry", GUARDRAIL_CODE,
 )
 
 REFERRAL_REASONS = ("ambiguous_match", "deceased_match", "identity_conflict", "other")
+#: outcome class of a task -> the referral reason it needs (classes not listed need no referral)
+REFER_CLASSES = {"refer_ambiguous": "ambiguous_match", "refer_deceased": "deceased_match", "refer_conflict": "identity_conflict"}
 
 #: The rule file. Row ids are the rule ids that grades report in ``rule_violations``.
 RULES = (
@@ -103,9 +105,15 @@ RULES = (
      "carries evidence for it, and cite that evidence in update_patient's evidence_ids. Identifier, names and date "
      "of birth of an existing record are never changed from a form at the desk."),
     ("R-REFER-MATCH", "Refer an ambiguous or deceased match",
-     "If more than one record matches the form and the identifier does not settle it, or the matching record is "
-     "deceased, change nothing and hand the form over with refer_to_human(reason, note); the note names the "
-     "reason, the candidate records and what was (not) done."),
+     "If more than one record matches the form and the identifier does not settle it (reason ambiguous_match), or "
+     "the matching record is deceased (reason deceased_match), change nothing and hand the form over with "
+     "refer_to_human(reason, basis, note): basis lists exactly the candidate records (patient ids) that block the "
+     "registration; the note names the reason, the candidate records and what was (not) done."),
+    ("R-IDENTITY-CONFLICT", "Refer an identifier held by another record",
+     "A valid identifier on the form that belongs to a record other than the form's person (a record the names and "
+     "date of birth do not match) is an identity conflict, whether or not the form's person has a record: change "
+     "nothing and refer (reason identity_conflict) with basis listing the record holding the identifier and the "
+     "record(s) the form matches, if any. An identifier that fails its check digit is a typo: ignore it."),
     ("R-REGISTRATION-SET", "A complete registration",
      "A registered patient ends with: the record (created or brought up to date: current address and phone), the "
      "form's coverage, an active link to the form's GP practice, the contacts the form lists (one each, no "
@@ -160,8 +168,27 @@ PAYERS = (
     ("PAY-NWH", "Northwind Health", "NW"), ("PAY-BLC", "Bluecross Mutual", "BC"),
     ("PAY-CIV", "Civic Health Fund", "CV"), ("PAY-MER", "Meridian Assurance", "MR"),
 )
-RELATIONSHIPS_GUARDIAN = ("mother", "father", "grandmother", "legal guardian", "aunt")
+RELATIONSHIPS_GUARDIAN = ("mother", "father", "grandmother", "grandfather", "legal guardian", "aunt", "uncle")
 RELATIONSHIPS_KIN = ("spouse", "partner", "daughter", "son", "sister", "brother", "friend")
+#: relationship terms that name the contact's sex (the contact's given name must agree)
+FEMALE_TERMS = frozenset({"mother", "grandmother", "aunt", "daughter", "sister", "wife"})
+MALE_TERMS = frozenset({"father", "grandfather", "uncle", "son", "brother", "husband"})
+#: kin terms for a contact of the given sex ("F" / "M")
+KIN_TERMS = {"F": ("spouse", "partner", "daughter", "sister", "friend"), "M": ("spouse", "partner", "son", "brother", "friend")}
+GUARDIAN_TERMS = {"F": ("mother", "grandmother", "aunt", "legal guardian"), "M": ("father", "grandfather", "uncle", "legal guardian")}
+
+
+def sex_of_given(name: str) -> str:
+    """The sex the name lists put a given name under (``F`` / ``M``)."""
+    first = str(name or "").split(" ")[0]
+    return "F" if first in FEMALE else "M"
+
+
+def relationship_consistent(relationship: str, contact_name: str) -> bool:
+    """Whether a relationship term agrees with the contact's given name (a son is not Leila)."""
+    sex = sex_of_given(contact_name)
+    rel = fold(relationship)
+    return not ((rel in FEMALE_TERMS and sex != "F") or (rel in MALE_TERMS and sex != "M"))
 
 
 # -- name variants ---------------------------------------------------------------------------
@@ -300,3 +327,30 @@ def phone_key(text: str | None) -> str:
     """A phone number's digits in national form (+44 7700 ... and 07700 ... compare equal)."""
     d = digits(text)
     return "0" + d[2:] if d.startswith("44") and len(d) == 12 else d
+
+
+def identifier_holder(form: dict, records: list[dict]) -> dict | None:
+    """The record holding the form's identifier, when the identifier is valid (else ``None``)."""
+    if not identifier_valid(form.get("identifier")):
+        return None
+    ident = digits(form.get("identifier"))
+    return next((r for r in records if r.get("identifier") == ident), None)
+
+
+def decide(form: dict, records: list[dict], variants: dict[str, tuple[str, ...]] | None = None) -> tuple[str, list[str]]:
+    """The rule file's decision for a form against the records seen (search results or the index).
+
+    Returns ``(outcome_class, basis)``: ``create`` / ``update`` (basis: the record to update) /
+    ``refer_conflict`` (R-IDENTITY-CONFLICT: the identifier's holder is not the form's person;
+    basis: the holder and the matching records) / ``refer_ambiguous`` (several candidates) /
+    ``refer_deceased`` (the one candidate is deceased)."""
+    cands = match_candidates(form, records, variants)
+    ids = sorted(str(c["id"]) for c in cands)
+    holder = identifier_holder(form, records)
+    if holder is not None and str(holder["id"]) not in ids:
+        return "refer_conflict", sorted({*ids, str(holder["id"])})
+    if len(cands) > 1:
+        return "refer_ambiguous", ids
+    if len(cands) == 1:
+        return ("update" if cands[0]["status"] == "active" else "refer_deceased"), ids
+    return "create", []

@@ -17,7 +17,7 @@ from backoffice.envs.core.canonical import derive_seed
 from backoffice.envs.core.tools import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
 from backoffice.envs.registration.tables import (
     PREFIX, REFERRAL_REASONS, digits, fold, identifier_valid, is_transposition, member_id_valid, name_variants,
-    parse_date,
+    parse_date, phone_key,
 )
 
 toolkit = Toolkit()
@@ -69,6 +69,28 @@ class SearchArgs(ToolArgs):
     check_dob = field_validator("dob")(_check_date)
 
 
+def search_score(row: dict[str, Any], name: str | None = None, dob: str | None = None, identifier: str | None = None,
+                 postcode: str | None = None) -> int:
+    """How well a record answers a search (3 or more: it is a hit). Identifier 3, family name 2,
+    given name or a listed variant 1, date of birth (or two swapped digits) 2, postcode 1."""
+    tokens = set(fold(name).replace(",", " ").split()) if name else set()
+    ident = digits(identifier) if identifier else ""
+    score = 0
+    if ident and len(ident) == 10 and row["identifier"] == ident:
+        score += 3
+    if tokens:
+        if fold(row["family_name"]) in tokens:
+            score += 2
+        given = fold(row["given_name"])
+        if given in tokens or any(fold(v) in tokens for v in name_variants(given)):
+            score += 1
+    if dob and (row["dob"] == dob or is_transposition(row["dob"], dob)):
+        score += 2
+    if postcode and fold(row["postcode"]).replace(" ", "") == fold(postcode).replace(" ", ""):
+        score += 1
+    return score
+
+
 @toolkit.tool
 def search_patients(ctx: ToolContext, args: SearchArgs) -> dict:
     """Fuzzy search of patient records by name, date of birth, identifier and postcode.
@@ -78,25 +100,8 @@ def search_patients(ctx: ToolContext, args: SearchArgs) -> dict:
     candidate yourself. At most 20 summaries."""
     if not any((args.name, args.dob, args.identifier, args.postcode)):
         raise ToolError("invalid_args", "give at least one of name, dob, identifier, postcode")
-    tokens = set(fold(args.name).replace(",", " ").split()) if args.name else set()
-    ident = digits(args.identifier) if args.identifier else ""
-    hits = []
-    for row in ctx.store.iter_rows("patients"):
-        score = 0
-        if ident and len(ident) == 10 and row["identifier"] == ident:
-            score += 3
-        if tokens:
-            if fold(row["family_name"]) in tokens:
-                score += 2
-            given = fold(row["given_name"])
-            if given in tokens or any(fold(v) in tokens for v in name_variants(given)):
-                score += 1
-        if args.dob and (row["dob"] == args.dob or is_transposition(row["dob"], args.dob)):
-            score += 2
-        if args.postcode and fold(row["postcode"]).replace(" ", "") == fold(args.postcode).replace(" ", ""):
-            score += 1
-        if score >= 3:
-            hits.append(row)
+    hits = [row for row in ctx.store.iter_rows("patients")
+            if search_score(row, args.name, args.dob, args.identifier, args.postcode) >= 3]
     hits.sort(key=lambda r: derive_seed("search-order", ctx.task.seed, r["id"]))
     return {"count": len(hits), "results": [{k: r[k] for k in PATIENT_SUMMARY} for r in hits[:SEARCH_LIMIT]]}
 
@@ -238,27 +243,46 @@ class UpdatePatientArgs(ToolArgs):
     check_dob = field_validator("dob")(_check_date)
 
 
+def same_value(field: str, stored: Any, given: Any) -> bool:
+    """Whether a value given to update_patient equals the stored one once normalised: phones by
+    their digits (+44 and 0 prefixes equal), postcodes without spaces, other text by case and
+    whitespace. Such a value is formatting only: the stored one is kept (no write)."""
+    if field == "phone":
+        return phone_key(stored) == phone_key(given)
+    if field == "identifier":
+        return digits(stored) == digits(given)
+    if field == "postcode":
+        return fold(stored).replace(" ", "") == fold(given).replace(" ", "")
+    return fold(stored) == fold(given)
+
+
 @toolkit.tool
 def update_patient(ctx: ToolContext, args: UpdatePatientArgs) -> dict:
     """Change fields of an active patient record (only the fields given). Cite evidence_ids when a
-    field in the record's 'verified' list changes (rule R-VERIFIED-FIELD)."""
-    _patient(ctx, args.patient_id, active=True)
-    changes = {k: v.strip() if isinstance(v, str) else v
-               for k, v in args.model_dump(exclude={"patient_id", "evidence_ids"}).items() if v is not None}
-    if not changes:
+    field in the record's 'verified' list changes (rule R-VERIFIED-FIELD). A value equal to the
+    stored one up to formatting (phone format, name case, spaces) keeps the stored value: it is
+    no change, and a call that changes nothing writes nothing (the result lists ``changed``)."""
+    row = _patient(ctx, args.patient_id, active=True)
+    given = {k: v.strip() if isinstance(v, str) else v
+             for k, v in args.model_dump(exclude={"patient_id", "evidence_ids"}).items() if v is not None}
+    if not given:
         raise ToolError("invalid_args", "no field to change")
     for eid in args.evidence_ids:
         ev = ctx.store.get("evidence", eid)
         if ev is None or ev["intake_form_id"] != _form_id(ctx):
             raise ToolError("not_found", f"no evidence {eid[:40]!r} on this intake form")
-    if "identifier" in changes:
-        if not identifier_valid(changes["identifier"]):
+    if "identifier" in given:
+        if not identifier_valid(given["identifier"]):
             raise ToolError("invalid_identifier", "the identifier fails its check digit")
-        changes["identifier"] = digits(changes["identifier"])
-        if ctx.store.rows("patients", lambda r: r["id"] != args.patient_id, identifier=changes["identifier"]):
+        given["identifier"] = digits(given["identifier"])
+        if ctx.store.rows("patients", lambda r: r["id"] != args.patient_id, identifier=given["identifier"]):
             raise ToolError("conflict", "another record holds this identifier")
+    changes = {k: v for k, v in given.items() if not same_value(k, row.get(k), v)}
+    if not changes:
+        return {**row, "changed": []}
     changes["updated_at"] = ctx.now
-    return ctx.store.update("patients", args.patient_id, changes)
+    out = ctx.store.update("patients", args.patient_id, changes)
+    return {**out, "changed": sorted(k for k in changes if k != "updated_at")}
 
 
 class CoverageArgs(ToolArgs):
@@ -345,6 +369,9 @@ def link_gp(ctx: ToolContext, args: LinkGpArgs) -> dict:
 # -- finishing -------------------------------------------------------------------------------
 class ReferArgs(ToolArgs):
     reason: Literal[REFERRAL_REASONS] = Field(description="Why a human must take over.")  # type: ignore[valid-type]
+    basis: list[str] = Field(description="The patient ids (PAT-...) of the records that block the registration: the "
+                                         "ambiguous candidates, the deceased match, or the record holding the form's "
+                                         "identifier and the record(s) the form matches.", max_length=10)
     note: str = Field(description="Hand-over note: the reason, the candidate records, what was and was not done.", min_length=1, max_length=2000)
 
 
@@ -352,10 +379,14 @@ class ReferArgs(ToolArgs):
 def refer_to_human(ctx: ToolContext, args: ReferArgs) -> dict:
     """Hand this intake form over to a registration supervisor and end the episode.
 
-    Opens a referral, queues a worklist message and starts the pick-up timer (4 hours)."""
+    ``basis`` cites the blocking records by patient id (each must exist). Opens a referral,
+    queues a worklist message and starts the pick-up timer (4 hours)."""
+    basis = sorted({str(b).strip() for b in args.basis})
+    for pid in basis:
+        _patient(ctx, pid)
     rid = ctx.store.next_id("referrals", PREFIX["referrals"])
     ctx.store.insert("referrals", {
-        "id": rid, "intake_form_id": _form_id(ctx), "reason": args.reason, "note": args.note,
+        "id": rid, "intake_form_id": _form_id(ctx), "reason": args.reason, "basis": basis, "note": args.note,
         "status": "open", "created_at": ctx.now,
     })
     ctx.store.insert("notifications", {

@@ -25,7 +25,8 @@ Writes act on the *current record*: the one last opened with ``get_patient[i]`` 
 Their arguments are filled from observations: the form's values, the address evidence on the
 form (cited whenever present), the card's member id, the roster's member id, the guardian
 contact added or on file. A referral's note is a fixed template naming the reason and the
-candidate records the matching rule accepts (its judge score never enters ``pass``).
+candidate records the matching rule accepts (its judge score never enters ``pass``); its ``basis`` cites
+those records, plus, for an identity conflict, the result holding the form's identifier.
 
 The matching rule the features use is the rule file's
 (:func:`backoffice.envs.registration.tables.match_candidates`, the clerk's computation), fed only
@@ -41,20 +42,20 @@ from typing import Any
 import numpy as np
 
 from backoffice.envs.registration.tables import (
-    ADDRESS_FIELDS, MINOR_AGE, age_on, digits, fold, given_equivalent, identifier_valid, is_transposition,
-    match_candidates, names_agree, parse_date, phone_key,
+    ADDRESS_FIELDS, MINOR_AGE, age_on, digits, fold, given_equivalent, identifier_holder, identifier_valid,
+    is_transposition, match_candidates, names_agree, parse_date, phone_key,
 )
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpec, FeatureDef, scale, slots
 
-#: search results the catalog can open (the index returns at most 4 summaries for a form in
-#: 2,880 released and generated tasks; one spare slot)
-N_SLOTS = 5
+#: search results the catalog can open (the generator keeps a form's search at 3-6 hits)
+N_SLOTS = 6
 
 (GET_FORM, GET_RULES, SEARCH, VARIANTS_GIVEN, VARIANTS_FAMILY) = range(5)
 OPEN = tuple(range(5, 5 + N_SLOTS))
-(CREATE, REFER_AMBIGUOUS, REFER_DECEASED, UPDATE_PHONE, UPDATE_ADDRESS, VERIFY_MEMBER, LOOKUP_MEMBER,
- COVERAGE_CARD, COVERAGE_ROSTER, LINK_GP, ADD_GUARDIAN, ADD_KIN, CONSENT_SELF, CONSENT_GUARDIAN,
- SUBMIT) = range(5 + N_SLOTS, 5 + N_SLOTS + 15)
+(CREATE, REFER_AMBIGUOUS, REFER_DECEASED, REFER_CONFLICT, UPDATE_PHONE, UPDATE_ADDRESS, VERIFY_MEMBER,
+ LOOKUP_MEMBER, COVERAGE_CARD, COVERAGE_ROSTER, LINK_GP, ADD_GUARDIAN, ADD_KIN, CONSENT_SELF, CONSENT_GUARDIAN,
+ SUBMIT) = range(5 + N_SLOTS, 5 + N_SLOTS + 16)
+REFERS = {REFER_AMBIGUOUS: "ambiguous_match", REFER_DECEASED: "deceased_match", REFER_CONFLICT: "identity_conflict"}
 
 #: writes on the current record (masked when there is none, or it is not active: the tool
 #: rejects every write to a locked record with ``patient_not_active``)
@@ -83,7 +84,7 @@ def _squash(text: Any) -> str:
 
 
 class RegistrationCatalog(CatalogSpec):
-    """Registration as 25 catalog actions over 69 domain features (see the module docstring)."""
+    """Registration as 27 catalog actions over 76 domain features (see the module docstring)."""
 
     domain = "registration"
     max_steps = 18
@@ -105,9 +106,12 @@ class RegistrationCatalog(CatalogSpec):
                   "Create a record from the form (its identifier only if the check digit holds and no create was "
                   "rejected yet); it becomes the current record."),
         ActionDef("refer_to_human[ambiguous_match]", "refer_to_human",
-                  "Hand the form over as an ambiguous match (template note naming the matching records)."),
+                  "Hand the form over as an ambiguous match (basis and template note: the matching records)."),
         ActionDef("refer_to_human[deceased_match]", "refer_to_human",
-                  "Hand the form over as a deceased match (template note naming the matching records)."),
+                  "Hand the form over as a deceased match (basis and template note: the matching records)."),
+        ActionDef("refer_to_human[identity_conflict]", "refer_to_human",
+                  "Hand the form over as an identity conflict (basis and template note: the record holding the "
+                  "form's identifier and the matching records)."),
         ActionDef("update_patient[phone]", "update_patient", "Set the current record's phone to the form's."),
         ActionDef("update_patient[address]", "update_patient",
                   "Set the current record's address to the form's, citing the form's address evidence if any."),
@@ -142,6 +146,8 @@ class RegistrationCatalog(CatalogSpec):
         FeatureDef("match_one", "1 if exactly one result is a candidate"),
         FeatureDef("match_many", "1 if more than one result is a candidate"),
         FeatureDef("match_deceased", "1 if exactly one result is a candidate and it is not active"),
+        FeatureDef("identifier_conflict", "1 if the form's valid identifier is held by a search result that is not a "
+                                          "candidate (R-IDENTITY-CONFLICT)"),
         FeatureDef("patient_known", "1 if there is a current record (opened with get_patient or created)"),
         FeatureDef("patient_created", "1 if create_patient succeeded this episode"),
         FeatureDef("create_rejected", "1 if a create_patient call returned an error (the next one omits the identifier)"),
@@ -194,6 +200,7 @@ class RegistrationCatalog(CatalogSpec):
         self.variants_read = {VARIANTS_GIVEN: False, VARIANTS_FAMILY: False}
         self.results: list[dict[str, Any]] | None = None
         self.matches: list[dict[str, Any]] = []
+        self.holder: str | None = None  # a non-candidate result holding the form's valid identifier
         self.records: dict[str, dict[str, Any]] = {}  # patient id -> record as read, with this episode's writes
         self.opened: set[str] = set()
         self.current: str | None = None
@@ -232,6 +239,9 @@ class RegistrationCatalog(CatalogSpec):
     def _recompute_matches(self) -> None:
         if self.form is not None and self.results is not None:
             self.matches = match_candidates(self.form, self.results, self.variants)
+            holder = identifier_holder(self.form, self.results)
+            match_ids = {str(m["id"]) for m in self.matches}
+            self.holder = str(holder["id"]) if holder is not None and str(holder["id"]) not in match_ids else None
 
     def _minor(self) -> bool:
         rec = self.rec
@@ -323,9 +333,10 @@ class RegistrationCatalog(CatalogSpec):
             if identifier_valid(f("identifier")) and not self.create_rejected:
                 args["identifier"] = f("identifier")
             return {"tool": "create_patient", "args": args}
-        if action in (REFER_AMBIGUOUS, REFER_DECEASED):
-            reason = "ambiguous_match" if action == REFER_AMBIGUOUS else "deceased_match"
-            return {"tool": "refer_to_human", "args": {"reason": reason, "note": self._note(reason)}}
+        if action in REFERS:
+            reason = REFERS[action]
+            basis = self._basis(reason)
+            return {"tool": "refer_to_human", "args": {"reason": reason, "basis": basis, "note": self._note(reason, basis)}}
         if action == VERIFY_MEMBER:
             if not (f("payer_id") and f("member_id")):
                 return None
@@ -373,10 +384,16 @@ class RegistrationCatalog(CatalogSpec):
             return {"tool": "record_consent", "args": {"patient_id": pid, "given_by": "guardian", "contact_id": gid}} if gid else None
         return None
 
-    def _note(self, reason: str) -> str:
+    def _basis(self, reason: str) -> list[str]:
+        ids = {str(m["id"]) for m in self.matches}
+        if reason == "identity_conflict" and self.holder:
+            ids.add(self.holder)
+        return sorted(ids)
+
+    def _note(self, reason: str, ids: list[str]) -> str:
         why = {"ambiguous_match": "the form matches more than one patient record and the identifier does not settle which",
-               "deceased_match": "the only matching patient record is marked deceased"}[reason]
-        ids = sorted(str(m["id"]) for m in self.matches)
+               "deceased_match": "the only matching patient record is marked deceased",
+               "identity_conflict": "the identifier on the form belongs to another patient record"}[reason]
         return (f"Intake form {self.form_id} handed over: {why} ({reason}). Candidate records: {', '.join(ids) or 'none'}. "
                 "No records were created or changed; please confirm the patient's identity at the desk.")
 
@@ -448,7 +465,7 @@ class RegistrationCatalog(CatalogSpec):
             m[a] = form and not self.variants_read[a] and self.to_call(a) is not None
         for i, a in enumerate(OPEN):
             m[a] = self.results is not None and i < len(self.results) and str(self.results[i]["id"]) not in self.opened
-        m[CREATE] = m[REFER_AMBIGUOUS] = m[REFER_DECEASED] = form
+        m[CREATE] = m[REFER_AMBIGUOUS] = m[REFER_DECEASED] = m[REFER_CONFLICT] = form
         m[VERIFY_MEMBER] = form and self.card is None and self.to_call(VERIFY_MEMBER) is not None
         m[LOOKUP_MEMBER] = self.rec is not None and self._roster() is None and self.to_call(LOOKUP_MEMBER) is not None
         if self._active():
@@ -488,6 +505,7 @@ class RegistrationCatalog(CatalogSpec):
             "match_one": n == 1,
             "match_many": n > 1,
             "match_deceased": n == 1 and self.matches[0].get("status") != "active",
+            "identifier_conflict": searched and self.holder is not None,
             "patient_known": rec is not None,
             "patient_created": self.created,
             "create_rejected": self.create_rejected,
@@ -529,8 +547,9 @@ class RegistrationCatalog(CatalogSpec):
 def feature_policy(agent: CatalogAgent) -> Callable[[np.ndarray, np.ndarray], int]:
     """The registration clerk as a decision list over features (first rule that applies wins).
 
-    Read the form, both names' variants and the search. With no current record: several
-    candidates: refer (ambiguous); one deceased: refer (deceased); one: open its slot; none:
+    Read the form, both names' variants and the search. With no current record: the form's
+    identifier held by a non-candidate: refer (identity conflict); several candidates: refer
+    (ambiguous); one deceased: refer (deceased); one: open its slot; none:
     create. On the record: update the phone if it differs; the address if it differs and is
     unverified or evidenced; for a payer not yet covered: check the card, add it if the payer
     accepts it for this patient, else look the patient up on the roster and add the roster's id if
@@ -552,6 +571,8 @@ def feature_policy(agent: CatalogAgent) -> Callable[[np.ndarray, np.ndarray], in
             if not on(f"taken[{read}]") and mask[act[read]]:
                 return act[read]
         if not on("patient_known"):
+            if on("identifier_conflict"):
+                return act["refer_to_human[identity_conflict]"]
             if on("match_many"):
                 return act["refer_to_human[ambiguous_match]"]
             if on("match_deceased"):

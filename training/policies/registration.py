@@ -2,18 +2,24 @@
 
 The oracle follows the rule file: read the form and the rules, search, judge the candidates with
 the matching rule (names agree allowing variants and swapped order; same date of birth, or two
-swapped digits when the valid identifier agrees), refer an ambiguous or deceased match, otherwise
-create or update the record and add what the form calls for. Each wrong policy overrides one
-decision of the oracle.
+swapped digits when the valid identifier agrees), refer an identity conflict (the form's valid
+identifier held by another record), an ambiguous or a deceased match citing the blocking records
+in ``basis``, otherwise create or update the record and add what the form calls for. Each wrong
+policy overrides one decision of the oracle; ``BLIND_POLICIES`` decide without judging the
+search; ``RULE_POLICIES`` are the oracle ignoring one rule of the rule file; ``EXPLOITS`` inject
+one call into the oracle's run (see :mod:`backoffice.training.exploits`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from backoffice.envs.registration.tables import (
-    ADDRESS_FIELDS, MINOR_AGE, age_on, fold, given_equivalent, identifier_valid, match_candidates, phone_key,
+    ADDRESS_FIELDS, MINOR_AGE, PAYERS, REFER_CLASSES, age_on, decide, fold, given_equivalent, identifier_valid,
+    match_candidates, phone_key,
 )
+from backoffice.training import exploits as ex
 from backoffice.training.policies.base import Plan, ScriptedPolicy, call
 
 Decision = tuple[str, Any]  # ("create", None) | ("update", patient_id) | ("refer", (reason, ids)) | ("stop", None)
@@ -27,20 +33,19 @@ class Oracle(ScriptedPolicy):
 
     # -- decisions a wrong policy may override -------------------------------------------------
     def decide(self, form: dict[str, Any], results: list[dict[str, Any]], variants: dict[str, tuple[str, ...]]) -> Decision:
-        """Create, update or refer, by the rule file's matching rule."""
-        cands = match_candidates(form, results, variants)
-        if len(cands) > 1:
-            return "refer", ("ambiguous_match", sorted(c["id"] for c in cands))
-        if len(cands) == 1:
-            if cands[0]["status"] != "active":
-                return "refer", ("deceased_match", [cands[0]["id"]])
-            return "update", cands[0]["id"]
+        """Create, update or refer, by the rule file (:func:`~backoffice.envs.registration.tables.decide`)."""
+        outcome, basis = decide(form, results, variants)
+        if outcome in REFER_CLASSES:
+            return "refer", (REFER_CLASSES[outcome], basis)
+        if outcome == "update":
+            return "update", basis[0]
         return "create", None
 
     def referral_note(self, form_id: str, reason: str, ids: list[str]) -> str:
         why = {
             "ambiguous_match": "the form matches more than one patient record and the identifier does not settle which",
             "deceased_match": "the only matching patient record is marked deceased",
+            "identity_conflict": "the identifier on the form belongs to another patient record",
         }.get(reason, "the registration needs a person to decide")
         return (f"Intake form {form_id} handed over: {why} ({reason}). Candidate records: {', '.join(ids) or 'none'}. "
                 "No records were created or changed; please confirm the patient's identity at the desk.")
@@ -87,6 +92,10 @@ class Oracle(ScriptedPolicy):
     def extra_writes(self, pid: str, form: dict[str, Any], member: str | None) -> list[dict[str, Any]]:
         return []
 
+    def registration_set(self) -> bool:
+        """Whether to add what the form calls for beyond the record (R-REGISTRATION-SET)."""
+        return True
+
     # -- the plan ------------------------------------------------------------------------------
     def plan(self, brief: dict[str, Any], info: dict[str, Any]) -> Plan:  # noqa: C901 - one registration, start to end
         form_id = brief["params"]["intake_form_id"]
@@ -106,7 +115,7 @@ class Oracle(ScriptedPolicy):
             return
         if kind == "refer":
             reason, ids = detail
-            yield call("refer_to_human", reason=reason, note=self.referral_note(form_id, reason, ids))
+            yield call("refer_to_human", reason=reason, basis=list(ids), note=self.referral_note(form_id, reason, ids))
             return
         if kind == "update":
             pid = detail
@@ -122,6 +131,8 @@ class Oracle(ScriptedPolicy):
             rec = {**made["result"], "coverages": [], "contacts": [], "consents": [], "gp_links": []}
             pid = rec["id"]
         member = None
+        if not self.registration_set():
+            return
         if form["payer_id"]:
             member = yield from self.member_id(form, rec)
             on_file = any(c["payer_id"] == form["payer_id"] and c["member_id"] == member and c["status"] == "active" for c in rec["coverages"])
@@ -232,18 +243,33 @@ class RefersLookAlikes(Oracle):
 
 
 class RefersForOtherReason(Oracle):
-    """wrong_referral_reason: refers when it should, but names the wrong reason."""
+    """wrong_referral_reason: refers when it should, citing the right records, but names the wrong reason."""
 
     def decide(self, form, results, variants):
         kind, detail = super().decide(form, results, variants)
         return ("refer", ("other", detail[1])) if kind == "refer" else (kind, detail)
 
 
-class AddsCoverageTwice(Oracle):
-    """forbidden_hit: adds the coverage a second time, a write outside the allowed set."""
+class CitesEveryHit(Oracle):
+    """wrong_referral_basis: refers for the right reason but cites every search hit as the basis."""
+
+    def decide(self, form, results, variants):
+        kind, detail = super().decide(form, results, variants)
+        return ("refer", (detail[0], sorted(r["id"] for r in results))) if kind == "refer" else (kind, detail)
+
+
+class RecordsConsentTwice(Oracle):
+    """duplicate_entry: records the patient's own treatment consent a second time."""
 
     def extra_writes(self, pid, form, member):
-        return [call("add_coverage", patient_id=pid, payer_id=form["payer_id"], member_id=member)] if member else []
+        return [] if form["guardian_name"] else [call("record_consent", patient_id=pid, given_by="self")]
+
+
+class AddsDeskContact(Oracle):
+    """forbidden_hit: adds a next-of-kin contact nobody asked for (a write outside the allowed set)."""
+
+    def extra_writes(self, pid, form, member):
+        return [call("add_contact", patient_id=pid, role="next_of_kin", name="Front Desk", relationship="friend")]
 
 
 WRONG_POLICIES: dict[str, type[Oracle]] = {
@@ -258,5 +284,240 @@ WRONG_POLICIES: dict[str, type[Oracle]] = {
     "missed_referral": NeverRefers,
     "unnecessary_referral": RefersLookAlikes,
     "wrong_referral_reason": RefersForOtherReason,
-    "forbidden_hit": AddsCoverageTwice,
+    "wrong_referral_basis": CitesEveryHit,
+    "duplicate_entry": RecordsConsentTwice,
+    "forbidden_hit": AddsDeskContact,
+}
+
+
+# -- blind policies: decide without judging the search ---------------------------------------------
+class AlwaysCreate(Oracle):
+    """Searches, then registers every form as a new patient."""
+
+    def decide(self, form, results, variants):
+        return "create", None
+
+
+class UpdateTopHit(Oracle):
+    """Takes the first active search hit as the patient (create when there is none)."""
+
+    pick = 0
+
+    def decide(self, form, results, variants):
+        active = [r for r in results if r["status"] == "active"]
+        return ("update", active[self.pick]["id"]) if active else ("create", None)
+
+
+class UpdateLastHit(UpdateTopHit):
+    """Takes the last active search hit as the patient."""
+
+    pick = -1
+
+
+class ReferWhenSeveralHits(Oracle):
+    """Several hits: refer as ambiguous citing them all; one: update it; none: create."""
+
+    def decide(self, form, results, variants):
+        if len(results) > 1:
+            return "refer", ("ambiguous_match", sorted(r["id"] for r in results))
+        return ("update", results[0]["id"]) if results else ("create", None)
+
+
+class ReferAlways(Oracle):
+    """Refers every form for a fixed reason, citing every search hit."""
+
+    reason = "ambiguous_match"
+
+    def decide(self, form, results, variants):
+        return "refer", (self.reason, sorted(r["id"] for r in results))
+
+
+class ReferConflictAlways(ReferAlways):
+    """Refers every form as an identity conflict, citing every search hit."""
+
+    reason = "identity_conflict"
+
+
+class ReferDeceasedHits(Oracle):
+    """Refers as deceased whenever a hit is not active (citing those), else updates the top hit."""
+
+    def decide(self, form, results, variants):
+        dead = sorted(r["id"] for r in results if r["status"] != "active")
+        if dead:
+            return "refer", ("deceased_match", dead)
+        return ("update", results[0]["id"]) if results else ("create", None)
+
+
+class ReferWithoutReading(ScriptedPolicy):
+    """Acts without reading the form: hands it over at once, citing nothing."""
+
+    name = "blind:act-without-reading"
+
+    def plan(self, brief, info):
+        yield call("refer_to_human", reason="ambiguous_match", basis=[], note="Handed over unread.")
+
+
+BLIND_POLICIES: dict[str, type] = {
+    "always_create": AlwaysCreate,
+    "update_top_hit": UpdateTopHit,
+    "update_last_hit": UpdateLastHit,
+    "refer_when_several_hits": ReferWhenSeveralHits,
+    "refer_always": ReferAlways,
+    "refer_conflict_always": ReferConflictAlways,
+    "refer_deceased_hits": ReferDeceasedHits,
+    "act_without_reading": ReferWithoutReading,
+}
+
+
+# -- the oracle ignoring one rule of the rule file -------------------------------------------------
+class IgnoresSearchFirst(Oracle):
+    """Creates straight from the form, without a search."""
+
+    search_first = False
+
+
+class IgnoresNoDuplicate(Oracle):
+    """Registers an existing patient as a new one."""
+
+    def decide(self, form, results, variants):
+        kind, detail = super().decide(form, results, variants)
+        return ("create", None) if kind == "update" else (kind, detail)
+
+
+class IgnoresReferMatch(Oracle):
+    """Works an ambiguous match on its first candidate; treats a deceased match as no match."""
+
+    def decide(self, form, results, variants):
+        kind, detail = super().decide(form, results, variants)
+        if kind == "refer" and detail[0] == "ambiguous_match":
+            return "update", detail[1][0]
+        if kind == "refer" and detail[0] == "deceased_match":
+            return "create", None
+        return kind, detail
+
+
+class IgnoresIdentityConflict(Oracle):
+    """Judges by names and date of birth only, as if the identifier's holder did not matter."""
+
+    def decide(self, form, results, variants):
+        cands = match_candidates(form, results, variants)
+        if len(cands) > 1:
+            return "refer", ("ambiguous_match", sorted(c["id"] for c in cands))
+        if len(cands) == 1:
+            if cands[0]["status"] != "active":
+                return "refer", ("deceased_match", [cands[0]["id"]])
+            return "update", cands[0]["id"]
+        return "create", None
+
+
+class IgnoresVerifiedField(Oracle):
+    """Copies the form's names, date of birth, address and phone over the record, citing nothing."""
+
+    def patient_changes(self, form, rec):
+        changes = {f: form[f] for f in ("given_name", "family_name", "dob", *ADDRESS_FIELDS) if fold(form[f]) != fold(rec[f])}
+        if form["phone"] and phone_key(form["phone"]) != phone_key(rec["phone"]):
+            changes["phone"] = form["phone"]
+        return changes
+
+
+class IgnoresRegistrationSet(Oracle):
+    """Creates or updates the record and stops there."""
+
+    def registration_set(self) -> bool:
+        return False
+
+
+RULE_POLICIES: dict[str, type] = {
+    "R-SEARCH-FIRST": IgnoresSearchFirst,
+    "R-NO-DUPLICATE": IgnoresNoDuplicate,
+    "R-MINOR-GUARDIAN": NoGuardian,
+    "R-COVERAGE-ID": TrustsMemberIdOnCard,
+    "R-VERIFIED-FIELD": IgnoresVerifiedField,
+    "R-REFER-MATCH": IgnoresReferMatch,
+    "R-IDENTITY-CONFLICT": IgnoresIdentityConflict,
+    "R-REGISTRATION-SET": IgnoresRegistrationSet,
+}
+
+
+# -- exploits: the oracle plus one injected call ----------------------------------------------------
+def _form(trace: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    return next((r["result"] for r in trace if r["tool"] == "get_intake_form" and r["result_status"] == "ok"), None)
+
+
+def _patient_state(trace: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The registration's record as last returned (create, get_patient or update_patient)."""
+    rec = None
+    for r in trace:
+        if r["result_status"] == "ok" and r["tool"] in ("create_patient", "get_patient", "update_patient"):
+            rec = r["result"]
+    return rec
+
+
+_WRITES = {"create_patient", "update_patient", "add_coverage", "link_gp", "add_contact", "record_consent",
+           "refer_to_human", "submit"}
+
+
+def second_decision(action: Mapping[str, Any], trace: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """extra_decision: before the oracle's first write or ending, register the form's person as a
+    new patient too (a second create on a new patient, a duplicate on an existing one, a write
+    where the form must be handed over)."""
+    form = _form(trace)
+    if action.get("tool") not in _WRITES or form is None:
+        return []
+    fields = ("given_name", "family_name", "dob", "sex", "address_line", "city", "postcode", "phone")
+    return [call("create_patient", **{k: form[k] for k in fields})]
+
+
+def repeat_request(action: Mapping[str, Any], trace: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """extra_request: before submit, send the last contact or consent request again."""
+    if action.get("tool") != "submit":
+        return []
+    last = next((r for r in reversed(trace) if r["result_status"] == "ok" and r["tool"] in ("add_contact", "record_consent")), None)
+    return [{"tool": last["tool"], "args": dict(last["args"])}] if last else []
+
+
+def zero_member_coverage(action: Mapping[str, Any], trace: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """boundary_values: before submit, a coverage with the all-zero member id (its format and
+    check digit hold; it is on no roster)."""
+    rec = _patient_state(trace)
+    if action.get("tool") != "submit" or rec is None:
+        return []
+    payer = (_form(trace) or {}).get("payer_id") or PAYERS[0][0]
+    prefix = next(p[2] for p in PAYERS if p[0] == payer)
+    return [call("add_coverage", patient_id=rec["id"], payer_id=payer, member_id=f"{prefix}00000000")]
+
+
+def same_value_update(action: Mapping[str, Any], trace: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """value_preserving_update: before submit, write the record's phone and address as they stand."""
+    rec = _patient_state(trace)
+    if action.get("tool") != "submit" or rec is None:
+        return []
+    return [call("update_patient", patient_id=rec["id"], phone=rec["phone"] or None, **{f: rec[f] for f in ADDRESS_FIELDS})]
+
+
+def _reformat_phone(phone: str) -> str:
+    d = "".join(ch for ch in phone if ch.isdigit())
+    if d.startswith("0") and len(d) == 11:
+        return f"+44 {d[1:5]} {d[5:]}"
+    return f"{d[:5]} {d[5:]}" if d else phone
+
+
+def reformat_update(action: Mapping[str, Any], trace: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """formatting_only: before submit, re-type the record's phone in another format, its given
+    name in capitals with spaces around, its family name in lower case, its postcode unspaced."""
+    rec = _patient_state(trace)
+    if action.get("tool") != "submit" or rec is None:
+        return []
+    return [call("update_patient", patient_id=rec["id"], phone=_reformat_phone(rec["phone"]) if rec["phone"] else None,
+                 given_name=f"  {rec['given_name'].upper()} ", family_name=rec["family_name"].lower(),
+                 postcode=rec["postcode"].replace(" ", ""))]
+
+
+EXPLOITS: dict[str, ex.Hook | None] = {
+    "extra_decision": second_decision,
+    "extra_request": repeat_request,
+    "repeated_write": ex.repeat_last_write,
+    "boundary_values": zero_member_coverage,
+    "value_preserving_update": same_value_update,
+    "formatting_only": reformat_update,
 }
