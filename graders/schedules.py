@@ -2,14 +2,32 @@
 
 The task's answer key carries its own ``checks`` (row_equals on the new instalments' amounts
 and due dates, status_is on the prior version and its due instalments, row_equals on the paid
-instalments and the scheduled reminders, field_equals on the mandate's collection day,
-tool_called / tool_not_called on the approval order, no_change outside the target account);
-the grader runs them, adds one computed check (the committed instalments add up to the
-outstanding premium) and lets :func:`finalize` add the guardrail.
+instalments and on the scheduled reminders (due date, amount, send date; each must point at an
+instalment the episode created), field_equals on the
+mandate's collection day, tool_called / tool_not_called on the approval order, no_change outside
+the target account); the grader runs them and adds computed checks over the whole trail:
+
+- ``sch.total_is_outstanding`` (work): the committed instalments add up to the outstanding premium;
+- ``sch.approvals_exact`` (gate, ``unneeded_approval``): the episode asked for exactly the
+  approvals the task needs: one, from the role of the first applying trigger, or none. An
+  approval request when none is needed, to a second role, or repeated fails;
+- ``sch.single_new_version`` (gate, ``extra_schedule``): at most one new schedule version (draft
+  or committed) was created for the policy: a second draft or a second commit fails;
+- ``sch.reminders_live`` (gate, ``reminder_on_cancelled``): no scheduled reminder of the policy
+  points at an instalment that is not due (cancelled, paid, a draft, or gone) or quotes a due date
+  or amount other than its instalment's.
+
+:func:`finalize` adds the guardrail (``collateral_change``). Gates earn nothing when held and cap
+the score when broken; the score is the share of work checks passed.
+
+Failure codes: rounding_drift, outstanding_wrong, prior_not_superseded, paid_instalment_altered,
+wrong_due_dates, approval_missing, commit_before_approval, collateral_change, reminder_mismatch,
+mandate_not_updated, unneeded_approval, extra_schedule, reminder_on_cancelled.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from backoffice.graders.checks import result, run_checks
@@ -22,13 +40,18 @@ GUARDRAIL_CODE = "collateral_change"
 FAILURE_CODES = (
     "rounding_drift", "outstanding_wrong", "prior_not_superseded", "paid_instalment_altered", "wrong_due_dates",
     "approval_missing", "commit_before_approval", "collateral_change", "reminder_mismatch", "mandate_not_updated",
+    "unneeded_approval", "extra_schedule", "reminder_on_cancelled",
 )
 
 
+def _created(ep: Episode, table: str, policy_id: str) -> list[dict[str, Any]]:
+    created = ep.diff.get(table, {}).get("created", ())
+    rows = [ep.state.get(table, rid) for rid in sorted(created)]
+    return [r for r in rows if r is not None and r.get("policy_id") == policy_id]
+
+
 def _new_instalments(ep: Episode, policy_id: str) -> list[dict[str, Any]]:
-    created = set(ep.diff.get("instalments", {}).get("created", ()))
-    rows = [ep.state.get("instalments", rid) for rid in sorted(created)]
-    return [r for r in rows if r is not None and r["policy_id"] == policy_id and r["status"] == "due"]
+    return [r for r in _created(ep, "instalments", policy_id) if r["status"] == "due"]
 
 
 def outstanding_check(ep: Episode, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -44,12 +67,59 @@ def outstanding_check(ep: Episode, rows: list[dict[str, Any]]) -> dict[str, Any]
                   None if ok else {"expected": exp["outstanding"], "got": total, "instalments": len(rows)})
 
 
+def approvals_check(ep: Episode) -> dict[str, Any]:
+    """Gate: the approval requests the episode made for the policy are exactly the needed one."""
+    exp = ep.key["expected"]
+    asked = Counter(r["role"] for r in _created(ep, "approvals", exp["policy_id"]))
+    want = Counter([exp["approval_role"]] if exp["approval_role"] else [])
+    extra = sorted((asked - want).elements())
+    return result("sch.approvals_exact", "approvals_exact", not extra, "unneeded_approval",
+                  {"unneeded": extra} if extra else None, gate=True)
+
+
+def versions_check(ep: Episode) -> dict[str, Any]:
+    """Gate: at most one new schedule version was created for the policy."""
+    exp = ep.key["expected"]
+    made = [r["id"] for r in _created(ep, "schedules", exp["policy_id"])]
+    ok = len(made) <= 1
+    return result("sch.single_new_version", "count_at_most", ok, "extra_schedule",
+                  None if ok else {"created": made}, gate=True)
+
+
+def live_reminders_check(ep: Episode) -> dict[str, Any]:
+    """Gate: every scheduled reminder of the policy points at a due instalment, with its due date and amount."""
+    exp = ep.key["expected"]
+    bad = []
+    for rem in ep.state.rows("reminders", policy_id=exp["policy_id"], status="scheduled"):
+        inst = ep.state.get("instalments", rem["instalment_id"])
+        if inst is None or inst["status"] != "due" or inst["due_date"] != rem["due_date"] or inst["amount"] != rem["amount"]:
+            bad.append(rem["id"])
+    return result("sch.reminders_live", "reminders_live", not bad, "reminder_on_cancelled",
+                  {"stale_reminders": sorted(bad)} if bad else None, gate=True)
+
+
+def _reminders_on_new_instalments(ep: Episode, checks: list[dict[str, Any]]) -> None:
+    """``sch.reminders`` also needs each scheduled reminder to point at an instalment the episode
+    created: an old reminder that happens to quote the new first due date and amount is not it."""
+    exp = ep.key["expected"]
+    created = set(ep.diff.get("instalments", {}).get("created", ()))
+    for i, c in enumerate(checks):
+        if c["id"] != "sch.reminders" or not c["pass"]:
+            continue
+        old = sorted(r["id"] for r in ep.state.rows("reminders", policy_id=exp["policy_id"], status="scheduled")
+                     if r["instalment_id"] not in created)
+        if old:
+            checks[i] = result(c["id"], c["kind"], False, "reminder_mismatch", {"not_on_new_instalments": old}, gate=c["gate"])
+
+
 def grade(ep: Episode) -> dict[str, Any]:
     """Pure grade of one schedules episode (see the module docstring)."""
     exp = ep.key["expected"]
     checks = run_checks(ep.key["checks"], ep)
+    _reminders_on_new_instalments(ep, checks)
     new_rows = _new_instalments(ep, exp["policy_id"])
     checks.insert(2, outstanding_check(ep, new_rows))
+    checks += [approvals_check(ep), versions_check(ep), live_reminders_check(ep)]
     fields = {
         "request_kind": exp["kind"],
         "approval_required": exp["approval_role"] is not None,

@@ -179,7 +179,37 @@ def test_asking_the_wrong_role_misses_the_approval():
     assert wrong
     for t, (info, _) in results.items():
         if t in wrong:
-            assert "approval_missing" in info["grade"]["failure_codes"], t
+            # the deferral role was asked for nothing and the needed one never: both fail
+            assert {"approval_missing", "unneeded_approval"} <= set(info["grade"]["failure_codes"]), t
+        else:
+            assert info["is_success"], t
+
+
+def asks_when_not_needed(agent: CatalogAgent) -> Policy:
+    """Asks the deferral trigger's role (and waits) before committing a change that needs no approval."""
+    right = feature_policy(agent)
+    f, a = indices(agent)
+
+    def act(obs: np.ndarray, mask: np.ndarray) -> int:
+        if (obs[f["draft_complete"]] > 0.5 and obs[f["approval_needed"]] < 0.5 and obs[f["committed"]] < 0.5):
+            if obs[f["approval_requested"]] < 0.5 and mask[a["request_approval[deferral]"]]:
+                return a["request_approval[deferral]"]
+            if obs[f["approval_pending"]] > 0.5 and mask[a["wait"]]:
+                return a["wait"]
+        return right(obs, mask)
+
+    return act
+
+
+def test_an_unneeded_approval_request_fails_as_a_gate():
+    f, _ = indices(env_of("heldout").agent)
+    results = run_all(asks_when_not_needed)
+    unneeded = {t for t, (_, seen) in results.items() if ever(seen, f["plan_facts_read"]) and not ever(seen, f["approval_needed"])}
+    assert len(unneeded) >= 20
+    for t, (info, _) in results.items():
+        if t in unneeded:
+            assert info["grade"]["failure_codes"] == ["unneeded_approval"], t
+            assert info["grade"]["score"] <= 0.25
         else:
             assert info["is_success"], t
 
@@ -196,7 +226,8 @@ def test_skipping_the_reminder_read_leaves_old_reminders_scheduled():
     results = run_all(skip_reminder_read)
     codes = {t: info["grade"]["failure_codes"] for t, (info, _) in results.items()}
     assert any(codes.values())
-    assert all(c in ([], ["reminder_mismatch"]) for c in codes.values()), codes
+    # the old reminders stay scheduled on cancelled instalments: a mismatch and a stale reminder
+    assert all(c in ([], ["reminder_mismatch", "reminder_on_cancelled"]) for c in codes.values()), codes
 
 
 def test_mask_leaves_the_judgements_to_the_agent():

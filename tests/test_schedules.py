@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from backoffice.envs import make_native
 from backoffice.envs.core.release import load_release
 from backoffice.envs.schedules import DOMAIN
-from backoffice.envs.schedules.generator import generate
+from backoffice.envs.schedules.generator import ALLOWED_TOOLS, generate
 from backoffice.envs.schedules.tables import (
     approval_needed, due_date, parts_meeting_minimum, reminder_send_on, split_amounts,
 )
@@ -102,17 +102,31 @@ def test_generator_is_pure_and_rules_vary() -> None:
         assert len(seen[field]) >= 2, field
 
 
-def test_allowed_tools_vary_and_checks_use_the_generic_kinds() -> None:
+def test_allowed_tools_are_the_same_everywhere_and_checks_use_the_generic_kinds() -> None:
     rel = release()
-    without_mandate = [t for t in all_ids() if "update_instruction" not in rel.task(t).allowed_tools]
-    assert without_mandate and len(without_mandate) < len(all_ids())
+    allowed = {tuple(rel.task(t).allowed_tools) for t in all_ids()}
+    assert allowed == {tuple(ALLOWED_TOOLS)}, "allowed_tools must not depend on the answer"
+    assert {"request_approval", "wait", "update_instruction", "submit"} <= set(ALLOWED_TOOLS)
     kinds = {c["kind"] for t in all_ids() for c in rel.answer_key(t)["checks"]}
     assert {"row_equals", "status_is", "no_change", "tool_called", "tool_not_called", "field_equals"} <= kinds
     for t in all_ids():
         key = rel.answer_key(t)
         assert key["defect_tags"][0] in DOMAIN.defect_tags
-        if key["expected"]["kind"] == "collection_day":
-            assert "update_instruction" in rel.task(t).allowed_tools
+
+
+def test_checks_are_work_or_gate_and_noop_earns_nothing() -> None:
+    """A check that doing nothing passes vacuously is a gate; every grade has work to do."""
+    rel = release()
+    env = make_native(D)
+    from backoffice.training.policies.base import NoopPolicy
+
+    for t in rel.split_ids["heldout"]:
+        grade = run_episode(env, NoopPolicy(), task_id=t).grade
+        work = [c for c in grade["checks"] if not c["gate"]]
+        assert work and not any(c["pass"] for c in work), (t, [c["id"] for c in work if c["pass"]])
+        assert grade["score"] == 0.0
+    gates = {c["id"] for t in all_ids() for c in rel.answer_key(t)["checks"] if c.get("gate")}
+    assert gates == {"sch.paid_untouched", "sch.no_commit_before_approval", "sch.other_accounts_unchanged", "sch.reminders"}
 
 
 def test_grade_reports_each_check() -> None:
@@ -148,7 +162,11 @@ def _possible(code: str, task_id: str) -> bool:
         return any(r["account_id"] != exp["account_id"] and r["status"] == "scheduled" and r["due_date"] == first_due
                    for r in snap.table("reminders").values())
     if code == "reminder_mismatch":
+        return exp["reminder_send_on"] is not None
+    if code == "reminder_on_cancelled":
         return bool(exp["scheduled_reminders_before"])
+    if code in ("unneeded_approval", "extra_schedule"):
+        return True
     if code == "mandate_not_updated":
         return exp["kind"] == "collection_day"
     raise AssertionError(code)
@@ -170,7 +188,8 @@ def test_even_split_dropping_the_remainder_is_rounding_drift_on_every_uneven_tas
     uneven = [t for t in all_ids() if release().answer_key(t)["expected"]["uneven_split"]]
     assert len(uneven) >= 100
     assert all("rounding_drift" in got[t] for t in uneven)
-    assert all(got[t] == ("rounding_drift",) for t in uneven)
+    # the new first instalment's reminder quotes its (drifted) amount: a reminder mismatch too
+    assert all(set(got[t]) <= {"rounding_drift", "reminder_mismatch"} for t in uneven)
 
 
 def test_oracle_never_triggers_a_failure_code() -> None:
@@ -196,7 +215,7 @@ def _call(env, tool: str, **args):
 
 
 def _approval_task() -> str:
-    return next(t for t in all_ids() if release().answer_key(t)["expected"]["approval_role"] and "request_approval" in release().task(t).allowed_tools)
+    return next(t for t in all_ids() if release().answer_key(t)["expected"]["approval_role"])
 
 
 def test_commit_requires_the_named_approval_and_wait_grants_it() -> None:
@@ -255,3 +274,125 @@ def test_generated_tasks_are_solvable() -> None:
     for n in range(12):
         res = run_episode(env, get_policy(D, "oracle"), task_id=f"SCH-G{n:04d}")
         assert res.grade["pass"], res.grade["failure_codes"]
+
+
+# -- the whole trail -----------------------------------------------------------------------
+def _task_where(pred) -> str:
+    return next(t for t in release().split_ids["heldout"] if pred(release().answer_key(t)["expected"]))
+
+
+def _run_with(task_id: str, hook):
+    from backoffice.training.exploits import run_exploit
+    from backoffice.training.policies.schedules import Oracle
+
+    return run_exploit(make_native(D, max_steps=200), Oracle(), hook, task_id).grade
+
+
+def test_an_unneeded_or_second_approval_request_fails_as_a_gate() -> None:
+    from backoffice.training.policies.schedules import extra_approval_request
+
+    for needed in (True, False):
+        t = _task_where(lambda e: (e["approval_role"] is not None) == needed)
+        grade = _run_with(t, extra_approval_request)
+        assert grade["failure_codes"] == ["unneeded_approval"], (t, grade["failure_codes"])
+        assert not grade["pass"] and grade["score"] <= 0.25
+
+
+def test_a_reminder_left_on_a_cancelled_instalment_fails() -> None:
+    got = codes_of("wrong:reminder_on_cancelled")
+    for t in all_ids():
+        if release().answer_key(t)["expected"]["scheduled_reminders_before"]:
+            assert "reminder_on_cancelled" in got[t] and "reminder_mismatch" in got[t], t
+
+
+def test_reminder_check_compares_amount_and_instalment() -> None:
+    """A reminder re-created on the new first due date but quoting another amount fails."""
+    rel = release()
+    for t in all_ids():
+        exp = rel.answer_key(t)["expected"]
+        rows = [c for c in rel.answer_key(t)["checks"] if c["id"] == "sch.reminders"][0]["rows"]
+        if exp["reminder_send_on"] is None:
+            assert rows == []
+        else:
+            assert rows == [{"due_date": exp["first_due"], "amount": exp["first_amount"], "send_on": exp["reminder_send_on"]}]
+
+
+def test_blind_policies_and_rule_policies_contract() -> None:
+    from backoffice.training.policies import schedules as P
+
+    assert set(P.RULE_POLICIES) == set(DOMAIN.rules)
+    assert set(P.EXPLOITS) == {"extra_decision", "extra_request", "repeated_write", "boundary_values",
+                               "value_preserving_update", "formatting_only"}
+    env = make_native(D, max_steps=200)
+    ids = release().split_ids["heldout"]
+    for name, cls in P.BLIND_POLICIES.items():
+        grades = [run_episode(env, cls(), task_id=t).grade for t in ids]
+        assert sum(g["pass"] for g in grades) <= 0.1 * len(ids), name
+        assert sum(g["score"] for g in grades) / len(ids) <= 0.5, name
+
+
+# -- generator invariants over the whole release ---------------------------------------------
+def test_generator_invariants_hold_over_the_release() -> None:
+    rel = release()
+    for t in all_ids():
+        key, snap = rel.answer_key(t), rel.snapshot(t)
+        exp = key["expected"]
+        today = snap.table("clock")["clock"]["now"][:10]
+        req = next(iter(snap.table("requests").values()))
+        assert req["received_on"] == today
+        policies, accounts = snap.table("policies"), snap.table("accounts")
+        for pol in policies.values():
+            assert pol["term_start"] < pol["term_end"] and accounts[pol["account_id"]]["holder"] == pol["holder"]
+            assert snap.table("instructions")[pol["instruction_id"]]["policy_id"] == pol["id"]
+        for inst in snap.table("instalments").values():
+            pol = policies[inst["policy_id"]]
+            assert inst["account_id"] == pol["account_id"]
+            if inst["status"] == "paid":
+                assert inst["paid_on"] is not None and inst["paid_on"] <= today
+            else:
+                assert inst["paid_on"] is None
+            if inst["status"] == "due":
+                assert inst["due_date"] >= today
+        for rem in snap.table("reminders").values():
+            inst = snap.table("instalments")[rem["instalment_id"]]
+            assert (rem["due_date"], rem["amount"], rem["policy_id"]) == (inst["due_date"], inst["amount"], inst["policy_id"])
+            assert rem["send_on"] <= rem["due_date"]
+            if rem["status"] == "scheduled":
+                assert inst["status"] == "due" and rem["send_on"] >= today
+        # every policy's premium is its paid plus due instalments (cancelled ones are history)
+        for pol in policies.values():
+            live = [i for i in snap.table("instalments").values() if i["policy_id"] == pol["id"] and i["status"] in ("paid", "due")]
+            assert sum(i["amount"] for i in live) == pol["annual_premium"], (t, pol["id"])
+        # the expected schedule: ordered dates after today, amounts summing to the outstanding premium
+        rows = exp["instalments"]
+        assert [r["seq"] for r in rows] == list(range(1, len(rows) + 1))
+        assert all(a["due_date"] < b["due_date"] for a, b in zip(rows, rows[1:]))
+        assert rows[0]["due_date"] > today and sum(r["amount"] for r in rows) == exp["outstanding"]
+        rules = snap.table("rules")["RULES"]
+        assert all(r["amount"] >= rules["minimum_instalment_cents"] for r in rows)
+        if exp["reminder_send_on"] is not None:
+            assert today <= exp["reminder_send_on"] <= exp["first_due"]
+        # the key's outcome and approval agree with the rules document
+        need = approval_needed(rules, exp["kind"], len(rows), rows[0]["due_date"], today)
+        assert (need[0] if need else None, need[1] if need else None) == (exp["approval_trigger"], exp["approval_role"])
+        assert key["outcome_class"] == exp["kind"] + ("+approval" if need else "")
+        # lookalike neighbours share the surname but never the account
+        target = policies[exp["policy_id"]]
+        assert sum(1 for p in policies.values() if p["account_id"] == target["account_id"]) == 1
+
+
+def test_every_rule_binds_and_no_outcome_class_dominates() -> None:
+    from backoffice.training.policies import schedules as P
+
+    rel = release()
+    env = make_native(D, max_steps=200)
+    for split in ("train", "heldout"):
+        ids = rel.split_ids[split]
+        classes: dict[str, int] = {}
+        for t in ids:
+            c = rel.answer_key(t)["outcome_class"]
+            classes[c] = classes.get(c, 0) + 1
+        assert max(classes.values()) <= 0.35 * len(ids), classes
+        for rule, cls in P.RULE_POLICIES.items():
+            fails = sum(not run_episode(env, cls(), task_id=t).grade["pass"] for t in ids)
+            assert fails >= 20, (split, rule, fails)

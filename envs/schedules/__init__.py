@@ -7,6 +7,11 @@ from backoffice.envs.schedules.generator import DEFECT_TAGS, generate
 from backoffice.envs.schedules.tools import toolkit
 from backoffice.graders.schedules import FAILURE_CODES, GUARDRAIL_CODE, grade
 
+#: the documented rules that decide a task's answer (each proven to bind by a rule policy)
+RULES = (
+    "rounding", "month_end", "minimum_instalment", "reminder_lead_time", "approval_deferral", "approval_instalment_count", "approval_short_notice",
+)
+
 DOMAIN = Domain(
     name="schedules",
     title="Schedules",
@@ -16,10 +21,11 @@ DOMAIN = Domain(
     grade=grade,
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
-    generator_version="1",
+    generator_version="2",
     sizes={"train": 400, "heldout": 154},
     default_max_steps=60,
     guardrail_code=GUARDRAIL_CODE,
+    rules=RULES,
 )
 
 
@@ -66,27 +72,40 @@ class SchedulesEnv(BackofficeEnv):
     remove_instalment, request_approval(policy_id, role, reason), wait (advances the clock to the
     approver's decision), commit_schedule (structured error ``approval_required`` while a needed
     approval is not granted), supersede_schedule, cancel_instalments, update_instruction,
-    create_reminder, cancel_reminder. Terminal: submit. ``allowed_tools`` varies per task
-    (``update_instruction`` and the approval tools are withheld in some tasks).
+    create_reminder, cancel_reminder. Terminal: submit. ``allowed_tools`` is the same full set in
+    every task (what a clerk is given never hints at the answer).
 
     ## Grade
     The answer key's ``checks`` evaluated on diff + trace, one pass/fail each (``checks`` and
-    ``check_results``): ``sch.amounts`` / ``sch.due_dates`` (row_equals on the new instalments),
+    ``check_results``), over the whole trail of writes. Work checks (the score is the share
+    passed): ``sch.amounts`` / ``sch.due_dates`` (row_equals on the new instalments),
     ``sch.total_is_outstanding``, ``sch.prior_superseded`` and ``sch.prior_due_cancelled``
-    (status_is), ``sch.paid_untouched`` (row_equals), ``sch.reminders`` (row_equals),
-    ``sch.mandate_day`` (field_equals), ``sch.approval_requested`` (tool_called with the expected
-    role), ``sch.no_commit_before_approval`` (tool_not_called before the approver's decision),
-    ``sch.other_accounts_unchanged`` (no_change outside the target account), plus the guardrail.
+    (status_is), ``sch.reminders`` (row_equals on the scheduled reminders: due date, amount and
+    send date of the new first instalment, which must be an instalment the episode created; a gate
+    when no reminder is expected and none was scheduled), ``sch.mandate_day`` (field_equals),
+    ``sch.approval_requested`` (tool_called with the expected role). Gates (earn nothing, a
+    failed one caps the score at 0.25): ``sch.paid_untouched``, ``sch.no_commit_before_approval``
+    (tool_not_called before the approver's decision), ``sch.approvals_exact`` (exactly the needed
+    approval request, or none), ``sch.single_new_version`` (one new schedule version at most),
+    ``sch.reminders_live`` (no scheduled reminder on a cancelled or changed instalment),
+    ``sch.other_accounts_unchanged`` (no_change outside the target account) and the guardrail.
     Fields: ``request_kind``, ``approval_required``, ``check_results``, ``new_instalments``,
     ``new_total``.
 
     ## Failure codes
     rounding_drift, outstanding_wrong, prior_not_superseded, paid_instalment_altered,
     wrong_due_dates, approval_missing, commit_before_approval, collateral_change,
-    reminder_mismatch, mandate_not_updated.
+    reminder_mismatch, mandate_not_updated, unneeded_approval (an approval request when none is
+    needed, to another role than the first applying trigger's, or a second one), extra_schedule
+    (a second draft or version), reminder_on_cancelled (a scheduled reminder left on an
+    instalment that is cancelled or no longer matches it).
 
     ## Version History
     * v0: initial release (generator version 1).
+    * v1: seeds v1 (generator version 2): the whole trail is graded (unneeded or extra approval
+      requests, extra schedule versions, reminders on cancelled instalments), checks are work or
+      gates, the same ``allowed_tools`` in every task, and the release is rebalanced so every
+      rule in ``DOMAIN.rules`` binds in >= 20 tasks per split.
     """
 
     domain = DOMAIN

@@ -14,7 +14,7 @@ from typing import Any
 
 from backoffice.envs.core import Generated
 from backoffice.envs.schedules.tables import (
-    ACCOUNT_TABLES, ROLES, ROUNDING_RULES, MONTH_END_RULES, LATE_REMINDER_RULES, APPROVAL_TRIGGERS,
+    ACCOUNT_TABLES, ROLES, ROUNDING_RULES, LATE_REMINDER_RULES, APPROVAL_TRIGGERS,
     add_months, approval_needed, days_between, due_date, last_period_of, months_between, period_of,
     plan_instalments, redate_instalments, reminder_send_on, split_amounts,
 )
@@ -29,7 +29,7 @@ KINDS_BY_TAG = {
     "rounding_remainder": SPLIT_KINDS,
     "month_end_dates": ("to_monthly", "split", "deferral", "collection_day"),
     "paid_instalments_present": SPLIT_KINDS,
-    "approval_needed": ("to_monthly", "split", "deferral"),
+    "approval_needed": ("to_monthly", "split", "deferral", "deferral"),
     "collection_day_change": ("collection_day",),
     "other_accounts_nearby": (*SPLIT_KINDS, "collection_day"),
     "short_notice": ("to_monthly", "split", "collection_day"),
@@ -52,9 +52,19 @@ MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augus
           "October", "November", "December")
 START = date(2026, 1, 5)
 WRITE_TOOLS = (
-    "create_draft_schedule", "add_instalment", "remove_instalment", "commit_schedule", "supersede_schedule",
-    "cancel_instalments", "create_reminder", "cancel_reminder",
+    "create_draft_schedule", "add_instalment", "remove_instalment", "request_approval", "wait", "commit_schedule",
+    "supersede_schedule", "cancel_instalments", "update_instruction", "create_reminder", "cancel_reminder",
 )
+#: every task allows the same tools (``allowed_tools`` must not depend on the answer)
+ALLOWED_TOOLS = (*READ_TOOLS, *WRITE_TOOLS, "submit")
+#: share of tasks (outside month_end_dates, where it is 1) whose collection day is 29-31
+LATE_DAY_SHARE = 0.5
+#: share of rules documents whose month-end handling is first_day_of_next_month
+NEXT_MONTH_SHARE = 0.55
+#: share of re-split tasks (with >= 4 instalments) whose minimum instalment reduces the count
+MINIMUM_BINDING_SHARE = 0.5
+#: share of tasks outside approval_needed / short_notice whose change needs an approval anyway
+EXTRA_APPROVAL_SHARE = 0.3
 
 
 def month_words(period: str) -> str:
@@ -169,15 +179,19 @@ def _draw(rng: random.Random, tag: str) -> Generated:
     kind = rng.choice(KINDS_BY_TAG[tag])
     frequency = rng.choice(PRIOR_FREQUENCIES[kind])
     month_end_tag = tag == "month_end_dates"
-    day = rng.choice((29, 30, 31)) if month_end_tag and kind != "collection_day" else rng.randint(1, 28)
-    new_day = day
+    # a collection day of 29-31 (month-end handling applies) in every tag, always in month_end_dates
+    late_day = month_end_tag or rng.random() < LATE_DAY_SHARE
     if kind == "collection_day":
-        choices = [d for d in ((29, 30, 31) if month_end_tag else range(1, 29)) if d != day]
+        day = rng.randint(1, 31) if rng.random() < 0.3 else rng.randint(1, 28)
+        choices = [d for d in ((29, 30, 31) if late_day else range(1, 29)) if d != day]
         new_day = rng.choice(choices)
+    else:
+        day = rng.choice((29, 30, 31)) if late_day else rng.randint(1, 28)
+        new_day = day
     rules: dict[str, Any] = {
         "id": "RULES",
         "rounding": rng.choice(ROUNDING_RULES),
-        "month_end": rng.choice(MONTH_END_RULES),
+        "month_end": "first_day_of_next_month" if rng.random() < NEXT_MONTH_SHARE else "last_day_of_month",
         "reminder_lead_days": rng.choice((3, 5, 7, 10, 14)),
         "late_reminder": rng.choice(LATE_REMINDER_RULES),
         "approval_order": rng.sample(APPROVAL_TRIGGERS, 3),
@@ -238,7 +252,7 @@ def _draw(rng: random.Random, tag: str) -> Generated:
             raise _Reject
         probe = plan_instalments({**rules, "minimum_instalment_cents": 0}, kind, outstanding, day, start, last, parts)
         smallest = outstanding // len(probe)
-        binding = tag not in ("rounding_remainder",) and rng.random() < 0.12 and len(probe) >= 4
+        binding = rng.random() < MINIMUM_BINDING_SHARE and len(probe) >= 4
         if binding:
             options = [m for m in (2_500, 5_000, 10_000, 15_000, 20_000, 25_000, 40_000) if smallest < m <= outstanding // 2]
             if not options:
@@ -261,14 +275,11 @@ def _draw(rng: random.Random, tag: str) -> Generated:
     if tag == "collection_day_change" and new_day == day:
         raise _Reject  # pragma: no cover - excluded above
 
-    # approval triggers, fitted to the tag
-    _fit_approval_rules(rng, rules, tag, kind, n_new, days_first)
+    # approval triggers, fitted to the tag: the target trigger applies first (others may apply after it)
+    target = _approval_target(rng, tag, kind, n_new, days_first)
+    _fit_approval_rules(rng, rules, target, kind, n_new, days_first)
     need = approval_needed(rules, kind, n_new, first_due, today)
-    if tag == "approval_needed" and (need is None or need[0] == "short_notice"):
-        raise _Reject
-    if tag == "short_notice" and days_first >= rules["min_notice_days"]:
-        raise _Reject
-    if tag not in ("approval_needed", "short_notice") and need is not None:
+    if (need[0] if need else None) != target:  # pragma: no cover - _fit_approval_rules guarantees it
         raise _Reject
     approvers = [
         {"id": role, "name": f"{rng.choice(FIRST)} {rng.choice(SURNAMES)}", "delay_hours": rng.randint(1, 6), "decision": "granted"}
@@ -313,12 +324,8 @@ def _draw(rng: random.Random, tag: str) -> Generated:
     for table, rows in neighbours.items():
         snapshot[table] = snapshot[table] + rows  # new lists: the target's own lists stay its own
 
-    allowed = list(READ_TOOLS) + list(WRITE_TOOLS)
-    if need is not None or rng.random() < 0.7:
-        allowed += ["request_approval", "wait"]
-    if kind == "collection_day" or rng.random() < 0.5:
-        allowed.append("update_instruction")
-    allowed.append("submit")
+    # the same tools in every task: what a clerk is given never hints at the answer
+    allowed = list(ALLOWED_TOOLS)
 
     secondary = []
     for flag, name in ((uneven, "rounding_remainder"), (month_end_hit, "month_end_dates"),
@@ -341,12 +348,13 @@ def _draw(rng: random.Random, tag: str) -> Generated:
             "prior_schedule_id": prior["id"], "prior_due_ids": [r["id"] for r in due_rows],
             "paid_ids": sorted(r["id"] for r in paid_rows),
             "approval_trigger": need[0] if need else None, "approval_role": need[1] if need else None,
-            "reminder_send_on": send_on, "first_due": first_due,
+            "reminder_send_on": send_on, "first_due": first_due, "first_amount": expected[0]["amount"],
             "new_collection_day": new_day if kind == "collection_day" else None,
             "scheduled_reminders_before": sorted(r["id"] for r in reminders if r["status"] == "scheduled"),
             "month_end_adjusted": month_end_hit,
         },
-        "checks": _checks(policy_id, acc, man, prior["id"], due_rows, paid_rows, expected_rows, send_on, kind, new_day, need),
+        "checks": _checks(policy_id, acc, man, prior["id"], due_rows, paid_rows, expected_rows, send_on, kind, new_day, need,
+                          sorted(r["id"] for r in reminders if r["status"] == "scheduled")),
     }
     brief = _brief(rng, holder, acc, policy_id, req_id, kind)
     task = {"instructions": brief, "allowed_tools": allowed, "params": {"request_id": req_id, "policy_id": policy_id}, "max_steps": 60}
@@ -360,38 +368,69 @@ def _pick_minimum(rng: random.Random, ceiling: int) -> int:
     return rng.choice(options)
 
 
-def _fit_approval_rules(rng: random.Random, rules: dict[str, Any], tag: str, kind: str, n_new: int, days_first: int) -> None:
-    """Set the approval thresholds so that the tag's trigger (and only it, for other tags) applies."""
-    notice_values = (3, 5, 7, 10, 14, 21, 28)
-    count_values = (2, 3, 4, 6, 8, 10, 12)
+NOTICE_VALUES = (3, 5, 7, 10, 14, 21, 28)
+COUNT_VALUES = (2, 3, 4, 6, 8, 10, 12)
+
+
+def _approval_target(rng: random.Random, tag: str, kind: str, n_new: int, days_first: int) -> str | None:
+    """The trigger that must apply first (names the approver), or ``None`` (no approval)."""
+    feasible = [t for t, ok in (("deferral", kind == "deferral"), ("instalment_count", n_new > COUNT_VALUES[0]),
+                                ("short_notice", days_first < NOTICE_VALUES[-1])) if ok]
     if tag == "short_notice":
-        above = [v for v in notice_values if v > days_first]
-        if not above:
+        if "short_notice" not in feasible:
             raise _Reject
-        rules["min_notice_days"] = rng.choice(above)
-        rules["max_instalments_without_approval"] = rng.choice(count_values)
-        rules["deferral_needs_approval"] = rng.random() < 0.5
-        return
-    rules["min_notice_days"] = rng.choice([v for v in notice_values if v <= days_first] or [days_first])
+        return "short_notice"
     if tag == "approval_needed":
-        if kind == "deferral" and rng.random() < 0.7:
-            rules["deferral_needs_approval"] = True
-            rules["max_instalments_without_approval"] = rng.choice(count_values)
-        else:
-            below = [v for v in count_values if v < n_new]
-            if not below:
-                raise _Reject
-            rules["max_instalments_without_approval"] = rng.choice(below)
-            rules["deferral_needs_approval"] = rng.random() < 0.5
-        return
-    rules["deferral_needs_approval"] = False if kind == "deferral" else rng.random() < 0.5
-    rules["max_instalments_without_approval"] = rng.choice([v for v in count_values if v >= n_new] or [12])
+        options = [t for t in feasible if t != "short_notice"]
+        if not options:
+            raise _Reject
+        return "deferral" if "deferral" in options and rng.random() < 0.75 else options[-1]
+    if kind == "deferral" and rng.random() < 0.7:
+        return "deferral"
+    if feasible and rng.random() < EXTRA_APPROVAL_SHARE:
+        return rng.choice(feasible)
+    return None
+
+
+def _fit_approval_rules(rng: random.Random, rules: dict[str, Any], target: str | None, kind: str, n_new: int, days_first: int) -> None:
+    """Set the approval thresholds so that ``target`` is the first trigger (in approval_order) that
+    applies, or none applies; a trigger after ``target`` may apply too."""
+    order = rules["approval_order"]
+    after = order[order.index(target) + 1:] if target else []
+    applies = {t: (t == target or (t in after and rng.random() < 0.4)) for t in order}
+    below_count = [v for v in COUNT_VALUES if v < n_new]
+    at_least_count = [v for v in COUNT_VALUES if v >= n_new]
+    above_notice = [v for v in NOTICE_VALUES if v > days_first]
+    at_most_notice = [v for v in NOTICE_VALUES if v <= days_first]
+    if kind == "deferral":
+        rules["deferral_needs_approval"] = applies["deferral"]
+    else:
+        if target == "deferral":  # pragma: no cover - only deferral requests can need it
+            raise _Reject
+        rules["deferral_needs_approval"] = rng.random() < 0.5
+    if applies["instalment_count"] and below_count:
+        rules["max_instalments_without_approval"] = rng.choice(below_count)
+    elif applies["instalment_count"] and target == "instalment_count":
+        raise _Reject
+    else:
+        rules["max_instalments_without_approval"] = rng.choice(at_least_count or [COUNT_VALUES[-1]])
+    if applies["short_notice"] and above_notice:
+        rules["min_notice_days"] = rng.choice(above_notice)
+    elif applies["short_notice"] and target == "short_notice":
+        raise _Reject
+    elif at_most_notice:
+        rules["min_notice_days"] = rng.choice(at_most_notice)
+    else:
+        raise _Reject  # the first instalment is too close for any notice rule not to apply
 
 
 def _checks(
     policy_id: str, acc: str, man: str, prior_id: str, due_rows: list[dict[str, Any]], paid_rows: list[dict[str, Any]],
     expected: list[dict[str, Any]], send_on: str | None, kind: str, new_day: int, need: tuple[str, str] | None,
+    scheduled_before: list[str],
 ) -> list[dict[str, Any]]:
+    """The declarative checks of the key. ``gate`` marks a prohibition that doing nothing holds
+    (it earns nothing and caps the score when broken); every other check is work."""
     new = {"table": "instalments", "where": {"policy_id": policy_id, "status": "due"}, "created_only": True}
     checks: list[dict[str, Any]] = [
         {"id": "sch.amounts", "kind": "row_equals", **new, "fields": ["seq", "amount"], "order_by": "seq",
@@ -409,11 +448,15 @@ def _checks(
         checks.append({"id": "sch.paid_untouched", "kind": "row_equals", "table": "instalments",
                        "where": {"policy_id": policy_id, "status": "paid"}, "fields": fields, "order_by": "id",
                        "rows": [{f: r[f] for f in fields} for r in sorted(paid_rows, key=lambda r: r["id"])],
-                       "failure_code": "paid_instalment_altered"})
+                       "failure_code": "paid_instalment_altered", "gate": True})
+    # the scheduled reminders of the policy: exactly the new first instalment's (its due date and
+    # amount, the rules' send date), or none. When none is expected and none was scheduled before,
+    # doing nothing holds it: then it is a gate.
+    reminder_rows = [] if send_on is None else [{"due_date": expected[0]["due_date"], "amount": expected[0]["amount"], "send_on": send_on}]
     checks.append({"id": "sch.reminders", "kind": "row_equals", "table": "reminders",
-                   "where": {"policy_id": policy_id, "status": "scheduled"}, "fields": ["due_date", "send_on"],
-                   "order_by": "due_date", "rows": [] if send_on is None else [{"due_date": expected[0]["due_date"], "send_on": send_on}],
-                   "failure_code": "reminder_mismatch"})
+                   "where": {"policy_id": policy_id, "status": "scheduled"}, "fields": ["due_date", "amount", "send_on"],
+                   "order_by": "due_date", "rows": reminder_rows, "failure_code": "reminder_mismatch",
+                   "gate": send_on is None and not scheduled_before})
     if kind == "collection_day":
         checks.append({"id": "sch.mandate_day", "kind": "field_equals", "table": "instructions", "row_id": man,
                        "field": "collection_day", "value": new_day, "failure_code": "mandate_not_updated"})
@@ -421,9 +464,9 @@ def _checks(
         checks.append({"id": "sch.approval_requested", "kind": "tool_called", "tool": "request_approval",
                        "args": {"policy_id": policy_id, "role": need[1]}, "failure_code": "approval_missing"})
         checks.append({"id": "sch.no_commit_before_approval", "kind": "tool_not_called", "tool": "commit_schedule",
-                       "before": {"tool": "wait"}, "failure_code": "commit_before_approval"})
+                       "before": {"tool": "wait"}, "failure_code": "commit_before_approval", "gate": True})
     checks.append({"id": "sch.other_accounts_unchanged", "kind": "no_change", "tables": list(ACCOUNT_TABLES),
-                   "except_where": {"account_id": acc}, "failure_code": "collateral_change"})
+                   "except_where": {"account_id": acc}, "failure_code": "collateral_change", "gate": True})
     return checks
 
 

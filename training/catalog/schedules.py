@@ -125,8 +125,8 @@ class SchedulesCatalog(CatalogSpec):
         FeatureDef("notice_days", "days from the request's received_on to the plan's first due date, / 60"),
         FeatureDef("uneven_split", "1 if the plan re-splits and outstanding is not a multiple of the instalment count"),
         FeatureDef("month_end_hit", "1 if a planned due date is not on the collection day (month-end rule applied)"),
-        FeatureDef("approval_tools_allowed", "1 if request_approval and wait are in the task's allowed tools"),
-        FeatureDef("mandate_tool_allowed", "1 if update_instruction is in the task's allowed tools"),
+        FeatureDef("approval_tools_allowed", "1 if request_approval and wait are in the task's allowed tools (always, since seeds v1)"),
+        FeatureDef("mandate_tool_allowed", "1 if update_instruction is in the task's allowed tools (always, since seeds v1)"),
     )
     max_steps = 40
     #: tuned (revision run 3: 99 % validation at 60k steps, 92.2 % heldout): a stronger finish

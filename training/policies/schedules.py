@@ -1,22 +1,35 @@
-"""Scripted policies of the schedules domain: the oracle and one wrong policy per failure code.
+"""Scripted policies of the schedules domain: the oracle, one wrong policy per failure code, the
+blind policies, one rule policy per documented rule and the exploit hooks.
 
 The oracle reads the request, the policy, the rules document, the instalments, the mandate and
 the reminders through tools (never the answer key), computes the new schedule with the
 portfolio's rules and applies it in order: draft, instalments, approval (request, wait),
 commit, supersede, cancel the replaced instalments, fix reminders and mandate, submit. Each
-wrong policy overrides exactly one decision.
+wrong policy overrides exactly one decision; each rule policy is the oracle reading the rules
+document with one rule ignored (:data:`RULE_POLICIES`); the blind policies act on a constant
+approval behaviour or without reading (:data:`BLIND_POLICIES`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 from backoffice.envs.schedules.tables import (
-    approval_needed, due_date, last_period_of, new_periods, parts_meeting_minimum, reminder_send_on, split_amounts,
+    ROLES, approval_needed, due_date, last_period_of, new_periods, parse_date, parts_meeting_minimum, reminder_send_on,
+    split_amounts,
 )
-from backoffice.training.policies.base import Plan, ScriptedPolicy, call
+from backoffice.training.exploits import Action, Hook
+from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call
 
 FREQUENCY = {"to_monthly": "monthly", "to_quarterly": "quarterly", "split": "monthly", "deferral": "monthly"}
+#: what a clerk who never opens the rules document would assume
+DEFAULT_RULES: dict[str, Any] = {
+    "rounding": "remainder_to_last", "month_end": "last_day_of_month", "minimum_instalment_cents": 0,
+    "reminder_lead_days": 7, "late_reminder": "send_today", "approval_order": [],
+    "deferral_needs_approval": False, "max_instalments_without_approval": 12, "min_notice_days": 0,
+}
 
 
 class Oracle(ScriptedPolicy):
@@ -24,7 +37,13 @@ class Oracle(ScriptedPolicy):
 
     name = "oracle"
 
-    # -- decisions a wrong policy may override ---------------------------------------------
+    # -- decisions a wrong, rule or blind policy may override --------------------------------
+    read_rules = True
+
+    def adjust_rules(self, rules: dict[str, Any]) -> dict[str, Any]:
+        """The rules the policy applies (a rule policy ignores one of them)."""
+        return rules
+
     def outstanding(self, policy: dict[str, Any], instalments: list[dict[str, Any]], active_id: str) -> int:
         return policy["annual_premium"] - sum(r["amount"] for r in instalments if r["status"] == "paid")
 
@@ -37,10 +56,15 @@ class Oracle(ScriptedPolicy):
     def to_cancel(self, prior_rows: list[dict[str, Any]]) -> list[str]:
         return [r["id"] for r in prior_rows if r["status"] == "due"]
 
-    request_approvals = True
+    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any]) -> list[str]:
+        """The approver roles to ask, in order (the oracle: the first applying trigger's, if any)."""
+        return [need[1]] if need is not None else []
+
     commit_first = False
+    throwaway_draft = False
     supersede_prior = True
     cancel_old_reminders = True
+    create_new_reminder = True
     update_mandate = True
     sweep_reminders_on_old_date = False
 
@@ -58,8 +82,11 @@ class Oracle(ScriptedPolicy):
         req = (yield call("get_request", request_id=brief["params"]["request_id"]))["result"]
         got = (yield call("get_policy", policy_id=req["policy_id"]))["result"]
         policy, versions = got["policy"], got["schedules"]
-        doc = (yield call("get_rules"))["result"]
-        rules, today = doc["rules"], doc["today"]
+        if self.read_rules:
+            doc = (yield call("get_rules"))["result"]
+            rules, today = self.adjust_rules(dict(doc["rules"])), doc["today"]
+        else:
+            rules, today = dict(DEFAULT_RULES), req["received_on"]
         instalments = (yield call("list_instalments", policy_id=policy["id"]))["result"]["instalments"]
         mandate = (yield call("get_instruction", instruction_id=policy["instruction_id"]))["result"]
         reminders = (yield call("list_reminders", policy_id=policy["id"], status="scheduled"))["result"]["reminders"]
@@ -71,18 +98,23 @@ class Oracle(ScriptedPolicy):
         rows = self.new_rows(req, policy, rules, due, outstanding, mandate["collection_day"])
         kind = req["kind"]
         need = approval_needed(rules, kind, len(rows), rows[0]["due_date"], req["received_on"])
+        roles = self.roles_to_ask(need, rules)
 
         frequency = FREQUENCY.get(kind, active["frequency"])
+        if self.throwaway_draft:
+            yield call("create_draft_schedule", policy_id=policy["id"], frequency=frequency, change_type=kind)
         draft = (yield call("create_draft_schedule", policy_id=policy["id"], frequency=frequency, change_type=kind))["result"]
         for row in rows:
             yield call("add_instalment", schedule_id=draft["id"], due_date=row["due_date"], amount=row["amount"], period=row["period"])
         if need is not None and self.commit_first:
             yield call("commit_schedule", schedule_id=draft["id"])
-        if need is not None and self.request_approvals:
-            yield call("request_approval", policy_id=policy["id"], role=need[1], reason=f"{need[0]} trigger of the portfolio rules", schedule_id=draft["id"])
+        for role in roles:
+            yield call("request_approval", policy_id=policy["id"], role=role, reason="approval trigger of the portfolio rules", schedule_id=draft["id"])
+        for _ in roles:
             waited = yield call("wait")
-            if waited["status"] == "ok":
-                today = waited["result"]["today"]
+            if waited["status"] != "ok":
+                break
+            today = waited["result"]["today"]
         committed = yield call("commit_schedule", schedule_id=draft["id"])
         if committed["status"] != "ok":
             return
@@ -100,7 +132,7 @@ class Oracle(ScriptedPolicy):
             for rem in reminders:
                 yield call("cancel_reminder", reminder_id=rem["id"])
         send_on = reminder_send_on(rules, new_first["due_date"], today)
-        if send_on is not None:
+        if send_on is not None and self.create_new_reminder:
             yield call("create_reminder", instalment_id=new_first["id"], send_on=send_on)
         if kind == "collection_day" and self.update_mandate:
             yield call("update_instruction", instruction_id=mandate["id"], collection_day=req["new_collection_day"])
@@ -144,7 +176,22 @@ class IgnoresMonthEndRule(Oracle):
 class SkipsApproval(Oracle):
     """Never asks for approval (so the commit is refused and the change never lands)."""
 
-    request_approvals = False
+    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any]) -> list[str]:
+        return []
+
+
+class AsksAnExtraRole(Oracle):
+    """Asks the needed role (if any) and one role no trigger names first: an unneeded approval request."""
+
+    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any]) -> list[str]:
+        needed = [need[1]] if need else []
+        return needed + [next(r for r in ROLES if r not in needed)]
+
+
+class DraftsTwice(Oracle):
+    """Creates a draft, leaves it empty and drafts the change again in a second version."""
+
+    throwaway_draft = True
 
 
 class CommitsBeforeApproval(Oracle):
@@ -160,9 +207,16 @@ class SweepsRemindersOnOldDate(Oracle):
 
 
 class KeepsOldReminders(Oracle):
-    """Adds the new reminder but leaves the replaced instalments' reminders scheduled."""
+    """Adds the new reminder but leaves the replaced instalments' reminders scheduled (they then
+    point at cancelled instalments)."""
 
     cancel_old_reminders = False
+
+
+class ForgetsNewReminder(Oracle):
+    """Cancels the replaced reminders but never schedules the new first instalment's."""
+
+    create_new_reminder = False
 
 
 class KeepsMandateDay(Oracle):
@@ -171,7 +225,7 @@ class KeepsMandateDay(Oracle):
     update_mandate = False
 
 
-WRONG_POLICIES: dict[str, type[Oracle]] = {
+WRONG_POLICIES: dict[str, type[Policy]] = {
     "rounding_drift": EvenSplitDropsRemainder,
     "outstanding_wrong": ActiveVersionPaidOnly,
     "prior_not_superseded": LeavesPriorActive,
@@ -180,6 +234,197 @@ WRONG_POLICIES: dict[str, type[Oracle]] = {
     "approval_missing": SkipsApproval,
     "commit_before_approval": CommitsBeforeApproval,
     "collateral_change": SweepsRemindersOnOldDate,
-    "reminder_mismatch": KeepsOldReminders,
+    "reminder_mismatch": ForgetsNewReminder,
     "mandate_not_updated": KeepsMandateDay,
+    "unneeded_approval": AsksAnExtraRole,
+    "extra_schedule": DraftsTwice,
+    "reminder_on_cancelled": KeepsOldReminders,
+}
+
+
+# -- rule policies: the oracle ignoring one documented rule ---------------------------------
+def _ignoring(rule: str, doc: str, **fixed: Any) -> type[Oracle]:
+    def adjust_rules(self: Oracle, rules: dict[str, Any]) -> dict[str, Any]:
+        return {**rules, **fixed}
+
+    return type(f"Ignores_{rule}", (Oracle,), {"__doc__": doc, "name": f"rule:{rule}", "adjust_rules": adjust_rules})
+
+
+def _ignoring_trigger(trigger: str) -> type[Oracle]:
+    def adjust_rules(self: Oracle, rules: dict[str, Any]) -> dict[str, Any]:
+        return {**rules, "approval_order": [t for t in rules["approval_order"] if t != trigger]}
+
+    doc = f"Never considers the {trigger} approval trigger (the next applying trigger, if any, names the role)."
+    return type(f"Ignores_approval_{trigger}", (Oracle,), {"__doc__": doc, "name": f"rule:approval_{trigger}", "adjust_rules": adjust_rules})
+
+
+#: one policy per documented rule (names = ``DOMAIN.rules``): the oracle with that rule ignored
+RULE_POLICIES: dict[str, type[Policy]] = {
+    "rounding": _ignoring("rounding", "Puts the remainder cents on the last instalment, whatever the rounding rule.",
+                          rounding="remainder_to_last"),
+    "month_end": _ignoring("month_end", "Clamps a collection day past the month's end to its last day, whatever the rule.",
+                           month_end="last_day_of_month"),
+    "minimum_instalment": _ignoring("minimum_instalment", "Never reduces the instalment count for the minimum instalment.",
+                                    minimum_instalment_cents=0),
+    "reminder_lead_time": _ignoring("reminder_lead_time", "Schedules the reminder on the due date itself (no lead time).",
+                                    reminder_lead_days=0),
+    "approval_deferral": _ignoring_trigger("deferral"),
+    "approval_instalment_count": _ignoring_trigger("instalment_count"),
+    "approval_short_notice": _ignoring_trigger("short_notice"),
+}
+
+
+# -- blind policies ------------------------------------------------------------------------
+class AskEveryRole(Oracle):
+    """Computes the schedule right, but asks every approver role, waits for them all, commits."""
+
+    name = "blind:ask_every_role"
+
+    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any]) -> list[str]:
+        return list(ROLES)
+
+
+class AlwaysAskFirstListed(Oracle):
+    """Computes the schedule right and always asks the role of the first trigger in approval_order,
+    whether or not any trigger applies. Not in :data:`BLIND_POLICIES`: it passes exactly the tasks
+    whose first applying trigger is listed first, and every trigger must be the first applying one
+    in >= 20 tasks per split (its rule binds), so with 154 heldout tasks no release can hold this
+    policy (or "always ask trigger X's role") to 10 %; it is measured and reported instead."""
+
+    name = "blind:always_ask_first_listed"
+
+    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any]) -> list[str]:
+        return [rules[f"approval_role_{rules['approval_order'][0]}"]]
+
+
+class NeverAskNoRules(Oracle):
+    """Never opens the rules document: splits evenly with the remainder on the last instalment,
+    clamps month ends, no minimum, a reminder a week ahead, and never asks for approval."""
+
+    name = "blind:never_ask"
+    read_rules = False
+
+
+class CopySchedule(ScriptedPolicy):
+    """Acts without applying the request: re-issues the instalments still due unchanged as a new
+    version, commits it, supersedes the prior one and cancels its due instalments."""
+
+    name = "blind:copy_schedule"
+
+    def plan(self, brief: dict[str, Any], info: dict[str, Any]) -> Plan:
+        policy_id = brief["params"]["policy_id"]
+        got = (yield call("get_policy", policy_id=policy_id))["result"]
+        active = next(s for s in got["schedules"] if s["status"] == "active")
+        rows = (yield call("list_instalments", schedule_id=active["id"]))["result"]["instalments"]
+        due = [r for r in rows if r["status"] == "due"]
+        draft = (yield call("create_draft_schedule", policy_id=policy_id, frequency="custom", change_type="split"))["result"]
+        for r in due:
+            yield call("add_instalment", schedule_id=draft["id"], due_date=r["due_date"], amount=r["amount"], period=r["period"])
+        if (yield call("commit_schedule", schedule_id=draft["id"]))["status"] == "ok":
+            yield call("supersede_schedule", schedule_id=active["id"])
+            yield call("cancel_instalments", instalment_ids=[r["id"] for r in due])
+
+
+class CommitWithoutReading(ScriptedPolicy):
+    """Reads only the policy: one instalment of the whole annual premium a month after the request,
+    committed at once; supersedes the prior version."""
+
+    name = "blind:commit_without_reading"
+
+    def plan(self, brief: dict[str, Any], info: dict[str, Any]) -> Plan:
+        policy_id = brief["params"]["policy_id"]
+        got = (yield call("get_policy", policy_id=policy_id))["result"]
+        active = next(s for s in got["schedules"] if s["status"] == "active")
+        req = (yield call("get_request", request_id=brief["params"]["request_id"]))["result"]
+        due = (parse_date(req["received_on"]) + timedelta(days=30)).isoformat()
+        draft = (yield call("create_draft_schedule", policy_id=policy_id, frequency="custom", change_type=req["kind"]))["result"]
+        yield call("add_instalment", schedule_id=draft["id"], due_date=due, amount=got["policy"]["annual_premium"])
+        if (yield call("commit_schedule", schedule_id=draft["id"]))["status"] == "ok":
+            yield call("supersede_schedule", schedule_id=active["id"])
+
+
+#: blind policies: a constant approval behaviour, or acting without reading what decides the answer
+BLIND_POLICIES: dict[str, type[Policy]] = {
+    "ask_every_role": AskEveryRole,
+    "never_ask": NeverAskNoRules,
+    "copy_schedule": CopySchedule,
+    "commit_without_reading": CommitWithoutReading,
+}
+
+
+# -- exploit hooks: the oracle plus one injected call ---------------------------------------
+def _results(trace: Sequence[Mapping[str, Any]], tool: str) -> list[Mapping[str, Any]]:
+    return [r for r in trace if r["tool"] == tool and r["result_status"] == "ok"]
+
+
+def _policy_id(trace: Sequence[Mapping[str, Any]]) -> str | None:
+    got = _results(trace, "get_policy")
+    return got[0]["result"]["policy"]["id"] if got else None
+
+
+def extra_draft(action: Action, trace: Sequence[Mapping[str, Any]]) -> list[Action]:
+    """Before submit, a second draft of the same change (a second decision on the schedule)."""
+    drafts = _results(trace, "create_draft_schedule")
+    if action.get("tool") != "submit" or not drafts:
+        return []
+    return [{"tool": "create_draft_schedule", "args": dict(drafts[0]["args"])}]
+
+
+def extra_approval_request(action: Action, trace: Sequence[Mapping[str, Any]]) -> list[Action]:
+    """Before submit, an approval request to a role the oracle did not ask (never a needed one)."""
+    policy_id = _policy_id(trace)
+    if action.get("tool") != "submit" or policy_id is None:
+        return []
+    asked = {r["args"].get("role") for r in _results(trace, "request_approval")}
+    role = next(r for r in ROLES if r not in asked)
+    return [{"tool": "request_approval", "args": {"policy_id": policy_id, "role": role, "reason": "to be safe"}}]
+
+
+def repeated_instalment(action: Action, trace: Sequence[Mapping[str, Any]]) -> list[Action]:
+    """Before the commit, the last add_instalment once more (the same instalment twice)."""
+    adds = _results(trace, "add_instalment")
+    if action.get("tool") != "commit_schedule" or not adds:
+        return []
+    return [{"tool": "add_instalment", "args": dict(adds[-1]["args"])}]
+
+
+def _mandate(trace: Sequence[Mapping[str, Any]]) -> tuple[str, int] | None:
+    """The mandate id and its collection day as the episode last set or read it."""
+    got = _results(trace, "get_instruction")
+    if not got:
+        return None
+    man, day = got[0]["result"]["id"], int(got[0]["result"]["collection_day"])
+    for rec in _results(trace, "update_instruction"):
+        day = int(rec["args"]["collection_day"])
+    return man, day
+
+
+def boundary_collection_day(action: Action, trace: Sequence[Mapping[str, Any]]) -> list[Action]:
+    """Before submit, the mandate's collection day set to a bound of its range (31, or 1 if it is 31)."""
+    got = _mandate(trace)
+    if action.get("tool") != "submit" or got is None:
+        return []
+    man, day = got
+    return [{"tool": "update_instruction", "args": {"instruction_id": man, "collection_day": 1 if day == 31 else 31}}]
+
+
+def same_collection_day(action: Action, trace: Sequence[Mapping[str, Any]]) -> list[Action]:
+    """Before submit, the mandate's collection day written again with the value it already has."""
+    got = _mandate(trace)
+    if action.get("tool") != "submit" or got is None:
+        return []
+    man, day = got
+    return [{"tool": "update_instruction", "args": {"instruction_id": man, "collection_day": day}}]
+
+
+#: exploit hooks on top of the oracle (see ``backoffice.training.exploits``)
+EXPLOITS: dict[str, Hook | None] = {
+    "extra_decision": extra_draft,
+    "extra_request": extra_approval_request,
+    "repeated_write": repeated_instalment,
+    "boundary_values": boundary_collection_day,
+    "value_preserving_update": same_collection_day,
+    # no normalised field: dates must be ISO YYYY-MM-DD, amounts integer cents, roles exact names;
+    # an alternative spelling is rejected by the tools (invalid_args / not_found), never stored
+    "formatting_only": None,
 }
