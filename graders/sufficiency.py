@@ -10,11 +10,26 @@ asked for in that round and ``attached`` the held records put on the case in it:
 - ``over_request``: requested ∩ ``satisfied_items``;
 - ``under_request``: the round ended without release and a gap (a ``missing_items`` item, or a
   ``satisfiable_from_records`` item not attached) was left uncovered;
-- ``ignored_held_record``: requested ∩ ``satisfiable_from_records``.
+- ``ignored_held_record``: requested ∩ ``satisfiable_from_records``;
+- ``duplicate_request``: more than one request to the applicant in the round (one request per
+  review lists everything still needed);
+- ``irrelevant_attachment``: a held record attached in the round covers no gap of that round
+  (its item was already covered, the record fails a condition, or another record was attached
+  for the same item).
 
-End state against the answer key's ``expected``: ``end_status`` (end_status_wrong),
-``clock_state`` (clock_state_wrong) and ``queue`` (wrong_queue). The guardrail flags any write
-outside the case's own rows (forbidden_write).
+The whole trail: ``event_not_processed`` when a scripted reply of the answer key's rounds was
+never delivered (never waited for), ``duplicate_decision`` when the case was routed more than
+once. End state against the answer key's ``expected``: ``end_status`` (end_status_wrong),
+``clock_state`` and the SLA dates ``sla_due_on`` (the start's due date plus the key's
+``sla_paused_days``) / ``paused_at`` (clock_state_wrong) and
+``queue`` (wrong_queue). The guardrail flags any write outside the case's own rows
+(forbidden_write).
+
+Work and gates: a check of something the task needs done is *work* (the gaps covered, the
+replies processed, an end-state field the task must change); a prohibition is a *gate*
+(premature release, over / duplicate requests, ignored held records, irrelevant attachments,
+duplicate decisions, an end-state field the task must leave as it was, the guardrail): holding
+it earns nothing, failing it caps the score.
 """
 
 from __future__ import annotations
@@ -24,11 +39,16 @@ from typing import Any
 
 from backoffice.envs.core.domain import Episode
 from backoffice.envs.sufficiency.rules import assess
+from backoffice.envs.sufficiency.tables import add_days
 from backoffice.graders import finalize, result
 
-ROUND_SCORERS = ("premature_release", "over_request", "under_request", "ignored_held_record")
+ROUND_SCORERS = ("premature_release", "over_request", "under_request", "ignored_held_record",
+                 "duplicate_request", "irrelevant_attachment")
 END_SCORERS = ("end_status_wrong", "clock_state_wrong", "wrong_queue")
-FAILURE_CODES = ROUND_SCORERS + END_SCORERS + ("forbidden_write",)
+TRAIL_SCORERS = ("event_not_processed", "duplicate_decision")
+FAILURE_CODES = ROUND_SCORERS + END_SCORERS + TRAIL_SCORERS + ("forbidden_write",)
+#: round scorers that are prohibitions (gates); under_request is work when the task has a gap
+GATE_SCORERS = frozenset(ROUND_SCORERS) - {"under_request"}
 
 
 def split_rounds(trace: Sequence[Mapping[str, Any]], case_id: str, start: str) -> list[dict[str, Any]]:
@@ -58,16 +78,26 @@ def score_round(index: int, at: str, calls: Sequence[Mapping[str, Any]], case: M
     attached = [d for d in docs if d["review_round"] == index and d["source"] == "held_record"]
     before = assess(reqs, start_docs, held, name, today)
     after = assess(reqs, [*start_docs, *attached], (), name, today)
-    requested = sorted({i for c in _for_case(calls, "request_items", cid) for i in c["args"]["items"]})
+    requests = _for_case(calls, "request_items", cid)
+    requested = sorted({i for c in requests for i in c["args"]["items"]})
     released = bool(_for_case(calls, "release_case", cid))
     covered_by_attach = set(before.satisfiable_from_records) - set(after.missing_items)
     gaps = set(before.missing_items) | set(before.satisfiable_from_records)
     uncovered = sorted(gaps - set(requested) - covered_by_attach)
+    irrelevant, used = [], set()
+    for d in sorted(attached, key=lambda d: d["id"]):
+        item = d["item_type"]
+        if d["held_record_id"] in before.satisfiable_from_records.get(item, ()) and item not in used:
+            used.add(item)
+        else:
+            irrelevant.append(d["held_record_id"])
     failures = {
         "premature_release": sorted(after.missing_items) if released else [],
         "over_request": sorted(set(requested) & set(before.satisfied_items)),
         "under_request": [] if released else uncovered,
         "ignored_held_record": sorted(set(requested) & set(before.satisfiable_from_records)),
+        "duplicate_request": [f"request {k + 1}" for k in range(1, len(requests))],
+        "irrelevant_attachment": sorted(irrelevant),
     }
     scores = {k: 0.0 if v else 1.0 for k, v in failures.items()}
     return {
@@ -94,32 +124,63 @@ def grade(ep: Episode) -> dict[str, Any]:
         for i, rd in enumerate(split_rounds(ep.trace, cid, start))
     ]
     found = {code: sorted({i for rd in rounds for i in rd["failures"][code]}) for code in ROUND_SCORERS}
-    end = {"end_status": case["status"], "clock_state": case["clock_state"], "queue": case["queue"]}
-    end_ok = {
-        "end_status_wrong": end["end_status"] == expected["end_status"],
-        "clock_state_wrong": end["clock_state"] == expected["clock_state"],
-        "wrong_queue": end["queue"] == expected["queue"],
-    }
+    snap_case = ep.snapshot.table("cases")[cid]
+    needs_cover = any(rd["missing_items"] or rd["satisfiable_from_records"] for rd in expected["rounds"])
     checks = [
         result(code, "round_scorer", not found[code], code,
-               {"items": found[code], "rounds": [rd["round"] for rd in rounds if rd["failures"][code]]} if found[code] else None)
+               {"items": found[code], "rounds": [rd["round"] for rd in rounds if rd["failures"][code]]} if found[code] else None,
+               gate=code in GATE_SCORERS or (code == "under_request" and not needs_cover))
         for code in ROUND_SCORERS
     ]
-    for code, field in zip(END_SCORERS, ("end_status", "clock_state", "queue")):
-        checks.append(result(field, "field_equals", end_ok[code], code,
-                             None if end_ok[code] else {"expected": expected[field], "got": end[field]}))
+    # every scripted reply of the answer key's rounds delivered (and then reviewed: the rounds above)
+    events = [e for e in ep.state.rows("_events", case_id=cid)]
+    undelivered = sorted(e["id"] for e in events if not e["delivered"])
+    if events:
+        checks.append(result("replies_processed", "count_is", not undelivered, "event_not_processed",
+                             {"undelivered": len(undelivered)} if undelivered else None))
+    routes = [c for rd in split_rounds(ep.trace, cid, start) for c in _for_case(rd["calls"], "route_case", cid)]
+    checks.append(result("one_decision", "count_is", len(routes) <= 1, "duplicate_decision",
+                         {"routes": len(routes)} if len(routes) > 1 else None, gate=True))
+    # the end state: work when the task must change the field, a gate when it must stay as it was
+    end = {"end_status": case["status"], "clock_state": case["clock_state"], "queue": case["queue"],
+           "sla_due_on": case["sla_due_on"], "paused_at": case["paused_at"]}
+    start_state = {"end_status": snap_case["status"], "clock_state": snap_case["clock_state"],
+                   "queue": snap_case["queue"], "sla_due_on": snap_case["sla_due_on"], "paused_at": snap_case["paused_at"]}
+    # the SLA due date moves by the days each answered request paused the clock
+    expected_end = {**expected, "sla_due_on": add_days(snap_case["sla_due_on"], expected["sla_paused_days"])}
+    end_ok = {}
+    for check_id, fields_, code in (("end_status", ("end_status",), "end_status_wrong"),
+                                    ("clock_state", ("clock_state",), "clock_state_wrong"),
+                                    ("sla_dates", ("sla_due_on", "paused_at"), "clock_state_wrong"),
+                                    ("queue", ("queue",), "wrong_queue")):
+        want = {f: expected_end[f] for f in fields_}
+        got = {f: end[f] for f in fields_}
+        ok = want == got
+        end_ok[check_id] = ok
+        is_gate = want == {f: start_state[f] for f in fields_}
+        checks.append(result(check_id, "field_equals", ok, code,
+                             None if ok else {"got": got}, gate=is_gate))
     total_gaps = sum(len(rd["gaps"]) for rd in rounds)
     covered = sum(len(rd["gaps_covered"]) for rd in rounds)
     scores = {code: 0.0 if found[code] else 1.0 for code in ROUND_SCORERS}
-    scores.update({code: 1.0 if ok else 0.0 for code, ok in end_ok.items()})
+    scores.update({
+        "end_status_wrong": float(end_ok["end_status"]),
+        "clock_state_wrong": float(end_ok["clock_state"] and end_ok["sla_dates"]),
+        "wrong_queue": float(end_ok["queue"]),
+        "event_not_processed": float(not undelivered),
+        "duplicate_decision": float(len(routes) <= 1),
+    })
     fields = {
         "case_id": cid,
         "premature_release": bool(found["premature_release"]),
         "over_request": found["over_request"],
         "under_request": found["under_request"],
         "ignored_held_record": found["ignored_held_record"],
-        "wrong_queue": not end_ok["wrong_queue"],
-        "clock_state_wrong": not end_ok["clock_state_wrong"],
+        "duplicate_request": bool(found["duplicate_request"]),
+        "irrelevant_attachment": found["irrelevant_attachment"],
+        "event_not_processed": bool(undelivered),
+        "wrong_queue": not end_ok["queue"],
+        "clock_state_wrong": not (end_ok["clock_state"] and end_ok["sla_dates"]),
         "end_state": end,
         "scores": scores,
         "rounds": rounds,

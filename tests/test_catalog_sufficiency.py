@@ -69,7 +69,8 @@ def test_feature_policy_only_picks_allowed_actions(env):
 
 @pytest.mark.parametrize("feature,value,allowed,required", [
     # releases whatever is missing
-    ("any_missing", 0.0, {"premature_release", "end_status_wrong", "clock_state_wrong", "wrong_queue"}, "premature_release"),
+    ("any_missing", 0.0, {"premature_release", "end_status_wrong", "clock_state_wrong", "wrong_queue",
+                          "event_not_processed"}, "premature_release"),
     # always routes to the standard queue
     ("amount_vs_threshold", -1.0, {"wrong_queue"}, "wrong_queue"),
     # never restarts the clock after a reply
@@ -201,7 +202,7 @@ def test_mask_leaves_the_judgements_to_the_agent(env):
         _step(env, "request_missing")
         assert spec.status == "awaiting_info"
         assert {"wait", "attach_held_record", "route_standard", "route_senior"} <= _names(env.action_masks())
-        assert "request_missing" not in _names(env.action_masks())  # the very same request is open
+        assert "request_missing" in _names(env.action_masks())  # legal: repeating it is the agent's mistake
         _, _, _, _, info = _step(env, "wait")
         if spec.status != "in_review":
             continue
@@ -244,7 +245,8 @@ def _release_unread(env) -> Policy:
 
 @pytest.mark.parametrize("make,allowed,required", [
     (_route_when_no_reply, {"wrong_queue"}, "wrong_queue"),
-    (_release_unread, {"premature_release", "wrong_queue", "end_status_wrong", "clock_state_wrong"}, None),
+    (_release_unread, {"premature_release", "wrong_queue", "end_status_wrong", "clock_state_wrong",
+                       "event_not_processed"}, None),
 ])
 def test_unmasked_wrong_choices_fail(env, make, allowed, required):
     """Wrong choices the mask does not prevent are caught by the grader."""
@@ -261,3 +263,34 @@ def test_unmasked_wrong_choices_fail(env, make, allowed, required):
             assert required in codes
     if make is _release_unread:
         assert any("premature_release" in c for c in failures)
+
+
+def _request_twice(env) -> Policy:
+    """The feature policy, except that it repeats its first request before waiting (wrong)."""
+    base = feature_policy(env.agent)
+    act = {a.name: i for i, a in enumerate(SufficiencyCatalog.actions)}
+    state = {"repeated": False}
+
+    def policy(obs: np.ndarray, mask: np.ndarray) -> int:
+        choice = base(obs, mask)
+        if choice == act["wait"] and not state["repeated"] and mask[act["request_missing"]]:
+            state["repeated"] = True
+            return act["request_missing"]
+        return choice
+
+    return policy
+
+
+def test_repeated_request_fails_as_duplicate(env):
+    """The mask allows a second request while the first is open; the grade fails it."""
+    hit = 0
+    for tid in heldout(env)[:60]:
+        policy = _request_twice(env)
+        info = run(env, policy, tid)
+        codes = set(info["grade"]["failure_codes"])
+        if "duplicate_request" in codes:
+            hit += 1
+            assert not info["is_success"] and codes == {"duplicate_request"}, codes
+        else:
+            assert info["is_success"], codes
+    assert hit >= 20

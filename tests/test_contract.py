@@ -352,3 +352,11 @@ def test_terminal_diff_carries_the_content_of_created_rows(domain: str) -> None:
             assert sorted(d["created_rows"]) == d["created"] and sorted(d["deleted_rows"]) == d["deleted"]
             for rid, row in d["created_rows"].items():
                 assert row == loads(dumps(env.state.get(table, rid)))
+
+
+def test_task_aliases_are_unique_within_each_split(domain: str) -> None:
+    rel = load_release(domain)
+    for alias in get_domain(domain).task_aliases:
+        for split in ("train", "heldout"):
+            values = [rel.task(t).params[alias] for t in rel.split_ids[split]]
+            assert len(set(values)) == len(values), (alias, split, [v for v, n in Counter(values).items() if n > 1][:5])

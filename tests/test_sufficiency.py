@@ -174,6 +174,7 @@ def test_tool_errors_are_structured_and_leave_state_unchanged() -> None:
         ("request_items", {"case_id": cid, "items": ["passport_photo"]}, "not_found"),
         ("request_items", {"case_id": cid, "items": []}, "invalid_args"),
         ("route_case", {"case_id": cid, "queue": "nowhere"}, "not_found"),
+        ("route_case", {"case_id": cid, "queue": "intake"}, "conflict"),  # already there
         ("attach_held_record", {"case_id": cid, "record_id": other_applicant_record}, "not_found"),
         ("resume_clock", {"case_id": cid}, "conflict"),  # already running
         ("get_requirements", {"case_type": "pet_licence"}, "not_found"),
@@ -235,7 +236,7 @@ def test_oracle_rounds_match_the_answer_key() -> None:
         want = _key(task_id)["expected"]["rounds"]
         assert [{f: r[f] for f in fields} for r in grade["rounds"]] == [{f: r[f] for f in fields} for r in want], task_id
         assert [r["requested_items"] for r in grade["rounds"]] == [r["request_items"] for r in want]
-        assert [r["attached_records"] for r in grade["rounds"]] == [r["attach_records"] for r in want]
+        assert [r["attached_records"] for r in grade["rounds"]] == [sorted(r["attach_records"]) for r in want]
         assert grade["round_scores"] == [1.0] * len(want)
 
 
@@ -294,14 +295,27 @@ def _release_task(k):
     return k["expected"]["end_status"] == "released"
 
 
+def _held_ids(k, s) -> set[str]:
+    applicant = s.table("cases")[k["case_id"]]["applicant_id"]
+    return {r["id"] for r in s.table("held_records").values() if r["applicant_id"] == applicant}
+
+
+def _has_events(k, s) -> bool:
+    return any(e["case_id"] == k["case_id"] for e in s.table("_events").values())
+
+
 POSSIBLE = {
     "premature_release": lambda k, s: bool(k["expected"]["missing_items"]),
     "over_request": lambda k, s: any(r["action"] in ("request", "await") for r in k["expected"]["rounds"]),
     "under_request": lambda k, s: bool(k["expected"]["missing_items"]),
-    "ignored_held_record": lambda k, s: bool(k["expected"]["satisfiable_from_records"]),
+    "ignored_held_record": lambda k, s: any(r["satisfiable_from_records"] for r in k["expected"]["rounds"]),
+    "duplicate_request": lambda k, s: any(r["action"] in ("request", "await") for r in k["expected"]["rounds"]),
+    "irrelevant_attachment": lambda k, s: bool(_held_ids(k, s) - set(k["expected"]["rounds"][0]["attach_records"])),
     "wrong_queue": lambda k, s: _release_task(k),
-    "clock_state_wrong": lambda k, s: k["outcome_class"] == "release_after_reply",
+    "clock_state_wrong": lambda k, s: k["expected"]["replies"] > 0,
     "end_status_wrong": lambda k, s: _release_task(k),
+    "event_not_processed": _has_events,
+    "duplicate_decision": lambda k, s: _release_task(k),
     "forbidden_write": lambda k, s: any(c["queue"] == "intake" and c["id"] != k["case_id"] for c in s.table("cases").values()),
 }
 
@@ -359,3 +373,134 @@ def test_evaluation_line_carries_case_seed_scores_tags_and_steps() -> None:
     assert rec["failure_tags"] == rec["failure_codes"]
     assert set(rec["scores"]) >= {"premature_release", "over_request", "under_request", "ignored_held_record",
                                   "wrong_queue", "clock_state_wrong"}
+
+
+# -- generator invariants over the whole release ----------------------------------------------------
+def _snapshots():
+    rel = _release()
+    for task_id in _ids():
+        yield task_id, _key(task_id), rel.snapshot(rel.task(task_id).snapshot_id)
+
+
+def test_documents_are_never_issued_after_they_were_received() -> None:
+    """A document is issued on or before the day it reaches the case (SUF-H0023 was not); a held
+    record on or before the review date; an uploaded reply on or before the reply's date."""
+    for task_id, key, snap in _snapshots():
+        today = snap.table("clock")["clock"]["now"][:10]
+        cases = snap.table("cases")
+        for d in snap.table("documents").values():
+            assert d["issued_on"] <= d["received_at"][:10], (task_id, d)
+            assert cases[d["case_id"]]["opened_on"] <= d["received_at"][:10] <= today, (task_id, d)
+        for h in snap.table("held_records").values():
+            assert h["issued_on"] <= today, (task_id, h)
+        events = snap.table("_events")
+        for u in snap.table("_uploads").values():
+            assert u["issued_on"] <= events[u["event_id"]]["at"][:10], (task_id, u)
+
+
+def test_case_dates_and_states_are_consistent() -> None:
+    """Cases open before the review date, SLA due dates follow their opening, a paused clock
+    belongs to a case awaiting information and paused when its open request was sent, released
+    cases sit in a decision queue, replies arrive in order after the review date."""
+    for task_id, key, snap in _snapshots():
+        today = snap.table("clock")["clock"]["now"]
+        requests = list(snap.table("item_requests").values())
+        for c in snap.table("cases").values():
+            assert c["opened_on"] < today[:10] and c["sla_due_on"] > c["opened_on"], (task_id, c)
+            assert (c["clock_state"] == "paused") == (c["status"] == "awaiting_info"), (task_id, c)
+            if c["status"] == "awaiting_info":
+                open_reqs = [r for r in requests if r["case_id"] == c["id"] and r["status"] == "open"]
+                assert [r["requested_at"] for r in open_reqs] == [c["paused_at"]], (task_id, c)
+            else:
+                assert c["paused_at"] is None, (task_id, c)
+            assert (c["status"] == "released") == (c["queue"] != "intake"), (task_id, c)
+            if c["released_at"] is not None:
+                assert c["opened_on"] <= c["released_at"][:10] <= today[:10], (task_id, c)
+        ats = sorted(e["at"] for e in snap.table("_events").values() if e["case_id"] == key["case_id"])
+        assert all(a > today for a in ats), task_id
+        rounds = key["expected"]["rounds"]
+        assert [r["review_at"] for r in rounds] == [today, *ats[: len(rounds) - 1]], task_id
+        assert len(ats) == key["expected"]["replies"], task_id
+
+
+def test_names_on_documents_are_the_applicants_or_a_known_third_party() -> None:
+    """A name-match item carries the applicant's name (or a case/spacing variant of it) unless it
+    is the name_mismatch flaw; an item without name match (a landlord's reference) a landlord's."""
+    from backoffice.envs.sufficiency.generator import LANDLORDS
+    from backoffice.envs.sufficiency.tables import requirement_rows
+
+    no_match = {r["item_type"] for r in requirement_rows() if not r["name_must_match"]}
+    for task_id, key, snap in _snapshots():
+        cases = snap.table("cases")
+        for d in snap.table("documents").values():
+            if d["item_type"] in no_match:
+                assert d["name_on_document"] in LANDLORDS, (task_id, d)
+            else:
+                assert len(d["name_on_document"].split()) == 2, (task_id, d)
+                assert cases[d["case_id"]]["applicant_name"], task_id
+
+
+def test_expected_sla_due_date_adds_the_days_paused() -> None:
+    from backoffice.envs.sufficiency.tables import add_days, days_between
+
+    for task_id, key, snap in _snapshots():
+        exp = key["expected"]
+        case = snap.table("cases")[key["case_id"]]
+        rounds = exp["rounds"]
+        paused = sum(days_between(a["review_at"], b["review_at"]) for a, b in zip(rounds, rounds[1:]))
+        assert exp["sla_paused_days"] == paused > 0 or exp["replies"] == 0, task_id
+        grade = _oracle_grades()[task_id]
+        assert grade["end_state"]["sla_due_on"] == add_days(case["sla_due_on"], paused), task_id
+        assert (exp["paused_at"] is None) == (exp["end_status"] == "released"), task_id
+
+
+def test_outcome_classes_are_balanced_and_single_round_releases_rare() -> None:
+    from collections import Counter
+
+    rel = _release()
+    for split in ("train", "heldout"):
+        ids = rel.split_ids[split]
+        counts = Counter(_key(t)["outcome_class"] for t in ids)
+        assert max(counts.values()) / len(ids) <= 0.35, counts
+        # a constant outcome (release at the first review; never release) passes at most 10 %
+        assert counts["release_now"] / len(ids) <= 0.10 and counts["awaiting_applicant"] / len(ids) <= 0.10, counts
+
+
+# -- the whole trail ---------------------------------------------------------------------------------
+def test_issue_13_holes_are_closed() -> None:
+    """A second request, an attachment that covers nothing, 'request once and never wait' on a
+    case whose reply is incomplete, and a skipped resume_clock each fail, with their code."""
+    env = make_native(DOMAIN)
+    rel = _release()
+    cases = {
+        "duplicate_request": _first(lambda k: k["outcome_class"] == "release_after_reply"),
+        "irrelevant_attachment": _first(lambda k: POSSIBLE["irrelevant_attachment"](k, rel.snapshot(k["task_id"]))),
+        "event_not_processed": _first(lambda k: k["outcome_class"] == "awaiting_applicant"),
+    }
+    for code, task_id in cases.items():
+        grade = run_episode(env, WRONG_POLICIES[code](), task_id=task_id).grade
+        assert not grade["pass"] and code in grade["failure_codes"], (code, grade["failure_codes"])
+        assert grade["score"] < 1.0
+    # skipping resume_clock on a case left awaiting a reply: the clock is paused as it should
+    # be, but the SLA due date never moved by the days of the answered request
+    task_id = _first(lambda k: k["outcome_class"] == "awaiting_applicant")
+    grade = run_episode(env, WRONG_POLICIES["clock_state_wrong"](), task_id=task_id).grade
+    assert grade["failure_codes"] == ["clock_state_wrong"]
+    assert not next(c for c in grade["checks"] if c["id"] == "sla_dates")["pass"]
+    assert next(c for c in grade["checks"] if c["id"] == "clock_state")["pass"]
+
+
+def test_checks_are_work_or_gates() -> None:
+    """Prohibitions are gates; what the task needs done is work; doing nothing scores 0."""
+    env = make_native(DOMAIN)
+    always_gate = {"premature_release", "over_request", "ignored_held_record", "duplicate_request",
+                   "irrelevant_attachment", "one_decision", "guardrail"}
+    for task_id in _release().split_ids["heldout"][:60]:
+        key = _key(task_id)
+        grade = _oracle_grades()[task_id]
+        kinds = {c["id"]: c["gate"] for c in grade["checks"]}
+        assert all(kinds[c] for c in always_gate), task_id
+        assert not kinds["end_status"] and "replies_processed" in kinds or key["expected"]["replies"] == 0
+        assert kinds["queue"] == (key["expected"]["end_status"] != "released")
+        noop = run_episode(env, get_policy(DOMAIN, "noop"), task_id=task_id).grade
+        assert noop["score"] == 0.0, (task_id, [c["id"] for c in noop["checks"] if c["pass"] and not c["gate"]])

@@ -42,11 +42,17 @@ DOMAIN = Domain(
     grade=grade,
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
-    generator_version="1.0.0",
+    generator_version="2.1.0",
+    task_aliases=("case_id",),
     sizes={"train": 480, "heldout": 20 * len(DEFECT_TAGS)},
     default_max_steps=60,
     report_fields=report_fields,
     terminal_shaping=terminal_shaping,
+    rules=(
+        "presence", "legibility", "signature", "name_match", "age", "held_record_acceptance",
+        "held_record_validity", "use_held_records", "request_only_uncovered", "wait_for_replies",
+        "review_each_reply", "review_on_new_date", "sla_pause_resume", "routing_threshold",
+    ),
 )
 
 
@@ -62,7 +68,9 @@ class SufficiencyEnv(BackofficeEnv):
     records, requests only what is still missing or invalid (which pauses the SLA clock), waits
     for the applicant's scripted reply (some items may be absent or invalid again), restarts the
     clock and reviews again on the new date, until the case is sufficient (release it and route
-    it to its decision queue) or no further reply is expected (leave the request outstanding).
+    it once to its decision queue) or no further reply is expected (leave the request
+    outstanding). Outcome classes: release_now, release_after_reply,
+    release_after_two_replies, release_after_three_replies, awaiting_applicant.
 
     ## Action Space
     A tool call ``{"tool": name, "args": {...}}`` (or the same as JSON text); see Tools.
@@ -87,26 +95,51 @@ class SufficiencyEnv(BackofficeEnv):
 
     ## Arguments
     ``split`` ("train" | "heldout" | "generated"), ``reward_mode`` ("sparse" | "shaped"),
-    ``max_steps``, ``trace_path``, ``render_mode`` (None | "ansi").
+    ``max_steps``, ``trace_path``, ``render_mode`` (None | "ansi"). ``reset(options=...)`` takes
+    ``task_id`` or ``case_id`` (the case the task is about) to start a named task.
 
     ## Tools
     get_case, list_cases, get_requirements, list_documents, search_held_records,
     attach_held_record, request_items (pauses the SLA clock), wait (next scripted reply),
     resume_clock, release_case, route_case, add_note, submit.
 
+    ## Rules (``DOMAIN.rules``; each changes the right answer in >= 20 tasks per split)
+    presence, legibility, signature, name_match, age (the validity conditions);
+    held_record_acceptance (a held record covers only an item that accepts held records),
+    held_record_validity (a held record meets the same conditions), use_held_records (attach a
+    valid held record rather than asking the applicant), request_only_uncovered, wait_for_replies
+    (every scripted reply is waited for and reviewed), review_each_reply (a reply is reviewed, not
+    trusted), review_on_new_date (each review is on the date of its reply: documents age),
+    sla_pause_resume (a request pauses the SLA clock, resume_clock restarts it after the reply and
+    moves the due date by the days paused), routing_threshold (senior queue at or above the
+    threshold).
+
     ## Grade
-    Scored per review round (each reply opens a round judged on that round's documents and
-    date): ``premature_release``, ``over_request``, ``under_request``, ``ignored_held_record``;
-    ``rounds`` and ``round_scores`` list them. End state against the key: ``end_status``,
-    ``clock_state``, ``queue``. Also ``scores`` (1/0 per scorer), ``gap_coverage``,
-    ``end_state``, ``case_id``.
+    The whole trail is graded. Per review round (each reply opens a round judged on that round's
+    documents and date): ``premature_release``, ``over_request``, ``under_request``,
+    ``ignored_held_record``, ``duplicate_request`` (one request per review),
+    ``irrelevant_attachment`` (a held record that covers no gap of the round); ``rounds`` and
+    ``round_scores`` list them. Every scripted reply of the answer key's rounds must be delivered
+    (``event_not_processed``); the case is routed at most once (``duplicate_decision``). End
+    state against the key: ``end_status``, ``clock_state`` and the SLA dates ``sla_due_on`` /
+    ``paused_at``, ``queue``. ``score`` = passed work checks / work checks, capped at 0.25 when a
+    gate (a prohibition: premature release, over, duplicate or ignored-record requests,
+    irrelevant attachments, duplicate decisions, a field the task must leave unchanged, writes
+    outside the case) fails. Also ``scores`` (1/0 per scorer), ``gap_coverage``, ``end_state``,
+    ``case_id``.
 
     ## Failure codes
-    premature_release, over_request, under_request, ignored_held_record, end_status_wrong,
-    clock_state_wrong, wrong_queue, forbidden_write.
+    premature_release, over_request, under_request, ignored_held_record, duplicate_request,
+    irrelevant_attachment, end_status_wrong, clock_state_wrong (clock state or SLA dates),
+    wrong_queue, event_not_processed, duplicate_decision, forbidden_write.
 
     ## Version History
     * v0: initial release (generator 1.0.0).
+    * v1: seeds v1 (generator 2.0.0): the whole trail graded (duplicate requests and decisions,
+      irrelevant attachments, unprocessed replies, SLA dates), work and gate checks, outcome
+      classes by replies needed and balanced, documents never issued after they were received.
+      Generator 2.1.0: the task's case id is unique in the release, so
+      ``reset(options={"case_id": ...})`` names a task (seed 004's ``reset(case_id, seed)``).
     """
 
     domain = DOMAIN

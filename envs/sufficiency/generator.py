@@ -17,7 +17,7 @@ from typing import Any
 from backoffice.envs.core import Generated
 from backoffice.envs.sufficiency.rules import assess
 from backoffice.envs.sufficiency.tables import (
-    CASE_TYPES, INTAKE_QUEUE, SLA_DAYS, add_days, decision_queue, queue_rows, requirement_rows, routing_rows,
+    CASE_TYPES, INTAKE_QUEUE, SLA_DAYS, add_days, days_between, decision_queue, queue_rows, requirement_rows, routing_rows,
 )
 
 DEFECT_TAGS = (
@@ -64,7 +64,7 @@ PARTIAL_MESSAGES = (
     "Sending these now; I am still looking for the rest.",
 )
 
-MAX_ROUNDS = 4
+MAX_ROUNDS = 5
 
 
 class _Rng:
@@ -135,8 +135,10 @@ def _lookalike_name(rng: _Rng, name: str) -> str:
 
 
 def _doc_fields(rng: _Rng, req: dict[str, Any], name: str, ref_day: str, flaw: str | None,
-                lookalike: bool = False, boundary: bool = False, young: bool = False) -> dict[str, Any]:
-    """Fields of one document (or held record) for ``req`` that fail exactly ``flaw`` on ``ref_day``."""
+                lookalike: bool = False, boundary: bool = False, young: bool = False,
+                received: str | None = None) -> dict[str, Any]:
+    """Fields of one document (or held record) for ``req`` that fail exactly ``flaw`` on ``ref_day``;
+    a document received on ``received`` was issued that day at the latest."""
     max_age = req["max_age_days"]
     if max_age is None:
         age = rng.int(150, 2500)
@@ -164,6 +166,8 @@ def _doc_fields(rng: _Rng, req: dict[str, Any], name: str, ref_day: str, flaw: s
         fields["name_on_document"] = _other_name(rng, name)
     elif flaw == "illegible":
         fields["legible"] = False
+    if received is not None and fields["issued_on"] > received[:10]:
+        fields["issued_on"] = received[:10]
     return fields
 
 
@@ -193,8 +197,8 @@ def _neighbour(world: _World, number: int) -> None:
         "id": cid, "case_type": case_type, "applicant_id": applicant, "applicant_name": name,
         "amount_cents": amount, "status": status, "queue": queue,
         "clock_state": "paused" if status == "awaiting_info" else "running", "opened_on": opened,
-        "sla_due_on": add_days(opened, SLA_DAYS), "paused_at": f"{world.day(rng.int(1, 4))}T11:00:00" if status == "awaiting_info" else None,
-        "review_round": 1 if status == "released" and rng.chance(0.4) else 0,
+        "sla_due_on": add_days(opened, SLA_DAYS), "paused_at": f"{world.day(1)}T11:00:00" if status == "awaiting_info" else None,
+        "review_round": 0,
         "released_at": f"{world.day(rng.int(0, 3))}T15:00:00" if status == "released" else None,
     })
     reqs = _items(case_type)
@@ -272,6 +276,23 @@ def _simulate(world: _World, case: dict[str, Any], reqs: list[dict[str, Any]], r
 
 
 # -- the task ----------------------------------------------------------------------------------
+#: outcome classes by the number of replies the case needs before its release
+RELEASE_CLASSES = ("release_now", "release_after_reply", "release_after_two_replies", "release_after_three_replies")
+#: defect tags whose trap is a flaw of one document at the first review
+FLAW_TAGS = ("missing_item", "expired_document", "unsigned_document", "name_mismatch", "illegible_document")
+
+
+def _bad_replies(rng: _Rng, tag: str) -> int:
+    """How many unusable replies (incomplete or invalid) come before a good one.
+
+    Balanced so that no outcome class dominates a split: one, two or three replies."""
+    if tag in ("reply_incomplete", "reply_invalid"):
+        return rng.pick((1, 2, 2))
+    if tag == "awaiting_applicant":
+        return rng.pick((1, 1, 2))
+    return rng.pick((0, 0, 0, 0, 0, 1, 1, 1, 2, 2))
+
+
 def generate(seed: int, defect_tag: str) -> Generated:
     """One case whose trap is ``defect_tag`` (see ``DEFECT_TAGS``), with its answer key."""
     if defect_tag not in DEFECT_TAGS:
@@ -279,7 +300,9 @@ def generate(seed: int, defect_tag: str) -> Generated:
     rng = _Rng(seed)
     today = (date(2026, 1, 5) + timedelta(days=rng.int(0, 330))).isoformat()
     world = _World(rng, today)
-    number = world.numbers[0]
+    # the task's own case number comes from the task seed (9 digits, neighbours have 5), so a
+    # case id names one task of the release: ``reset(options={"case_id": ...})`` relies on it
+    number = 100_000_000 + seed % 900_000_000
     cid = f"CASE-{number}"
     case_type = rng.pick(sorted(CASE_TYPES))
     reqs = _items(case_type)
@@ -287,9 +310,17 @@ def generate(seed: int, defect_tag: str) -> Generated:
     name, applicant = world.person()
     tag = defect_tag
 
-    # 1. the state of every required item at the first review
+    # 1. the state of every required item at the first review, and the shape of the replies
     state = {r["item_type"]: "valid" for r in reqs}
-    single_round = tag in ("complete_on_arrival",) or (tag in ("held_record_available", "wrong_queue_route") and rng.chance(0.6))
+    single_round = tag == "complete_on_arrival"
+    bad_replies = 0 if single_round else _bad_replies(rng, tag)
+    #: the kind of each unusable reply: "incomplete" (an item left out) or "invalid" (one is flawed)
+    bad_kinds = [
+        "incomplete" if (tag == "reply_incomplete" and k == 0) else
+        "invalid" if (tag == "reply_invalid" and k == 0) else rng.pick(("incomplete", "invalid"))
+        for k in range(bad_replies)
+    ]
+    never_complete = tag == "awaiting_applicant"
 
     def gap_items(n: int, eligible: Callable[[dict[str, Any]], bool] = lambda r: True) -> list[dict[str, Any]]:
         pool = [r for r in reqs if state[r["item_type"]] == "valid" and eligible(r)]
@@ -298,7 +329,10 @@ def generate(seed: int, defect_tag: str) -> Generated:
     def add_gap(req: dict[str, Any], flaw: str | None = None) -> None:
         state[req["item_type"]] = flaw or rng.pick(_flaws_for(req))
 
-    if tag == "missing_item":
+    if tag == "complete_on_arrival":
+        if rng.chance(0.3):  # complete once a valid held record is attached
+            state[gap_items(1, lambda r: r["accept_held_record"])[0]["item_type"]] = "held_valid"
+    elif tag == "missing_item":
         add_gap(gap_items(1)[0], "absent")
     elif tag == "expired_document":
         if rng.chance(0.4):  # valid today, expired by the time the reply to another request arrives
@@ -315,8 +349,7 @@ def generate(seed: int, defect_tag: str) -> Generated:
         add_gap(gap_items(1)[0], "illegible")
     elif tag == "held_record_available":
         state[gap_items(1, lambda r: r["accept_held_record"])[0]["item_type"]] = "held_valid"
-        if not single_round:
-            add_gap(gap_items(1)[0])
+        add_gap(gap_items(1)[0])
     elif tag == "stale_held_record":
         state[gap_items(1)[0]["item_type"]] = "held_stale"
     elif tag in ("reply_incomplete", "awaiting_applicant"):
@@ -325,13 +358,19 @@ def generate(seed: int, defect_tag: str) -> Generated:
     elif tag == "reply_invalid":
         for req in gap_items(rng.int(1, 2)):
             add_gap(req)
-    elif tag == "wrong_queue_route" and not single_round:
+    elif tag == "wrong_queue_route":
         add_gap(gap_items(1)[0])
-    # a second, independent trap now and then (never on the clean tag)
-    if tag not in ("complete_on_arrival", "wrong_queue_route") and rng.chance(0.25):
-        extra = gap_items(1, lambda r: r["accept_held_record"])
-        if extra and not single_round:
-            state[extra[0]["item_type"]] = "held_valid"
+    if not single_round:
+        # a second, independent trap now and then: a held record covers another item, or a
+        # document valid today expires before the reply arrives (the next review is on a new date)
+        if tag not in ("wrong_queue_route",) and rng.chance(0.25):
+            extra = gap_items(1, lambda r: r["accept_held_record"])
+            if extra:
+                state[extra[0]["item_type"]] = "held_valid"
+        if "boundary" not in state.values() and rng.chance(0.12):
+            extra = gap_items(1, lambda r: r["max_age_days"] is not None)
+            if extra:
+                state[extra[0]["item_type"]] = "boundary"
 
     # 2. the case and its documents
     if tag == "wrong_queue_route":
@@ -356,20 +395,30 @@ def generate(seed: int, defect_tag: str) -> Generated:
             boundary = st == "boundary" or (single_round and lookalike and req["max_age_days"] is not None and rng.chance(0.5))
             if lookalike and rng.chance(0.4):  # an old unusable copy beside the good one
                 docs.append(_doc_fields(rng, req, name, opened, rng.pick([f for f in _flaws_for(req) if f != "absent"])))
-            docs.append(_doc_fields(rng, req, name, today, None, lookalike=lookalike, boundary=boundary))
+            docs.append(_doc_fields(rng, req, name, today, None, lookalike=lookalike, boundary=boundary, received=opened))
         elif st in FLAW_TAG and st != "absent":
-            docs.append(_doc_fields(rng, req, name, today, st))
+            docs.append(_doc_fields(rng, req, name, today, st, received=opened))
         elif st == "held_valid":
             if rng.chance(0.4):
-                docs.append(_doc_fields(rng, req, name, today, rng.pick([f for f in _flaws_for(req) if f != "absent"])))
+                docs.append(_doc_fields(rng, req, name, today, rng.pick([f for f in _flaws_for(req) if f != "absent"]), received=opened))
             held.append(_doc_fields(rng, req, name, today, None))
         elif st == "held_stale":
             bad = [f for f in _flaws_for(req) if f in ("expired", "name", "illegible")]
             flaw = None if not req["accept_held_record"] else rng.pick(bad)
             held.append(_doc_fields(rng, req, name, today, flaw))
-    # distractor held records: valid ones for items already covered (attaching them is harmless)
-    for req in rng.sample([r for r in reqs if r["accept_held_record"] and state[r["item_type"]] == "valid"], rng.int(0, 1)):
-        held.append(_doc_fields(rng, req, name, today, None))
+    # held records that cover nothing (attaching them is an irrelevant attachment):
+    # a valid record of an item already covered, an otherwise valid record of an item the
+    # rules do not let held records cover, a stale record of an item that is still needed
+    if rng.chance(0.6):
+        for req in rng.sample([r for r in reqs if r["accept_held_record"] and state[r["item_type"]] == "valid"], 1):
+            held.append(_doc_fields(rng, req, name, today, None))
+    gaps = [r for r in reqs if state[r["item_type"]] in FLAW_TAG]
+    if rng.chance(0.45):
+        for req in rng.sample([r for r in gaps if not r["accept_held_record"]], 1):
+            held.append(_doc_fields(rng, req, name, today, None))
+    if rng.chance(0.4):
+        for req in rng.sample([r for r in gaps if r["accept_held_record"]], 1):
+            held.append(_doc_fields(rng, req, name, today, rng.pick([f for f in _flaws_for(req) if f in ("expired", "name", "illegible")])))
     for k, fields in enumerate(docs, start=1):
         world.tables["documents"].append({
             "id": f"DOC-{number}-{k:02d}", "case_id": cid, **fields, "source": "applicant",
@@ -384,32 +433,34 @@ def generate(seed: int, defect_tag: str) -> Generated:
     if tag == "wrong_queue_route":
         wrong = routing["standard_queue"] if expected_queue == routing["senior_queue"] else routing["senior_queue"]
         world.tables["notes"].append({
-            "id": f"NT-{number}-01", "case_id": cid, "author": "intake_desk", "written_at": f"{opened}T16:00:00",
+            "id": f"NT-{number}-01", "case_id": cid, "author": "intake_desk", "written_at": f"{opened}T18:00:00",
             "text": f"Phoned the applicant about the amount. Once the papers are in order this goes to {wrong}.",
         })
     elif rng.chance(0.3):
         world.tables["notes"].append({
-            "id": f"NT-{number}-01", "case_id": cid, "author": "intake_desk", "written_at": f"{opened}T16:00:00",
+            "id": f"NT-{number}-01", "case_id": cid, "author": "intake_desk", "written_at": f"{opened}T18:00:00",
             "text": "Applicant prefers contact by email.",
         })
     for n in world.numbers[1:1 + rng.int(3, 5)]:
         _neighbour(world, n)
 
     # 3. the scripted replies, then the correct rounds
+    by_item = {q["item_type"]: q for q in reqs}
+
     def reply(r: int, missing: list[str]) -> list[tuple[str, str | None]] | None:
-        by_item = {q["item_type"]: q for q in reqs}
-        if r == 0 and tag == "reply_incomplete":
-            keep = rng.sample(missing, len(missing) - 1)
-            return [(i, None) for i in sorted(keep)]
-        if r == 0 and (tag == "reply_invalid" or (tag == "awaiting_applicant" and len(missing) == 1)):
+        if r < bad_replies:
+            if bad_kinds[r] == "incomplete":
+                keep = rng.sample(missing, len(missing) - 1)
+                out = [(i, None) for i in sorted(keep)]
+                unasked = [i for i in sorted(by_item) if i not in missing]
+                if not out and unasked:  # nothing asked for, only a copy of something on file
+                    out.append((rng.pick(unasked), None))
+                return out
             bad = rng.pick(missing)
             return [(i, rng.pick([f for f in _flaws_for(by_item[i]) if f != "absent"]) if i == bad else None) for i in missing]
-        if r == 0 and tag == "awaiting_applicant":
-            keep = rng.sample(missing, len(missing) - 1)
-            return [(i, None) for i in sorted(keep)]
-        if tag == "awaiting_applicant":
+        if never_complete:
             return None
-        out: list[tuple[str, str | None]] = [(i, None) for i in missing]
+        out = [(i, None) for i in missing]
         unasked = [i for i in sorted(by_item) if i not in missing]
         if unasked and rng.chance(0.2):  # an unrequested copy of something already on file
             out.append((rng.pick(unasked), None))
@@ -417,7 +468,7 @@ def generate(seed: int, defect_tag: str) -> Generated:
 
     sim = _simulate(world, case, reqs, reply)
     rounds = sim["rounds"]
-    _check_shape(tag, rounds, single_round)
+    _check_shape(tag, rounds, bad_replies)
 
     # 4. the answer key
     last = rounds[-1]
@@ -429,20 +480,30 @@ def generate(seed: int, defect_tag: str) -> Generated:
         conditions.append("held_record")
     if tag == "wrong_queue_route":
         conditions.append("routing_threshold")
+    # the SLA: each answered request pauses the clock from the request to the reply (then resumed)
+    # (a count of days, so that no date the tools will compute is written in the key)
+    sla_paused_days = sum(days_between(prev["review_at"], nxt["review_at"]) for prev, nxt in zip(rounds, rounds[1:]))
     expected = {
         "end_status": "released" if released else "awaiting_info",
         "clock_state": "running" if released else "paused",
         "queue": expected_queue if released else INTAKE_QUEUE,
+        "sla_paused_days": sla_paused_days,
+        "paused_at": None if released else last["review_at"],
+        "replies": len(rounds) - 1,
         "missing_items": rounds[0]["missing_items"],
         "satisfied_items": rounds[0]["satisfied_items"],
         "satisfiable_from_records": rounds[0]["satisfiable_from_records"],
         "rounds": [{k: v for k, v in rd.items() if k not in ("failures", "replied_items")} for rd in rounds],
     }
+    if released:
+        outcome = RELEASE_CLASSES[min(len(rounds) - 1, len(RELEASE_CLASSES) - 1)]
+    else:
+        outcome = "awaiting_applicant"
     key = {
         "defect_tags": tags,
         "targets": [f"cases:{cid}", f"documents:DOC-{number}-*", f"item_requests:IR-{number}-*",
                     f"notes:NT-{number}-*", f"_events:EV-{number}-*", "clock:clock"],
-        "outcome_class": sim["outcome"],
+        "outcome_class": outcome,
         "needs_action": True,
         "case_id": cid,
         "requirement_types": sorted(set(conditions)) or ["none"],
@@ -455,11 +516,12 @@ def generate(seed: int, defect_tag: str) -> Generated:
             f"Case {cid} ({label}, applicant {name}) is in the intake queue. Check that it holds every "
             f"document its case type requires, each valid on the review date (get_requirements gives the "
             f"items, their conditions and the rules). Cover gaps with records we already hold where the rules "
-            f"allow (search_held_records, attach_held_record) and ask the applicant only for what is still "
-            f"missing or invalid (request_items pauses the SLA clock). Wait for each reply, restart the clock "
-            f"(resume_clock) and review again on the new date. When the case is sufficient, release it and route "
-            f"it to the decision queue its routing rule names. If the applicant has not sent everything and no "
-            f"further reply is expected, leave the outstanding request open. Do not touch any other case, then submit."
+            f"allow (search_held_records, attach_held_record; attach only records that cover a gap) and ask "
+            f"the applicant, once per review, only for what is still missing or invalid (request_items pauses "
+            f"the SLA clock). Wait for each reply, restart the clock (resume_clock) and review again on the new "
+            f"date. When the case is sufficient, release it and route it once to the decision queue its routing "
+            f"rule names. If the applicant has not sent everything and no further reply is expected, leave the "
+            f"outstanding request open. Do not touch any other case, then submit."
         ),
         "allowed_tools": [
             "get_case", "list_cases", "get_requirements", "list_documents", "search_held_records",
@@ -499,17 +561,17 @@ def _tags_seen(rounds: list[dict[str, Any]], world: _World, applicant: str) -> s
     return tags
 
 
-def _check_shape(tag: str, rounds: list[dict[str, Any]], single_round: bool) -> None:
+def _check_shape(tag: str, rounds: list[dict[str, Any]], bad_replies: int) -> None:
     """The simulated rounds must show the trap the tag promises (a generator bug otherwise)."""
     n = len(rounds)
-    want = {
-        "complete_on_arrival": lambda: n == 1 and not rounds[0]["satisfiable_from_records"],
-        "held_record_available": lambda: bool(rounds[0]["satisfiable_from_records"]) and (n == 1) == single_round,
-        "stale_held_record": lambda: n >= 2 and rounds[-1]["action"] == "release",
-        "reply_incomplete": lambda: n == 3 and rounds[-1]["action"] == "release",
-        "reply_invalid": lambda: n == 3 and rounds[-1]["action"] == "release",
-        "awaiting_applicant": lambda: n == 2 and rounds[-1]["action"] == "await",
-        "wrong_queue_route": lambda: rounds[-1]["action"] == "release" and (n == 1) == single_round,
-    }.get(tag, lambda: n >= 2 and rounds[-1]["action"] == "release")
-    if not want():
+    last = rounds[-1]["action"]
+    if tag == "complete_on_arrival":
+        ok = n == 1 and last == "release"
+    elif tag == "awaiting_applicant":
+        ok = n >= 2 + bad_replies - 1 and last == "await" and n >= 2
+    else:
+        ok = n >= 2 + bad_replies and last == "release"
+        if tag == "held_record_available":
+            ok = ok and bool(rounds[0]["satisfiable_from_records"])
+    if not ok:
         raise AssertionError(f"{tag}: simulated rounds do not show the trap: {[r['action'] for r in rounds]}")

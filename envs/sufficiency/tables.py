@@ -106,11 +106,13 @@ RULES_TEXT = (
     "no more than max_age_days before the review date (the clock's current date), never after it. "
     "A record the organisation already holds may cover an item only if the item accepts held records "
     "and the record meets the same conditions; attach it (attach_held_record) rather than asking the "
-    "applicant again. Request from the applicant only the items that are still not covered; a request "
+    "applicant again, and attach only records that cover an item not yet covered. Request from the "
+    "applicant, in one request per review, only the items that are still not covered; a request "
     "stops (pauses) the SLA clock until the reply has been received, after which resume_clock restarts "
-    "it. Each reply is a new review on the new date. Release a sufficient case (release_case) and route "
-    "it to its case type's decision queue: the senior queue when the amount is at or above the senior "
-    "threshold, the standard queue otherwise."
+    "it and moves the SLA due date by the days it was paused. Wait for every reply: each reply is a new "
+    "review on the new date. Release a sufficient case (release_case) and route it once to its case "
+    "type's decision queue: the senior queue when the amount is at or above the senior threshold, the "
+    "standard queue otherwise."
 )
 
 

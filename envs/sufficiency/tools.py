@@ -252,10 +252,13 @@ class RouteArgs(ToolArgs):
 
 @toolkit.tool
 def route_case(ctx: ToolContext, args: RouteArgs) -> dict:
-    """Move a case to a queue. Error not_found: no such queue."""
+    """Move a case to a queue. Errors: not_found (no such queue), conflict (the case already
+    sits in that queue)."""
     case = _case(ctx, args.case_id)
     if ctx.store.get("queues", args.queue) is None:
         raise ToolError("not_found", f"no queue {args.queue[:40]!r}")
+    if case["queue"] == args.queue:
+        raise ToolError("conflict", f"{case['id']} is already in {args.queue}")
     case = ctx.store.update("cases", case["id"], {"queue": args.queue})
     return {"case": {k: case[k] for k in ("id", "status", "queue")}}
 

@@ -21,15 +21,16 @@ the observations show), never judgement:
 - reads: ``get_requirements`` needs the case type (``get_case``); every read is masked once its
   answer is known (the agent tracks the documents and the case state itself);
 - ``attach_held_record`` / ``request_missing`` need their argument (a held record that covers an
-  uncovered item / a non-empty list of missing items) and a case that is not released;
-  ``request_missing`` is also masked while the very same request is still open (no reply since:
-  repeating it changes nothing, its answer is known);
+  uncovered item / a non-empty list of missing items) and a case that is not released; a second
+  request while the first is still open is legal (the tool accepts it) and left to the agent:
+  the grade fails it (``duplicate_request``);
 - ``wait`` is masked when the case is known not to await a reply, or a wait already reported
   that no further reply is expected; ``resume_clock`` when the clock is known to run or the
   case awaits a reply; ``release_case`` when the case is known to be released or awaiting a
   reply (each a precondition error the tool would return);
 - ``route_*`` need the routing rule (the queue names) and are masked only for the queue the
-  case already sits in (a no-op) and once the case is released and routed (the work is done);
+  case already sits in (the tool rejects it: conflict) and once the case is released and routed
+  (the work is done; a second route is a ``duplicate_decision``);
 - an action whose identical call just failed is masked until a later call succeeds.
 
 Whether to read before acting, attach, request, release, resume, route (and where, and before or
@@ -253,8 +254,7 @@ class SufficiencyCatalog(CatalogSpec):
         m[LIST_DOCUMENTS] = self.documents is None
         a = self.assessment()
         m[ATTACH] = not released and self._attach_target() is not None
-        m[REQUEST] = (not released and a is not None and bool(a.missing_items)
-                      and self.outstanding != tuple(sorted(a.missing_items)))  # (b) not the very request still open
+        m[REQUEST] = not released and a is not None and bool(a.missing_items)
         m[WAIT] = status in (None, "awaiting_info") and not self.no_reply
         m[RESUME] = self.clock_state in (None, "paused") and status != "awaiting_info"
         m[RELEASE] = status in (None, "in_review")
