@@ -54,11 +54,17 @@ def available_domains() -> list[str]:
     return out
 
 
+# outside gym.make's TimeLimit: episodes cut by max_episode_steps=n end with their grade (see MatchTimeLimit)
+_WRAPPERS = (gym.envs.registration.WrapperSpec("MatchTimeLimit", "backoffice.envs.core.env:MatchTimeLimit", {}),)
+# the catalog entry point returns this wrapper already applied; gym.make checks it is named first
+_CATALOG = gym.envs.registration.WrapperSpec("CatalogEnv", "backoffice.training.catalog.wrapper:CatalogEnv", None)
+
 for _name, _title in DOMAINS.items():
     _id = f"backoffice/{_title}-v0"
     if _id not in gym.registry:
-        gym.register(id=_id, entry_point=f"backoffice.envs.{_name}:{_title}Env")
+        gym.register(id=_id, entry_point=f"backoffice.envs.{_name}:{_title}Env", additional_wrappers=_WRAPPERS)
     # the catalog env (Discrete actions, Box features) for stable-baselines3; see backoffice.training.catalog
     _cid = f"backoffice/{_title}-Catalog-v0"
     if _cid not in gym.registry:
-        gym.register(id=_cid, entry_point="backoffice.training.catalog:make_catalog_env", kwargs={"domain": _name})
+        gym.register(id=_cid, entry_point="backoffice.training.catalog:make_catalog_env", kwargs={"domain": _name},
+                     additional_wrappers=(_CATALOG, *_WRAPPERS))

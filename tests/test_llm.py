@@ -247,8 +247,9 @@ def test_explicit_transcript_path_and_chat_errors_keep_the_transcript(release: R
         return ChatReply(None, (ToolCall("k", "get_counter", '{"counter_id": "C-1"}'),))
 
     path = tmp_path / "t.jsonl"
-    with pytest.raises(ConnectionError):
+    with pytest.raises(llm.EndpointError) as err:
         llm.run_episode(toy_env(release), broken, task_id="TOY-H0000", transcript_path=path)
+    assert isinstance(err.value.cause, ConnectionError) and err.value.step == 1
     roles = [json.loads(x)["role"] for x in path.read_bytes().splitlines()]
     assert roles == ["system", "user", "assistant", "tool"]
 
@@ -394,3 +395,101 @@ def test_cli_eval_with_an_openai_policy_reports_pass_hat_k(tmp_path: Path, monke
     assert report.exit_code == 0, report.output
     assert "pass_hat_k" in report.output
     assert (tmp_path / "chat.transcript.jsonl").exists() and read_trace(chat_trace)
+
+
+# -- surviving the endpoint ------------------------------------------------------------------------
+def no_null_content(bodies: list[dict]) -> None:
+    """No request ever sends an assistant message with content null (and no tool calls) or a null tool result."""
+    for body in bodies:
+        for m in body["messages"]:
+            if m.get("content") is None:
+                assert m["role"] == "assistant" and m.get("tool_calls") and "content" not in m, m
+
+
+@requires_openai
+def test_empty_choices_and_empty_replies_are_never_sent_back_as_null(release: Release) -> None:
+    env = toy_env(release)
+    with FakeOpenAI(llm.policy_chat(toy_policy), fault=lambda req: (200, {
+            "id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []})
+            if sum(m["role"] == "assistant" for m in req["messages"]) in (0, 2) else None) as server:
+        chat = OpenAIChat(model="fake", base_url=server.base_url, max_retries=0)
+        agent = ChatAgent(chat)
+        res = llm.run_episode(env, agent, task_id="TOY-H0001")
+        no_null_content(server.bodies)
+        empties = [m for m in res.transcript if m["role"] == "assistant" and not m.get("tool_calls")]
+        assert empties and all(m["content"] == "" and m["finish_reason"] == "no_choices" for m in empties)
+        assert agent.stats()["finish_reasons"]["no_choices"] == 2
+    wire = [m for m in server.bodies[-1]["messages"] if m["role"] == "assistant"]
+    assert wire[0] == {"role": "assistant", "content": ""}
+
+
+@requires_openai
+def test_usage_and_finish_reasons_are_counted(release: Release) -> None:
+    env = toy_env(release)
+    with FakeOpenAI(llm.policy_chat(toy_policy)) as server:
+        agent = ChatAgent(OpenAIChat(model="fake", base_url=server.base_url))
+        res = llm.run_episode(env, agent, task_id="TOY-H0002")
+    stats = agent.stats()
+    assert stats["requests"] == res.steps == stats["finish_reasons"]["tool_calls"]
+    assert stats["usage"]["completion_tokens"] == res.steps and stats["usage"]["total_tokens"] > res.steps
+    assert all("usage" in m for m in res.transcript if m["role"] == "assistant")
+
+
+def test_unparsable_arguments_are_named_as_such(release: Release) -> None:
+    env = toy_env(release)
+    res = llm.run_episode(env, scripted(ChatReply(None, (ToolCall("u", "bump", "{counter_id: C-1"),))), task_id="TOY-H0001")
+    first = loads(next(m for m in res.transcript if m["role"] == "tool")["content"])
+    assert first["code"] == "invalid_action" and "unparsable" in first["message"]
+
+
+def faulty(domain_task: str, status: int, message: str):
+    """Answer every request of the episode on ``domain_task`` with ``status``."""
+    def fault(request: dict) -> Any:
+        if domain_task in request["messages"][1]["content"]:
+            return status, {"error": {"message": message, "type": "server_error" if status >= 500 else "invalid_request_error"}}
+        return None
+    return fault
+
+
+@requires_openai
+@pytest.mark.skipif(not DOMAINS, reason="needs an installed domain (the CLI loads releases by name)")
+@pytest.mark.parametrize("status,message", [(500, "internal error"), (400, "context length exceeded")])
+def test_cli_eval_survives_endpoint_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: int, message: str) -> None:
+    from typer.testing import CliRunner
+
+    from backoffice.training.cli import app
+
+    domain = DOMAINS[0]
+    ids = heldout(domain)[:3]
+    out, trace = tmp_path / "llm.jsonl", tmp_path / "trace.jsonl"
+    with FakeOpenAI(fault=faulty(ids[1], status, message)) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "unused")
+        result = CliRunner().invoke(app, ["eval", "--env", domain, "--policy", "openai:fake", "--limit", "3", "--out", str(out),
+                                          "--retries", "1", "--timeout", "10", "--trace", str(trace), "--concurrency", "2"])
+        no_null_content(server.bodies)
+    assert result.exit_code == 1, result.output
+    assert "1 of 3 episodes errored (endpoint)" in " ".join(result.output.split())
+    records = {r["task_id"]: r for r in map(json.loads, out.read_bytes().splitlines())}
+    assert set(records) == set(ids)
+    bad = records[ids[1]]
+    assert bad["error"]["status_code"] == status and message in bad["error"]["message"] and bad["error"]["step"] == 0
+    assert bad["pass"] is False and bad["llm"]["requests"] == 1  # retries happen inside the client
+    for tid in (ids[0], ids[2]):
+        good = records[tid]
+        assert good["pass"] and "error" not in good
+        assert good["llm"]["finish_reasons"]["tool_calls"] == good["steps"] and good["llm"]["usage"]["total_tokens"] > 0
+    transcript = [json.loads(x) for x in (tmp_path / "trace.transcript.jsonl").read_bytes().splitlines()]
+    assert {t["task_id"] for t in transcript} == set(ids)
+    assert all(r["transcript_path"] == str(tmp_path / "trace.transcript.jsonl") for r in records.values())
+
+
+def test_eval_help_lists_every_policy_kind() -> None:
+    from typer.testing import CliRunner
+
+    from backoffice.training.cli import app
+    from backoffice.training.policies import CATALOG_POLICIES
+
+    text = " ".join(CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "300"}).output.split())
+    for kind in ("oracle", "random", "noop", "wrong:", "sb3:", "openai:", "--timeout", "--retries", "--concurrency", *CATALOG_POLICIES):
+        assert kind in text, kind

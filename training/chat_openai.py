@@ -15,7 +15,8 @@ temperature       ``temperature``                              ``BACKOFFICE_LLM_
 
 ``backoffice eval --policy openai:<model>`` builds :func:`openai_policy` for each episode; the
 attempt number is sent as the request ``seed`` so attempts are distinct samples where the
-endpoint honours seeds.
+endpoint honours seeds. ``--timeout`` and ``--retries`` set the client's per-request timeout
+and retries (``BACKOFFICE_LLM_TIMEOUT``, ``BACKOFFICE_LLM_RETRIES``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class OpenAIChat:
 
     def __init__(self, model: str | None = None, base_url: str | None = None, api_key: str | None = None,
                  temperature: float | None = None, seed: int | None = None, max_tokens: int | None = None,
-                 timeout: float = 120.0, max_retries: int = 2, extra_body: Mapping[str, Any] | None = None):
+                 timeout: float | None = None, max_retries: int | None = None, extra_body: Mapping[str, Any] | None = None):
         try:
             import openai
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -55,6 +56,11 @@ class OpenAIChat:
         self.seed = seed
         self.max_tokens = max_tokens
         self.extra_body = dict(extra_body) if extra_body else None
+        if timeout is None:
+            timeout = float(os.environ.get("BACKOFFICE_LLM_TIMEOUT") or 120.0)
+        if max_retries is None:
+            max_retries = int(os.environ.get("BACKOFFICE_LLM_RETRIES") or 2)
+        self.timeout, self.max_retries = timeout, max_retries
         self.client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=timeout, max_retries=max_retries)
 
     def request(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
@@ -70,9 +76,11 @@ class OpenAIChat:
 
     def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ChatReply:
         response = self.client.chat.completions.create(**self.request(messages, tools))
-        if not response.choices:
-            return ChatReply(None, ())
-        message = response.choices[0].message
+        usage = _usage(getattr(response, "usage", None))
+        if not response.choices:  # recorded as an empty reply (content ""), never sent back as null
+            return ChatReply(None, (), "no_choices", usage)
+        choice = response.choices[0]
+        message = choice.message
         calls = []
         for i, call in enumerate(message.tool_calls or ()):
             fn = getattr(call, "function", None)
@@ -80,14 +88,27 @@ class OpenAIChat:
                 calls.append(ToolCall(call.id or f"call_{i}", getattr(call, "type", "") or "", "{}"))
                 continue
             calls.append(ToolCall(call.id or f"call_{i}", fn.name or "", fn.arguments or ""))
-        return ChatReply(message.content, tuple(calls))
+        return ChatReply(message.content, tuple(calls), getattr(choice, "finish_reason", None), usage)
+
+
+def _usage(usage: Any) -> dict[str, int] | None:
+    """The integer token counts of a response's ``usage`` (``prompt_tokens`` ...)."""
+    if usage is None:
+        return None
+    data = usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
+    return {k: int(v) for k, v in data.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def _wire(message: Message) -> dict[str, Any]:
-    """A transcript message as the API expects it (only the chat-completions fields)."""
+    """A transcript message as the API expects it (only the chat-completions fields). Content
+    is never null: ``""`` for a tool result or an empty reply; an assistant message that calls
+    tools and has no text leaves ``content`` out (allowed exactly when ``tool_calls`` is set)."""
     out = {k: v for k, v in message.items() if k in ("role", "content", "tool_calls", "tool_call_id", "name")}
-    if out.get("role") == "tool" and out.get("content") is None:
-        out["content"] = ""
+    if out.get("content") is None:
+        if out.get("role") == "assistant" and out.get("tool_calls"):
+            out.pop("content", None)
+        else:
+            out["content"] = ""
     return out
 
 

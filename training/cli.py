@@ -128,7 +128,7 @@ def _check_policies(domains: list[str], policies: list[str]) -> list[tuple[str, 
 @app.command("eval")
 def eval_cmd(
     env: Annotated[list[str], typer.Option("--env", help="Domain(s) or 'all'.")] = ["all"],
-    policy: Annotated[list[str], typer.Option("--policy", help="oracle, random, noop, wrong:<code> or sb3:<model.zip> (repeatable).")] = ["oracle", "random", "noop"],
+    policy: Annotated[list[str], typer.Option("--policy", help="Repeatable. oracle; random (valid tool calls); noop (submits at once); wrong:<failure_code> (commits exactly that failure); catalog-random, catalog-mask-only, catalog-features (through the domain's catalog); sb3:<path/model.zip> (a model from `backoffice train`); openai:<model> (an LLM behind an OpenAI-compatible endpoint: $OPENAI_BASE_URL, $OPENAI_API_KEY).")] = ["oracle", "random", "noop"],
     split: Annotated[str, typer.Option(help="train or heldout.")] = "heldout",
     out: Annotated[Optional[Path], typer.Option(help="JSONL output; a rerun with the same file skips written episodes.")] = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (or Ray CPUs with --ray).")] = 1,
@@ -140,6 +140,9 @@ def eval_cmd(
     trace: Annotated[Optional[Path], typer.Option(help="Keep every new episode's trace and diff: a folder (trace.jsonl, diffs.jsonl) or a .jsonl file; each record points at them (trace_location, diff_location). The trace replays with `backoffice replay`.")] = None,
     judge: Annotated[str, typer.Option(help="Judge of free text (hand-over notes): 'rubric' (deterministic) or 'model:<name>' (endpoint from $BACKOFFICE_JUDGE_ENDPOINT, key $BACKOFFICE_JUDGE_API_KEY; not run without them). Never part of pass.")] = "rubric",
     plot: Annotated[Optional[Path], typer.Option(help="Write a pass-rate PNG here.")] = None,
+    timeout: Annotated[Optional[float], typer.Option(min=0.1, help="openai: seconds per request before it counts as failed (default 120).")] = None,
+    retries: Annotated[Optional[int], typer.Option(min=0, help="openai: retries of a failed request (default 2); an episode whose endpoint still fails gets a record with an `error` object and the run goes on.")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Episodes at once in threads of this process (for openai: policies, which wait on the network).")] = 1,
 ) -> None:
     """Evaluate policies on a split and print a summary table."""
     import functools
@@ -158,7 +161,19 @@ def eval_cmd(
     pairs = set(_check_policies(domains, policy))
     jobs: list[Job] = [j for j in plan_jobs(domains, policy, split, run_id=run_id, limit=limit, attempts=attempts)
                        if (j.domain, j.agent) in pairs]
-    executor = make_executor(workers, ray_address or ("local" if ray else None))
+    llm = any(p.startswith("openai:") for p in policy)
+    if llm:  # endpoint failures become error records; token usage, finish reasons, transcripts
+        from backoffice.training.llm import transcript_path_for
+        from backoffice.training.llm_eval import llm_runner
+
+        runner = llm_runner(runner, timeout=timeout, retries=retries,
+                            transcript_path=transcript_path_for(trace_files(trace)[0]) if trace is not None else None)
+    if concurrency > 1:
+        from backoffice.training.llm_eval import ThreadExecutor
+
+        executor = ThreadExecutor(concurrency)
+    else:
+        executor = make_executor(workers, ray_address or ("local" if ray else None))
     with executor:  # workers start before the progress bar's thread
         with _progress() as progress:
             bar = progress.add_task(f"evaluating {len(domains)} domain(s) x {len(policy)} policies", total=len(jobs))
@@ -175,13 +190,22 @@ def eval_cmd(
         from backoffice.training.report import plot_pass_rates
 
         console.print(f"plot: {plot_pass_rates(records, plot)}")
+    if llm:
+        from backoffice.training.llm_eval import error_summary
+
+        if trace is not None:
+            console.print(f"transcripts: {transcript_path_for(trace_files(trace)[0])}")
+        summary = error_summary(records)
+        if summary is not None:
+            console.print(f"[red]{summary}[/]", highlight=False)
+            raise typer.Exit(1)
 
 
 @app.command()
 def report(
     files: Annotated[list[Path], typer.Argument(help="Evaluation JSONL files.")],
     json: Annotated[bool, typer.Option("--json", help="Print the report as JSON (for machines) instead of tables.")] = False,
-    plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write the PNG plots.")] = True,
+    plots: Annotated[Optional[bool], typer.Option("--plots/--no-plots", help="Write the PNG plots (default: yes, except with --json).")] = None,
     plot_stem: Annotated[Optional[Path], typer.Option(help="Plot path prefix (default: the first file without .jsonl).")] = None,
 ) -> None:
     """Tables by domain x agent, failure code, defect tag, outcome class, requirement type and
@@ -199,6 +223,8 @@ def report(
         raise typer.Exit(1)
     data = build_report(records)
     stem = plot_stem or files[0].with_suffix("")
+    if plots is None:
+        plots = not json
     data["plots"] = write_plots(records, stem) if plots else []
     if json:
         sys.stdout.write(dumps(data).decode() + "\n")

@@ -23,6 +23,7 @@ import argparse
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
 
 from backoffice.envs.core.canonical import dumps, loads
@@ -46,7 +47,9 @@ def completion(request: dict[str, Any], brain: ChatFn, index: int) -> dict[str, 
         "model": request.get("model", "fake"),
         "choices": [{"index": 0, "message": message, "logprobs": None,
                      "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        # deterministic stand-ins for token counts: messages in, tool calls (or 1) out
+        "usage": {"prompt_tokens": len(messages), "completion_tokens": max(1, len(reply.tool_calls)),
+                  "total_tokens": len(messages) + max(1, len(reply.tool_calls))},
     }
 
 
@@ -54,11 +57,19 @@ class FakeOpenAI:
     """A threaded HTTP server serving :func:`completion`; use as a context manager.
 
     ``port=0`` picks a free port; ``base_url`` (``http://127.0.0.1:<port>/v1``) is what an
-    OpenAI client needs. ``requests`` counts the chat-completions calls served.
+    OpenAI client needs. ``requests`` counts the chat-completions calls served and ``bodies``
+    keeps every request body. ``fault(request) -> (status, body) | None`` lets a test answer
+    a request with an error instead (a 500, a 400 "context length exceeded", an empty
+    ``choices`` list with status 200 ...).
     """
 
-    def __init__(self, brain: ChatFn | None = None, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, brain: ChatFn | None = None, host: str = "127.0.0.1", port: int = 0,
+                 fault: Callable[[dict[str, Any]], tuple[int, Any] | None] | None = None):
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            raise ValueError("the fake endpoint serves loopback addresses only")
         self.brain = brain if brain is not None else oracle_chat()
+        self.fault = fault
+        self.bodies: list[dict[str, Any]] = []
         self.requests = 0
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer((host, port), self._handler())
@@ -110,6 +121,12 @@ class FakeOpenAI:
                     return
                 try:
                     request = loads(raw)
+                    with server._lock:
+                        server.bodies.append(request)
+                    answer = server.fault(request) if server.fault is not None else None
+                    if answer is not None:
+                        self._send(*answer)
+                        return
                     if request.get("stream"):
                         raise ValueError("streaming is not supported by the fake endpoint")
                     with server._lock:  # one brain call at a time: brains may keep caches

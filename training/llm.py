@@ -62,10 +62,29 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class ChatReply:
-    """An assistant reply: optional text and any number of tool calls (applied in order)."""
+    """An assistant reply: optional text and any number of tool calls (applied in order), plus
+    what the endpoint said about it (``finish_reason``, token ``usage``), when it said it."""
 
     text: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: str | None = None
+    usage: Mapping[str, int] | None = None
+
+
+class EndpointError(RuntimeError):
+    """The chat function failed (endpoint down, HTTP 4xx/5xx after retries, timeout): an
+    infrastructure failure, not agent behaviour. ``step`` is the number of env steps the
+    episode had made; ``cause`` the original exception."""
+
+    def __init__(self, cause: BaseException, step: int):
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.cause = cause
+        self.step = step
+
+    def describe(self) -> dict[str, Any]:
+        """The ``error`` object of an evaluation record."""
+        status = getattr(self.cause, "status_code", None)
+        return {"type": type(self.cause).__name__, "message": str(self.cause)[:500], "status_code": status, "step": self.step}
 
 
 ChatFn = Callable[[list[Message], list[dict[str, Any]]], Union[ChatReply, str, Mapping[str, Any]]]
@@ -165,7 +184,7 @@ def normalize_reply(reply: ChatReply | str | Mapping[str, Any] | None, turn: int
     """
     if isinstance(reply, ChatReply):
         calls = tuple(c if c.id else ToolCall(f"call_{turn}_{i}", c.name, c.arguments) for i, c in enumerate(reply.tool_calls))
-        return ChatReply(reply.text, calls)
+        return ChatReply(reply.text, calls, reply.finish_reason, reply.usage)
     if reply is None:
         return ChatReply(None, ())
     if isinstance(reply, str):
@@ -184,7 +203,8 @@ def normalize_reply(reply: ChatReply | str | Mapping[str, Any] | None, turn: int
             cid = raw.get("id") if isinstance(raw, Mapping) else None
             calls.append(ToolCall(str(cid or f"call_{turn}_{i}"), str(name or ""), args))
         content = reply.get("content")
-        return ChatReply(content if isinstance(content, str) else None, tuple(calls))
+        return ChatReply(content if isinstance(content, str) else None, tuple(calls),
+                         reply.get("finish_reason"), reply.get("usage"))
     return ChatReply(str(reply), ())
 
 
@@ -202,8 +222,10 @@ def call_to_action(call: ToolCall) -> Any:
 
 
 def assistant_message(reply: ChatReply) -> Message:
-    """The assistant message (chat-completions shape) that records ``reply``."""
-    msg: Message = {"role": "assistant", "content": reply.text}
+    """The assistant message (chat-completions shape) that records ``reply``. A reply with
+    neither text nor tool calls (an empty ``choices`` list, an empty message) is recorded with
+    ``content: ""``: strict endpoints reject an assistant message whose content is null."""
+    msg: Message = {"role": "assistant", "content": reply.text if reply.text is not None or reply.tool_calls else ""}
     if reply.tool_calls:
         msg["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in reply.tool_calls
@@ -230,6 +252,14 @@ class ChatAgent(Policy):
         self.version = version
         self.messages: list[Message] = []
         self.transcript: list[dict[str, Any]] = []
+        self.requests = 0
+        self.usage: dict[str, int] = {}
+        self.finish_reasons: dict[str, int] = {}
+
+    def stats(self) -> dict[str, Any]:
+        """Requests, summed token usage and finish reasons of the current episode."""
+        return {"requests": self.requests, "usage": dict(sorted(self.usage.items())),
+                "finish_reasons": dict(sorted(self.finish_reasons.items()))}
 
     # Policy API ----------------------------------------------------------------------------
     def reset(self, obs: str, info: dict[str, Any], system: str | None = None) -> None:
@@ -244,6 +274,7 @@ class ChatAgent(Policy):
             system = build_system_prompt(brief, info["tools"], info.get("max_steps"), domain_description(str(brief.get("domain"))))
         self.messages = []
         self.transcript = []
+        self.requests, self.usage, self.finish_reasons = 0, {}, {}
         self._turn = 0
         self._step = 0
         self._pending: deque[tuple[ToolCall, Any]] = deque()
@@ -288,9 +319,19 @@ class ChatAgent(Policy):
 
     def _ask(self) -> None:
         self._turn += 1
-        raw = self.chat([dict(m) for m in self.messages], self.tools)
+        self.requests += 1
+        try:
+            raw = self.chat([dict(m) for m in self.messages], self.tools)
+        except Exception as exc:  # the endpoint, not the agent: the caller decides (an error record)
+            raise EndpointError(exc, self._step) from exc
         reply = normalize_reply(raw, self._turn)
-        self._record(assistant_message(reply))
+        for key, value in (reply.usage or {}).items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                self.usage[key] = self.usage.get(key, 0) + value
+        reason = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+        self.finish_reasons[reason] = self.finish_reasons.get(reason, 0) + 1
+        extra = {k: v for k, v in (("finish_reason", reply.finish_reason), ("usage", reply.usage)) if v is not None}
+        self._record(assistant_message(reply), **extra)
         self._last_text = reply.text or ""
         self._pending.extend((c, call_to_action(c)) for c in reply.tool_calls)
 

@@ -88,3 +88,41 @@ class SB3Policy(CatalogPolicy):
         else:
             action, _ = self.model.predict(features, deterministic=True)
         return int(np.asarray(action).item())
+
+
+def evaluate_split(model: Any, domain: str, split: str = "heldout", task_ids: Any = None, masked: bool | None = None,
+                   spec: str | None = None) -> dict[str, Any]:
+    """Evaluate a model (anything with SB3's ``predict``) on every task of ``split``, each once,
+    through the domain's catalog env; what ``evaluate_policy`` cannot do without a wrapper.
+
+    ``masked`` passes ``action_masks`` to ``predict`` (default: when the model's class name
+    starts with ``Maskable``). Returns ``pass_rate``, ``mean_score``, ``episodes`` and one
+    ``records`` entry per task (``task_id``, ``pass``, ``score``, ``failure_codes``, ``steps``).
+    """
+    from backoffice.envs.core.release import load_release
+    from backoffice.training.catalog import make_catalog_env
+
+    ids = list(task_ids) if task_ids is not None else list(load_release(domain).split_ids[split])
+    if masked is None:
+        masked = type(model).__name__.startswith("Maskable")
+    env = make_catalog_env(domain, split=split, spec=spec)
+    records = []
+    try:
+        for task_id in ids:
+            obs, _ = env.reset(seed=env.unwrapped.release.task(task_id).seed, options={"task_id": task_id})
+            steps, done, info = 0, False, {}
+            while not done:
+                kwargs = {"action_masks": env.action_masks()} if masked else {}
+                action, _ = model.predict(obs, deterministic=True, **kwargs)
+                obs, _, terminated, truncated, info = env.step(int(np.asarray(action).item()))
+                steps += 1
+                done = terminated or truncated
+            grade = info["grade"]
+            records.append({"task_id": task_id, "pass": bool(grade["pass"]), "score": float(grade["score"]),
+                            "failure_codes": grade["failure_codes"], "steps": steps})
+    finally:
+        env.close()
+    n = len(records)
+    return {"domain": domain, "split": split, "episodes": n,
+            "pass_rate": sum(r["pass"] for r in records) / n if n else 0.0,
+            "mean_score": sum(r["score"] for r in records) / n if n else 0.0, "records": records}

@@ -113,6 +113,8 @@ def parse_action(action: Any) -> tuple[str | None, Any, str | None]:
         return None, None, "action needs a non-empty string 'tool'"
     if extra:
         return tool, args, "action has keys other than 'tool' and 'args'"
+    if isinstance(args, (str, bytes)):  # a model's arguments text that did not parse
+        return tool, args, "'args' is not a JSON object (unparsable arguments text)"
     if not isinstance(args, Mapping):
         return tool, args, "'args' must be an object"
     return tool, args, None

@@ -137,6 +137,7 @@ class CatalogAgent:
         self._last_error = 0.0
         self._pending: tuple[int, dict[str, Any]] | None = None
         self._mask: np.ndarray | None = None
+        self._started = False
 
     def reset(self, obs: str, info: Mapping[str, Any]) -> None:
         """Start an episode from the native reset observation (the brief) and ``info``."""
@@ -146,6 +147,7 @@ class CatalogAgent:
         self._pending = None
         self._mask = None
         self.spec.reset(loads(obs), info)
+        self._started = True
 
     def native_action(self, action: Any) -> dict[str, Any] | str:
         """The native action of catalog ``action`` (an int in ``[0, K)``).
@@ -179,9 +181,10 @@ class CatalogAgent:
         self._pending = None
 
     def mask(self) -> np.ndarray:
-        """Boolean ``(K,)``: the spec's mask with the finishing action on (a fresh copy)."""
+        """Boolean ``(K,)``: the spec's mask with the finishing action on (a fresh copy).
+        Before the first ``reset`` only the finishing action is valid."""
         if self._mask is None:
-            m = np.asarray(self.spec.mask(), dtype=bool).copy()
+            m = np.asarray(self.spec.mask(), dtype=bool).copy() if self._started else np.zeros(self.n_actions, dtype=bool)
             m[self.finish] = True
             self._mask = m
         return self._mask.copy()

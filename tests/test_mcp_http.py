@@ -1,0 +1,198 @@
+"""MCP beyond one stdio episode: listChanged with notifications, the system prompt as a prompt,
+the rules as resources, and streamable HTTP with one episode per MCP session, load-tested with
+50 concurrent sessions on 127.0.0.1 (isolation, and every grade equals the native env's).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp", reason="needs the `llm` extra (mcp)")
+pytest.importorskip("uvicorn", reason="needs uvicorn (installed with mcp)")
+
+import anyio  # noqa: E402
+from mcp import Client  # noqa: E402
+
+from backoffice.envs import make_native  # noqa: E402
+from backoffice.envs.core.build import build_release  # noqa: E402
+from backoffice.envs.core.release import Release  # noqa: E402
+from backoffice.training.mcp_server import (  # noqa: E402
+    BRIEF_URI, RULES_URI, EpisodeSession, SessionPool, build_server, http_app, serve_http,
+)
+from backoffice.training.policies import get_policy  # noqa: E402
+from backoffice.training.rollout import run_episode  # noqa: E402
+from conftest import DOMAINS  # noqa: E402
+from toy_domain import DOMAIN as TOY, ToyEnv  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Release:
+    root = tmp_path_factory.mktemp("seeds")
+    build_release(TOY, root)
+    return Release("toy", root)
+
+
+class Notes:
+    """Collects the server's notifications (a ``message_handler`` for the SDK client)."""
+
+    def __init__(self) -> None:
+        self.methods: list[str] = []
+
+    async def __call__(self, message: Any) -> None:
+        method = getattr(getattr(message, "root", message), "method", None) or getattr(message, "method", None)
+        if method:
+            self.methods.append(str(method))
+
+
+def test_list_changed_prompt_and_resources_in_process(release: Release) -> None:
+    session = EpisodeSession(ToyEnv(release=release, split="heldout"), task_id="TOY-H0001")
+    notes = Notes()
+
+    async def main() -> None:
+        async with Client(build_server(session), mode="legacy", message_handler=notes) as client:
+            assert client.server_capabilities.tools.list_changed is True
+            prompts = (await client.list_prompts()).prompts
+            assert [p.name for p in prompts] == ["system"]
+            prompt = await client.get_prompt("system")
+            assert prompt.messages[0].content.text == session.system_prompt and "TOY-H0001" in session.system_prompt
+            uris = [str(r.uri) for r in (await client.list_resources()).resources]
+            assert uris == [RULES_URI, BRIEF_URI]
+            rules = (await client.read_resource(RULES_URI)).contents[0].text
+            assert "Change only the records this task is about" in rules and "wrong_value" not in rules
+            brief = (await client.read_resource(BRIEF_URI)).contents[0].text
+            assert '"task_id":"TOY-H0001"' in brief
+            # same tool set: no notification; the toy's tasks all allow the same tools
+            await client.call_tool("reset", {"task_id": "TOY-H0002"})
+            assert "notifications/tools/list_changed" not in notes.methods
+            session.info["allowed_tools"] = ["bump"]  # pretend the last episode had another tool set
+            await client.call_tool("reset", {"task_id": "TOY-H0003"})
+            for _ in range(50):
+                if "notifications/tools/list_changed" in notes.methods:
+                    break
+                await anyio.sleep(0.01)
+            assert "notifications/tools/list_changed" in notes.methods
+
+    anyio.run(main)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class HTTPServer:
+    """uvicorn serving a pool in a thread, on 127.0.0.1; stopped on exit."""
+
+    def __init__(self, pool: SessionPool):
+        import uvicorn
+
+        self.port = free_port()
+        config = uvicorn.Config(http_app(pool), host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def __enter__(self) -> HTTPServer:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the MCP HTTP server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=20)
+
+
+def test_http_refuses_non_loopback_hosts(release: Release) -> None:
+    with pytest.raises(ValueError, match="loopback"):
+        serve_http(SessionPool(lambda: None), host="0.0.0.0")
+
+
+def native_episode(env: Any, domain: str, task_id: str) -> tuple[list[dict], dict[str, Any]]:
+    policy = get_policy(domain, "oracle") if domain != "toy" else None
+    if policy is None:
+        calls = [{"tool": "get_counter", "args": {"counter_id": "C-1"}}, {"tool": "bump", "args": {"counter_id": "C-1"}},
+                 {"tool": "submit", "args": {}}]
+        env.reset(seed=env.release.task(task_id).seed, options={"task_id": task_id})
+        for c in calls:
+            *_, info = env.step(c)
+        return calls, info
+    res = run_episode(env, policy, task_id=task_id)
+    return [{"tool": r["tool"], "args": r["args"]} for r in env.trace], res.info
+
+
+def load_test(pool: SessionPool, make_env: Any, domain: str, ids: list[str], sessions: int) -> dict[str, float]:
+    """``sessions`` concurrent MCP sessions over HTTP, each playing the oracle's calls on its
+    own task; every grade must equal the native one. Returns timing numbers."""
+    native = make_env()
+    plans = {t: native_episode(native, domain, t) for t in ids}
+    grades: dict[int, dict[str, Any]] = {}
+    latencies: list[float] = []
+
+    async def one(i: int, url: str) -> None:
+        task_id = ids[i % len(ids)]
+        calls, _ = plans[task_id]
+        async with Client(url, mode="legacy") as client:
+            reset = await client.call_tool("reset", {"task_id": task_id})
+            assert not reset.is_error and reset.structured_content["task_id"] == task_id
+            for c in calls:
+                t0 = time.perf_counter()
+                res = await client.call_tool(c["tool"], c["args"])
+                latencies.append(time.perf_counter() - t0)
+                assert res.structured_content["steps"] == calls.index(c) + 1  # only this session's steps count
+            grades[i] = (await client.call_tool("grade", {})).structured_content
+
+    with HTTPServer(pool) as server:
+        start = time.perf_counter()
+
+        async def main() -> None:
+            with anyio.fail_after(120):
+                async with anyio.create_task_group() as tg:
+                    for i in range(sessions):
+                        tg.start_soon(one, i, server.url)
+
+        anyio.run(main)
+        wall = time.perf_counter() - start
+    for i, got in grades.items():
+        _, info = plans[ids[i % len(ids)]]
+        assert got["final"] and got["grade"] == info["grade"] and got["end_state_hash"] == info["end_state_hash"]
+    assert len(grades) == sessions and pool.created == sessions
+    latencies.sort()
+    return {"wall_s": wall, "calls": len(latencies), "p50_ms": 1000 * latencies[len(latencies) // 2],
+            "p95_ms": 1000 * latencies[int(len(latencies) * 0.95)]}
+
+
+def test_http_fifty_concurrent_sessions_are_isolated_and_grade_like_the_native_env(release: Release) -> None:
+    """On the first installed domain (the oracle's calls), else on the toy domain."""
+    from backoffice.envs.core.release import load_release
+    from backoffice.training.mcp_server import make_pool
+
+    if DOMAINS:
+        domain = DOMAINS[0]
+        pool = make_pool(domain, split="heldout")
+        ids = list(load_release(domain).split_ids["heldout"][:10])
+
+        def make_env() -> Any:
+            return make_native(domain, split="heldout")
+    else:
+        domain = "toy"
+        ids = list(release.split_ids["heldout"])
+
+        def make_env() -> Any:
+            return ToyEnv(release=release, split="heldout")
+
+        pool = SessionPool(lambda: EpisodeSession(make_env()), domain="toy")
+    numbers = load_test(pool, make_env, domain, ids, sessions=50)
+    print(f"\nMCP HTTP load test ({domain}, 50 concurrent sessions):", numbers)

@@ -1,0 +1,181 @@
+"""One episode driven by tool calls: the object every agent adapter uses (MCP, chat, TRL,
+verifiers).
+
+::
+
+    from backoffice.training.session import Session
+
+    s = Session("approvals", task_id="APR-H0000")       # or Session(env, ...) over any native env
+    s.tools                                              # the episode's tool specs (function shape)
+    s.call("list_pending", {})                           # -> StepResult: observation text, is_error ...
+    s.call("submit", {})
+    s.done, s.reward, s.grade()["pass"], s.transcript
+
+- ``call(name, args)`` is one ``env.step``. ``args`` may be a dict or the JSON text a model wrote;
+  text that is not a JSON object reaches the env as it is, which answers ``invalid_action``
+  (traced, state untouched). After the end, a call is refused (``episode_over``) and is no step.
+- ``grade()`` is the final grade and raises :class:`EpisodeNotOver` before the end: nothing of
+  the grade (checks, expected values) reaches an agent while it can still act.
+- ``reward`` is 0.0 until the end, then the pure score (``shaped_reward`` the training reward).
+- ``acall`` is the same call for asyncio code; it runs the step in a worker thread, one step of
+  a session at a time.
+- Sessions of one domain in one process share the loaded release (snapshots are immutable;
+  every episode writes to its own copy-on-write overlay), so a session costs little.
+- ``lock_split`` (default on): ``reset`` refuses a task id outside the env's split.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from backoffice.envs.core.canonical import dumps, loads
+from backoffice.envs.core.release import is_generated_id
+
+
+class EpisodeNotOver(RuntimeError):
+    """``grade()`` before the episode ended."""
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one call returned: the observation text (canonical JSON, as the env returned it),
+    whether it is a structured error, and where the episode stands."""
+
+    observation: str
+    is_error: bool
+    terminated: bool
+    truncated: bool
+    steps: int
+
+    @property
+    def done(self) -> bool:
+        return self.terminated or self.truncated
+
+    def __str__(self) -> str:
+        return self.observation
+
+
+EPISODE_OVER = dumps({"status": "error", "code": "episode_over",
+                      "message": "the episode is over; call reset to start another"}).decode()
+
+
+class Session:
+    """One native env and its current episode (see the module docstring)."""
+
+    def __init__(self, env: Any, task_id: str | None = None, seed: int | None = None, *, split: str = "heldout",
+                 lock_split: bool = True, max_steps: int | None = None, trace_path: str | None = None):
+        if isinstance(env, str):
+            from backoffice.envs import make_native
+
+            env = make_native(env, split=split, max_steps=max_steps, trace_path=trace_path)
+        self.env = env
+        self.lock_split = lock_split
+        self._lock = threading.Lock()
+        self.reset(task_id=task_id, seed=seed)
+
+    # -- episode ---------------------------------------------------------------------------
+    def reset(self, task_id: str | None = None, seed: int | None = None) -> dict[str, Any]:
+        """Start an episode (a task by id, else drawn from the split by ``seed``, default 0);
+        return its public start: brief, system prompt, ids, allowed tools, step limit."""
+        from backoffice.training.llm import system_prompt
+
+        unwrapped = self.env.unwrapped
+        options = None
+        if task_id is not None:
+            generated = is_generated_id(task_id)
+            if self.lock_split and (generated != (unwrapped.split == "generated") or (
+                    not generated and unwrapped.release.task(task_id).split != unwrapped.split)):
+                raise ValueError(f"this session is locked to the {unwrapped.split} split; {task_id} is not in it")
+            options = {"task_id": task_id}
+            if seed is None and not generated:
+                seed = unwrapped.release.task(task_id).seed
+        with self._lock:
+            obs, info = self.env.reset(seed=0 if seed is None else seed, options=options)
+            self.info = info
+            self.observation = obs
+            self.final: dict[str, Any] | None = None
+            self.steps = 0
+            self.transcript: list[dict[str, Any]] = []
+            self.system_prompt = system_prompt(self.env)
+        return self.start
+
+    @property
+    def start(self) -> dict[str, Any]:
+        """The public start of the episode (what an MCP ``reset`` returns)."""
+        info = self.info
+        return {"brief": loads(self.observation), "system_prompt": self.system_prompt, "task_id": info["task_id"],
+                "episode_id": info["episode_id"], "seed": info["seed"], "allowed_tools": info["allowed_tools"],
+                "max_steps": info["max_steps"]}
+
+    @property
+    def brief(self) -> dict[str, Any]:
+        return loads(self.observation) if not self.steps else self.start["brief"]
+
+    @property
+    def task_id(self) -> str:
+        return self.info["task_id"]
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The episode's allowed tools, ``{"name", "description", "parameters"}`` (from the
+        pydantic models; :meth:`tool_specs` gives the other shapes)."""
+        return self.info["tools"]
+
+    def tool_specs(self, format: str = "function") -> list[dict[str, Any]]:
+        """The allowed tools in the ``function``, ``openai``, ``mcp`` or ``anthropic`` shape."""
+        return self.env.unwrapped.tool_specs(format=format)
+
+    @property
+    def done(self) -> bool:
+        return self.final is not None
+
+    # -- calls -----------------------------------------------------------------------------
+    def call(self, name: str, args: Any = None) -> StepResult:
+        """One tool call (one env step); see the module docstring."""
+        if isinstance(args, (str, bytes)):
+            text = args.strip() if isinstance(args, str) else args
+            try:
+                args = loads(text) if text else {}
+            except Exception:
+                args = text  # not JSON: the env answers invalid_action
+        with self._lock:
+            if self.final is not None:
+                return StepResult(EPISODE_OVER, True, self.final["terminated"], self.final["truncated"], self.steps)
+            obs, _, terminated, truncated, info = self.env.step({"tool": name, "args": {} if args is None else args})
+            self.steps += 1
+            self.observation = obs
+            is_error = info["result_status"] != "ok"
+            self.transcript.append({"step": self.steps, "tool": name, "args": args, "observation": obs, "is_error": is_error})
+            if terminated or truncated:
+                self.final = {k: info[k] for k in ("grade", "score", "is_success", "end_state_hash", "shaped_reward", "judge") if k in info}
+                self.final.update(terminated=terminated, truncated=truncated)
+                self.info_final = info
+            return StepResult(obs, is_error, terminated, truncated, self.steps)
+
+    async def acall(self, name: str, args: Any = None) -> StepResult:
+        """:meth:`call` for asyncio code (the step runs in a worker thread)."""
+        import anyio
+
+        return await anyio.to_thread.run_sync(self.call, name, args)
+
+    # -- outcome ---------------------------------------------------------------------------
+    def grade(self) -> dict[str, Any]:
+        """The final grade; raises :class:`EpisodeNotOver` before the episode ended."""
+        if self.final is None:
+            raise EpisodeNotOver(f"episode {self.info['episode_id']} has not ended (step {self.steps}): no grade yet")
+        return self.final["grade"]
+
+    @property
+    def reward(self) -> float:
+        """0.0 before the end, then the pure score."""
+        return float(self.final["score"]) if self.final is not None else 0.0
+
+    @property
+    def shaped_reward(self) -> float:
+        """0.0 before the end, then the episode's shaped (training) reward."""
+        return float(self.final["shaped_reward"]) if self.final is not None else 0.0
+
+    def close(self) -> None:
+        self.env.close()
