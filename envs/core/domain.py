@@ -45,6 +45,33 @@ class Episode:
 
 
 Grader = Callable[[Episode], dict[str, Any]]
+
+
+class lazy:  # noqa: N801 - used like a function: grade=lazy("module:function")
+    """A callable that imports ``"package.module:function"`` on its first call and forwards to
+    it: how a ``Domain`` names its grader or judge without importing it at declaration time
+    (a grader may import the domain's own modules). Picklable (it pickles as its target)."""
+
+    def __init__(self, target: str):
+        module_name, _, attr = target.partition(":")
+        if not module_name or not attr:
+            raise ValueError(f"lazy() takes 'package.module:function', got {target!r}")
+        self.target = target
+        self._fn: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._fn is None:
+            import importlib
+
+            module_name, _, attr = self.target.partition(":")
+            self._fn = getattr(importlib.import_module(module_name), attr)
+        return self._fn(*args, **kwargs)
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return (lazy, (self.target,))
+
+    def __repr__(self) -> str:
+        return f"lazy({self.target!r})"
 GeneratorFn = Callable[[int, str], Generated]
 
 
@@ -87,6 +114,13 @@ class Domain:
             suite proves each one binds (a policy ignoring it fails >= 20 tasks per split).
         task_aliases: task ``params`` that name a task uniquely within a split and may be
             given to ``reset(options=...)`` instead of ``task_id`` (sufficiency: ``case_id``).
+        tables: the tables of the domain's world; every generated snapshot has exactly these
+            (plus ``clock``), which the release builder checks.
+        policies: import path of the module with the domain's ``Oracle``, ``WRONG_POLICIES``,
+            ``BLIND_POLICIES``, ``RULE_POLICIES`` and ``EXPLOITS`` (``envs`` never imports
+            ``training``: it is named, not imported).
+        catalog: ``"module:Class"`` of the domain's catalog spec for stable-baselines3, or
+            ``None`` when the domain has no catalog env.
     """
 
     name: str
@@ -107,6 +141,9 @@ class Domain:
     terminal_shaping: Callable[[Mapping[str, Any]], float] = default_terminal_shaping
     rules: tuple[str, ...] = ()
     task_aliases: tuple[str, ...] = ()
+    tables: tuple[str, ...] = ()
+    policies: str | None = None
+    catalog: str | None = None
 
     @property
     def env_id(self) -> str:

@@ -94,6 +94,9 @@ class Tool:
     args_model: type[ToolArgs]
     fn: ToolFn
     terminal: bool = False
+    #: whether the tool may change the store; ``False`` tools are proven read-only by the fuzz
+    #: test and exported with MCP's ``readOnlyHint``; ``None``: not declared (legacy)
+    writes: bool | None = None
 
     def parameters(self) -> dict[str, Any]:
         """JSON schema of the arguments (pydantic's, without ``title`` noise)."""
@@ -109,7 +112,10 @@ class Tool:
         if format == "openai":
             return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": params}}
         if format == "mcp":
-            return {"name": self.name, "description": self.description, "inputSchema": params}
+            spec: dict[str, Any] = {"name": self.name, "description": self.description, "inputSchema": params}
+            if self.writes is not None:
+                spec["annotations"] = {"readOnlyHint": not self.writes}
+            return spec
         if format == "anthropic":
             return {"name": self.name, "description": self.description, "input_schema": params}
         raise ValueError(f"unknown tool spec format {format!r}; use function, openai, mcp or anthropic")
@@ -132,8 +138,10 @@ class Toolkit:
 
     tools: dict[str, Tool] = field(default_factory=dict)
 
-    def tool(self, fn: ToolFn | None = None, *, terminal: bool = False) -> Any:
-        """Decorator registering ``fn(ctx, args)``; the args model comes from the annotation."""
+    def tool(self, fn: ToolFn | None = None, *, terminal: bool = False, writes: bool | None = None) -> Any:
+        """Decorator registering ``fn(ctx, args)``; the args model comes from the annotation.
+
+        ``writes`` declares whether the tool may change the store (read tools: ``False``)."""
 
         def register(f: ToolFn) -> ToolFn:
             hints = get_type_hints(f)
@@ -148,7 +156,7 @@ class Toolkit:
                 raise TypeError(f"tool {f.__name__} needs a docstring: it is the tool's description")
             if f.__name__ in self.tools:
                 raise ValueError(f"tool {f.__name__} registered twice")
-            self.tools[f.__name__] = Tool(f.__name__, doc, model, f, terminal)
+            self.tools[f.__name__] = Tool(f.__name__, doc, model, f, terminal, writes)
             return f
 
         return register(fn) if fn is not None else register
@@ -192,6 +200,15 @@ class Toolkit:
             store.rollback()
             return error("internal_error", f"{type(exc).__name__} in {name}"), []
         return {"status": "ok", "result": value}, store.commit()
+
+
+def require_row(store: Store, table: str, rid: str, message: str | None = None) -> dict[str, Any]:
+    """The row ``rid`` of ``table``, or a ``not_found`` :class:`ToolError` (``message``, default
+    ``"no <table> row <rid>"``): the one way a tool asks for a row that must exist."""
+    row = store.get(table, rid)
+    if row is None:
+        raise ToolError("not_found", message if message is not None else f"no {table} row {rid}")
+    return row  # type: ignore[return-value]
 
 
 def error(code: str, message: str, **details: Any) -> dict[str, Any]:
