@@ -1,11 +1,29 @@
 """Pure grader of the remittance domain.
 
 The end state is normalised into components (payment status, unapplied balance, active
-allocations per line and item, write-offs and patient transfers on the task's claims, cases,
+allocations per line and item, write-off and patient-transfer rows on the task's claims, cases,
 balances and statuses of the claims) and compared with every accepted alternative in the key's
-``reference_outcomes``. The episode passes when one alternative matches exactly (reported as
-``matched_alternative``) and nothing outside the targets changed. Otherwise failure codes are
-derived by diffing against the closest alternative.
+``reference_outcomes``; the closest one (``closest_alternative``) is the one the checks judge
+against, and ``matched_alternative`` names it when it matches exactly.
+
+Work checks (what the task needs done; each is present only when the closest alternative needs
+that work, so doing nothing passes none of them): ``payment_status`` (always), ``allocations``
+(every line applied to its claim with the right amount, the unapplied balance right),
+``write_offs`` and ``patient_transfers`` (every expected row made), ``required_cases``,
+``payer_replies_processed`` (every payer query answered after a ``wait`` and read with
+``get_case``/``list_cases``), ``claim_balances`` and ``reference_outcome`` (always).
+
+Gates (prohibitions over the whole trail; holding one earns nothing, failing one caps the
+score): ``duplicate_not_applied``, ``allocation_targets`` (no money on a wrong claim),
+``allocation_amounts`` (no more than expected, no credit balance), ``no_extra_write_offs``,
+``no_extra_transfers``, ``no_extra_cases`` (cases and payer queries), ``single_allocation`` (one
+active allocation per line and claim), ``no_allocation_churn`` (no correct allocation reversed)
+and the collateral-damage guardrail.
+
+Failure codes: misallocation, over_allocation, unapplied_balance_wrong, duplicate_applied,
+missed_case, unneeded_case, wrong_write_off, wrong_transfer, patient_responsibility_missed,
+payment_status_wrong, duplicate_allocation, allocation_churn, payer_reply_unprocessed,
+forbidden_write (guardrail).
 """
 
 from __future__ import annotations
@@ -23,7 +41,8 @@ if TYPE_CHECKING:
 GUARDRAIL_CODE = "forbidden_write"
 FAILURE_CODES = (
     "misallocation", "over_allocation", "unapplied_balance_wrong", "duplicate_applied", "missed_case",
-    "unneeded_case", "wrong_write_off", "patient_responsibility_missed", "payment_status_wrong", GUARDRAIL_CODE,
+    "unneeded_case", "wrong_write_off", "wrong_transfer", "patient_responsibility_missed", "payment_status_wrong",
+    "duplicate_allocation", "allocation_churn", "payer_reply_unprocessed", GUARDRAIL_CODE,
 )
 COMPONENTS = ("payment_status", "unapplied", "allocations", "write_offs", "transfers", "cases", "items")
 
@@ -39,15 +58,15 @@ def end_state(ep: Episode) -> dict[str, Any]:
     for a in st.iter_rows("allocations"):
         if a["payment_id"] == pid and a["status"] == "active":
             allocs[(a["line_id"], a["item_id"])] += a["amount"]
-    wo: dict[tuple[str, str, str], int] = defaultdict(int)
-    tr: dict[tuple[str, str], int] = defaultdict(int)
+    wo: list[list[Any]] = []
+    tr: list[list[Any]] = []
     for r in st.iter_rows("adjustments"):
         if r["item_id"] not in in_scope:
             continue  # writes elsewhere are the guardrail's business
         if r["kind"] == "write_off":
-            wo[(r["item_id"], r["reason"], r["code"])] += r["amount"]
+            wo.append([r["item_id"], r["reason"], r["code"], r["amount"]])
         else:
-            tr[(r["item_id"], r["code"])] += r["amount"]
+            tr.append([r["item_id"], r["code"], r["amount"]])
     items = {}
     for iid in sorted(scope):
         row = st.get("open_items", iid)
@@ -56,8 +75,8 @@ def end_state(ep: Episode) -> dict[str, Any]:
         "payment_status": pay["status"],
         "unapplied": pay["unapplied"],
         "allocations": sorted([line, item, amt] for (line, item), amt in allocs.items() if amt),
-        "write_offs": sorted([i, r, c, amt] for (i, r, c), amt in wo.items() if amt),
-        "transfers": sorted([i, c, amt] for (i, c), amt in tr.items() if amt),
+        "write_offs": sorted(wo),
+        "transfers": sorted(tr),
         "cases": sorted([c["category"], c["payment_id"], c["line_id"]] for c in st.iter_rows("cases")),
         "items": items,
     }
@@ -74,6 +93,47 @@ def _by_line(allocs: Sequence[Sequence[Any]]) -> dict[str, dict[str, int]]:
     return out
 
 
+def _missing(expected: Sequence[Sequence[Any]], got: Sequence[Sequence[Any]]) -> tuple[list[list[Any]], list[list[Any]]]:
+    """(expected rows not made, rows made that are not expected), as multisets."""
+    exp, act = Counter(map(tuple, expected)), Counter(map(tuple, got))
+    return sorted(list(r) for r in (exp - act).elements()), sorted(list(r) for r in (act - exp).elements())
+
+
+def _trail(ep: Episode) -> dict[str, Any]:
+    """What the trace says beyond the end state: allocation rows per line and claim, reversed
+    allocations, and which payer queries were answered and then read."""
+    pid = ep.key["payment_id"]
+    rows: Counter[tuple[str, str]] = Counter()
+    reversed_: list[list[Any]] = []
+    for a in ep.state.iter_rows("allocations"):
+        if a["payment_id"] != pid or not a["id"].startswith("AL-"):
+            continue
+        if a["status"] == "active":
+            rows[(a["line_id"], a["item_id"])] += 1
+        else:
+            reversed_.append([a["line_id"], a["item_id"], a["amount"]])
+    answered_at: dict[str, int] = {}
+    read_at: dict[str, int] = {}
+    for rec in ep.trace:
+        if rec.get("result_status") != "ok":
+            continue
+        res = rec.get("result") or {}
+        if rec["tool"] == "wait" and isinstance(res, Mapping):
+            for cid in res.get("answered") or ():
+                answered_at.setdefault(cid, rec["step"])
+        elif rec["tool"] == "get_case" and isinstance(res, Mapping):
+            case = res.get("case") or {}
+            if case.get("status") == "answered":
+                read_at.setdefault(case["id"], rec["step"])
+        elif rec["tool"] == "list_cases" and isinstance(res, list):
+            for case in res:
+                if case.get("status") == "answered":
+                    read_at.setdefault(case["id"], rec["step"])
+    queries = [c for c in ep.state.iter_rows("cases") if c["category"] == "payer_query" and c["payment_id"] == pid]
+    unprocessed = sorted(c["id"] for c in queries if c["status"] != "answered" or c["id"] not in read_at)
+    return {"rows": rows, "reversed": reversed_, "queries": len(queries), "unprocessed": unprocessed}
+
+
 def grade(ep: Episode) -> dict[str, Any]:
     """Grade one remittance episode (pure)."""
     key = ep.key
@@ -84,6 +144,7 @@ def grade(ep: Episode) -> dict[str, Any]:
     mism = _mismatches(actual, best)
     matched = best["name"] if not mism else None
     duplicate = bool(key.get("duplicate_of"))
+    trail = _trail(ep)
 
     exp_lines, got_lines = _by_line(best["allocations"]), _by_line(actual["allocations"])
     wrong_item = sorted(f"{line}->{item}" for line, got in got_lines.items() for item in got if item not in exp_lines.get(line, {}))
@@ -95,29 +156,58 @@ def grade(ep: Episode) -> dict[str, Any]:
         iid for iid, got in actual["items"].items()
         if got is not None and got[0] < 0 and best["items"][iid][0] >= 0
     )
-    exp_cases, got_cases = Counter(map(tuple, best["cases"])), Counter(map(tuple, actual["cases"]))
-    missing_cases = sorted(list(c) for c in (exp_cases - got_cases).elements())
-    extra_cases = sorted(list(c) for c in (got_cases - exp_cases).elements())
+    too_little = sorted(
+        f"{line}->{item}" for line, exp in exp_lines.items() for item, amt in exp.items()
+        if got_lines.get(line, {}).get(item, 0) < amt
+    )
+    missing_cases, extra_cases = _missing(best["cases"], actual["cases"])
+    missing_wo, extra_wo = _missing(best["write_offs"], actual["write_offs"])
+    missing_tr, extra_tr = _missing(best["transfers"], actual["transfers"])
+    split_rows = sorted(f"{line}->{item}" for (line, item), n in trail["rows"].items() if n > 1)
+    expected_allocs = {tuple(a) for a in best["allocations"]}
+    churn = sorted(f"{r[0]}->{r[1]}" for r in trail["reversed"] if tuple(r) in expected_allocs)
+    start = ep.snapshot.table("open_items")
+    changed_items = [iid for iid, (bal, _) in best["items"].items() if iid in start and start[iid]["balance"] != bal]
 
+    def check(cid: str, passed: bool, code: str | None, detail: Any, gate: bool = False) -> dict[str, Any]:
+        return result(cid, "remittance", passed, code, None if passed else detail, gate=gate)
+
+    alloc_ok = actual["allocations"] == best["allocations"] and actual["unapplied"] == best["unapplied"]
+    alloc_code = "misallocation" if wrong_item else "over_allocation" if too_much or credits else "unapplied_balance_wrong"
     checks = [
-        result("payment_status", "field_equals", actual["payment_status"] == best["payment_status"], "payment_status_wrong",
-               None if actual["payment_status"] == best["payment_status"] else {"expected": best["payment_status"], "got": actual["payment_status"]}),
-        result("duplicate_not_applied", "count_is", not (duplicate and actual["allocations"]), "duplicate_applied",
-               {"allocations": actual["allocations"]} if duplicate and actual["allocations"] else None),
-        result("allocation_targets", "row_equals", duplicate or not wrong_item, "misallocation",
-               None if duplicate or not wrong_item else {"wrong_item": wrong_item, "expected": best["allocations"]}),
-        result("allocation_amounts", "row_equals", duplicate or not (too_much or credits), "over_allocation",
-               None if duplicate or not (too_much or credits) else {"too_much": too_much, "credit_items": credits}),
-        result("unapplied_balance", "field_equals", actual["unapplied"] == best["unapplied"], "unapplied_balance_wrong",
-               None if actual["unapplied"] == best["unapplied"] else {"expected": best["unapplied"], "got": actual["unapplied"]}),
-        result("write_offs", "row_equals", actual["write_offs"] == best["write_offs"], "wrong_write_off",
-               None if actual["write_offs"] == best["write_offs"] else {"expected": best["write_offs"], "got": actual["write_offs"]}),
-        result("patient_transfers", "row_equals", actual["transfers"] == best["transfers"], "patient_responsibility_missed",
-               None if actual["transfers"] == best["transfers"] else {"expected": best["transfers"], "got": actual["transfers"]}),
-        result("required_cases", "row_equals", not missing_cases, "missed_case", {"missing": missing_cases} if missing_cases else None),
-        result("no_extra_cases", "row_equals", not extra_cases, "unneeded_case", {"extra": extra_cases} if extra_cases else None),
-        result("reference_outcome", "reference_outcome", matched is not None, None,
-               None if matched else {"closest": best["name"], "differs_in": mism}),
+        # -- work ---------------------------------------------------------------------------
+        check("payment_status", actual["payment_status"] == best["payment_status"], "payment_status_wrong",
+              {"expected": best["payment_status"], "got": actual["payment_status"]}),
+    ]
+    if best["allocations"]:
+        checks.append(check("allocations", alloc_ok, alloc_code,
+                            {"wrong_item": wrong_item, "too_much": too_much, "too_little": too_little,
+                             "unapplied": actual["unapplied"]}))
+    if best["write_offs"]:
+        checks.append(check("write_offs", not missing_wo, "wrong_write_off", {"missing": missing_wo}))
+    if best["transfers"]:
+        checks.append(check("patient_transfers", not missing_tr, "patient_responsibility_missed", {"missing": missing_tr}))
+    if best["cases"]:
+        checks.append(check("required_cases", not missing_cases, "missed_case", {"missing": missing_cases}))
+    if any(c[0] == "payer_query" for c in best["cases"]):
+        checks.append(check("payer_replies_processed", trail["queries"] > 0 and not trail["unprocessed"],
+                            "payer_reply_unprocessed", {"unprocessed": trail["unprocessed"], "queries": trail["queries"]}))
+    if changed_items:
+        wrong_bal = sorted(i for i in changed_items if actual["items"].get(i) != best["items"][i])
+        checks.append(check("claim_balances", not wrong_bal, None, {"claims": wrong_bal}))
+    checks.append(check("reference_outcome", matched is not None, None, {"closest": best["name"], "differs_in": mism}))
+    # -- gates: prohibitions over the whole trail ------------------------------------------------
+    checks += [
+        check("duplicate_not_applied", not (duplicate and actual["allocations"]), "duplicate_applied",
+              {"allocations": actual["allocations"]}, gate=True),
+        check("allocation_targets", duplicate or not wrong_item, "misallocation", {"wrong_item": wrong_item}, gate=True),
+        check("allocation_amounts", duplicate or not (too_much or credits), "over_allocation",
+              {"too_much": too_much, "credit_items": credits}, gate=True),
+        check("no_extra_write_offs", not extra_wo, "wrong_write_off", {"extra": extra_wo}, gate=True),
+        check("no_extra_transfers", not extra_tr, "wrong_transfer", {"extra": extra_tr}, gate=True),
+        check("no_extra_cases", not extra_cases, "unneeded_case", {"extra": extra_cases}, gate=True),
+        check("single_allocation", not split_rows, "duplicate_allocation", {"several_rows": split_rows}, gate=True),
+        check("no_allocation_churn", not churn, "allocation_churn", {"reversed_correct": churn}, gate=True),
     ]
     counts = Counter(r["tool"] for r in ep.trace if r["result_status"] == "ok")
     fields = {

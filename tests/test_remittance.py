@@ -1,5 +1,6 @@
-"""Remittance domain: wrong policies, accepted alternatives, reversals, seeded search order and
-payer replies, tool preconditions, reset, generator and helper rules."""
+"""Remittance domain: wrong policies, accepted alternatives, reversals, whole-trail grading (work
+checks and gates), seeded search order (uniform position of the right claim) and payer replies,
+tool preconditions, reset, generator invariants and helper rules."""
 
 from __future__ import annotations
 
@@ -7,15 +8,25 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+import math
+from collections import Counter, defaultdict
+
 import pytest
 
 from backoffice.envs import get_domain, make_native
 from backoffice.envs.core.canonical import loads
 from backoffice.envs.core.release import load_release
 from backoffice.envs.remittance.generator import DEFECT_TAGS, generate
-from backoffice.envs.remittance.tables import item_status, norm, osa_distance, search_order_key
+from backoffice.envs.remittance.tables import item_status, norm, osa_distance, search_items, search_order_key
 from backoffice.training.policies import get_policy
-from backoffice.training.policies.remittance import WRONG_POLICIES, LeaveOpenOracle, Oracle, ReversingPolicy
+from backoffice.training.policies.remittance import (
+    EXPLOITS,
+    WRONG_POLICIES,
+    ChurningPolicy,
+    LeaveOpenOracle,
+    Oracle,
+    ReversingPolicy,
+)
 from backoffice.training.rollout import EpisodeResult, run_episode
 
 DOMAIN = "remittance"
@@ -68,8 +79,12 @@ WHERE_POSSIBLE: dict[str, Callable[[dict[str, Any]], bool]] = {
     "missed_case": _needs_non_query_case,
     "unneeded_case": lambda k: "small-balance" in _names(k),
     "wrong_write_off": lambda k: "underpayment" in _names(k),
+    "wrong_transfer": lambda k: any(w[1] == "contractual" for w in k["reference_outcomes"][0]["write_offs"]),
     "patient_responsibility_missed": lambda k: any(a["transfers"] for a in k["reference_outcomes"]),
     "payment_status_wrong": lambda k: True,
+    "duplicate_allocation": lambda k: any(a[2] >= 2 for a in k["reference_outcomes"][0]["allocations"]),
+    "allocation_churn": lambda k: bool(k["reference_outcomes"][0]["allocations"]),
+    "payer_reply_unprocessed": lambda k: "payer_reply_needed" in k["defect_tags"],
     "forbidden_write": lambda k: not k["duplicate_of"],
 }
 
@@ -232,12 +247,28 @@ def _first_task_with(tag: str) -> str:
     return next(t for t in _ids() if _key(t)["defect_tags"][0] == tag)
 
 
+def _plain(line: dict[str, Any]) -> bool:
+    return not line["adj_codes"] and line["paid_amount"] == line["billed_amount"] and line["claim_ref"].startswith("CLM-")
+
+
+def _first_task_with_plain_line() -> str:
+    """An exact-match task with a line paid in full, without adjustments."""
+    rel = _release()
+    for t in _ids():
+        if _key(t)["defect_tags"][0] != "exact_match":
+            continue
+        snap = rel.snapshot(rel.task(t).snapshot_id)
+        if any(_plain(ln) for ln in snap.table("remittance_lines").values() if ln["payment_id"] == _key(t)["payment_id"]):
+            return t
+    raise AssertionError("no exact-match task with a plain line")
+
+
 def test_tool_errors_are_structured_and_change_nothing() -> None:
     env = make_native(DOMAIN)
-    env.reset(options={"task_id": _first_task_with("exact_match")})
+    env.reset(options={"task_id": _first_task_with_plain_line()})
     pid = env.task.params["payment_id"]
     pay = _step(env, "get_payment", payment_id=pid)["result"]
-    line = pay["lines"][0]
+    line = next(ln for ln in pay["lines"] if _plain(ln))
     hits = _step(env, "search_open_items", query=line["claim_ref"])["result"]["items"]
     item = next(h for h in hits if h["claim_ref"] == line["claim_ref"])
 
@@ -330,3 +361,160 @@ def test_osa_distance_and_item_status() -> None:
     assert osa_distance("CLM204518", "ICN12345678901") == 3  # capped
     assert norm("clm-20 4518") == "CLM204518"
     assert [item_status(b, 100) for b in (100, 40, 0, -5)] == ["open", "partial", "closed", "credit"]
+
+
+# -- score: work checks and gates ---------------------------------------------------------------------
+def test_every_grade_has_work_and_doing_nothing_earns_nothing() -> None:
+    for name in ("oracle", "noop"):
+        for t, r in _runs(name).items():
+            work = [c for c in r.grade["checks"] if not c["gate"]]
+            assert work and any(c["id"] == "payment_status" for c in work), t
+            assert (r.grade["score"] == 1.0) == r.grade["pass"], t
+            if name == "noop":
+                assert not any(c["pass"] for c in work), (t, [c["id"] for c in work if c["pass"]])
+                assert r.grade["score"] == 0.0
+
+
+def test_trail_split_allocation_and_churn_fail_but_fixing_a_wrong_one_passes() -> None:
+    env = _env()
+    tasks = [t for t in _release().split_ids["heldout"] if _key(t)["reference_outcomes"][0]["allocations"]][:15]
+    for t in tasks:
+        churn = run_episode(env, ChurningPolicy(), task_id=t).grade
+        assert not churn["pass"] and churn["failure_codes"] == ["allocation_churn"], (t, churn["failure_codes"])
+        assert churn["score"] <= 0.25
+
+
+def test_payer_replies_must_be_waited_for_and_read() -> None:
+    class NoRead(Oracle):
+        """Waits for the payer's reply but decides without reading it (recoup assumed)."""
+
+        def plan(self, brief, info):
+            gen = super().plan(brief, info)
+            obs = None
+            while True:
+                try:
+                    action = gen.send(obs) if obs is not None else next(gen)
+                except StopIteration:
+                    return
+                if action["tool"] == "get_case":
+                    return  # stops before reading: submits with the reply unread
+                obs = yield action
+
+    env = _env()
+    for t in _payer_reply_tasks()[:10]:
+        grade = run_episode(env, NoRead(), task_id=t).grade
+        assert not grade["pass"] and "payer_reply_unprocessed" in grade["failure_codes"]
+
+
+# -- exploit hooks: the oracle plus one thing ----------------------------------------------------------
+@pytest.mark.parametrize("category", sorted(EXPLOITS))
+def test_exploit_hooks_fail_or_are_refused_and_careful_variants_pass(category: str) -> None:
+    from backoffice.training.exploits import MUST_FAIL, run_exploit
+
+    hook = EXPLOITS[category]
+    if hook is None:
+        pytest.skip(f"{category}: not applicable to remittance")
+    env = _env()
+    injected = 0
+    for t in _release().split_ids["heldout"][::4]:
+        run = run_exploit(env, Oracle(), hook, t)
+        injected += bool(run.injected)
+        if category in MUST_FAIL:
+            assert not run.grade["pass"] or not run.applied, (t, run.injected)
+        else:
+            assert run.grade["pass"], (t, run.grade["failure_codes"])
+    assert injected >= 10
+
+
+# -- search order: the right claim's position among the hits is uniform ---------------------------------
+def _chi2_critical(df: int, z: float = 3.09) -> float:
+    """The chi-square quantile at p = 0.001 (z = 3.09), Wilson-Hilferty approximation."""
+    return df * (1 - 2 / (9 * df) + z * math.sqrt(2 / (9 * df))) ** 3
+
+
+def test_the_right_claims_position_among_search_hits_is_uniform() -> None:
+    """Over the release, every search by a line's ref that finds its claim among k >= 2 hits puts
+    it at position 0..k-1 with probability 1/k. Bounds: per k with >= 5 expected per position, a
+    chi-square test at p = 0.001; over all searches, the counts of "first" and of "last" each
+    within 4 standard deviations of their expectation sum(1/k) (the issue measured 212 last and
+    119 first of 470, i.e. > 5 and < -2.5 sigma)."""
+    rel = _release()
+    by_k: dict[int, Counter] = defaultdict(Counter)
+    first = last = 0
+    expect = var = 0.0
+    for t in _ids():
+        task, key = rel.task(t), _key(t)
+        snap = rel.snapshot(task.snapshot_id)
+        items = list(snap.table("open_items").values())
+        claim = {a[0]: a[1] for a in key["reference_outcomes"][0]["allocations"]}
+        for line in snap.table("remittance_lines").values():
+            if line["payment_id"] != key["payment_id"] or line["id"] not in claim:
+                continue
+            hits = [h["id"] for h in search_items(items, line["claim_ref"], task.seed)]
+            if len(hits) < 2 or claim[line["id"]] not in hits:
+                continue
+            k, pos = len(hits), hits.index(claim[line["id"]])
+            by_k[k][pos] += 1
+            first += pos == 0
+            last += pos == k - 1
+            expect += 1 / k
+            var += (1 / k) * (1 - 1 / k)
+    n = sum(sum(c.values()) for c in by_k.values())
+    assert n >= 1000
+    sd = math.sqrt(var)
+    assert abs(first - expect) <= 4 * sd, (first, expect, sd)
+    assert abs(last - expect) <= 4 * sd, (last, expect, sd)
+    tested = 0
+    for k, counts in by_k.items():
+        total = sum(counts.values())
+        if total / k < 5:
+            continue
+        chi2 = sum((counts[p] - total / k) ** 2 / (total / k) for p in range(k))
+        assert chi2 <= _chi2_critical(k - 1), (k, dict(counts), chi2)
+        tested += 1
+    assert tested >= 3
+
+
+# -- generator invariants over the release ---------------------------------------------------------------
+def test_generator_invariants_over_the_release() -> None:
+    rel = _release()
+    for t in _ids():
+        task, key = rel.task(t), _key(t)
+        snap = rel.snapshot(task.snapshot_id)
+        tables = {n: snap.table(n) for n in snap.table_names}
+        now = tables["clock"]["clock"]["now"]
+        today = now[:10]
+        items, accounts = tables["open_items"], tables["accounts"]
+        pay = tables["payments"][key["payment_id"]]
+        lines = [ln for ln in tables["remittance_lines"].values() if ln["payment_id"] == pay["id"]]
+        # dates ordered: services before payments, payments received by today, history in the past
+        assert pay["received_on"] == today and pay["status"] == "unposted" and pay["unapplied"] == pay["amount"]
+        for it in items.values():
+            assert it["service_date"] < today, (t, it["id"])
+            assert it["status"] == item_status(it["balance"], it["amount_due"]) and 0 <= it["balance"] <= it["amount_due"]
+            assert accounts[it["account_id"]]["name"] == it["patient_name"] and accounts[it["account_id"]]["kind"] == "patient"
+            assert accounts[it["payer_id"]]["kind"] == "payer"
+        for p in tables["payments"].values():
+            assert p["received_on"] <= today
+            plines = [ln for ln in tables["remittance_lines"].values() if ln["payment_id"] == p["id"]]
+            assert p["amount"] == sum(ln["paid_amount"] for ln in plines) and p["line_count"] == len(plines)
+            for ln in plines:
+                assert ln["service_date"] < p["received_on"], (t, ln["id"])
+                assert len(ln["adj_codes"]) == len(ln["adj_amounts"]) <= 2
+                assert all(a > 0 for a in ln["adj_amounts"]) and ln["paid_amount"] > 0
+        for a in tables["allocations"].values():
+            assert a["created_at"] < now and a["item_id"] in items
+            assert a["created_at"][:10] == tables["payments"][a["payment_id"]]["received_on"]
+        # a line and the claim it pays describe the same patient, visit and charge
+        lines_by_id = {ln["id"]: ln for ln in lines}
+        for alt in key["reference_outcomes"]:
+            for lid, iid, amt in alt["allocations"]:
+                ln, it = lines_by_id[lid], items[iid]
+                assert (ln["patient_name"], ln["service_date"], ln["billed_amount"], it["payer_id"]) == (
+                    it["patient_name"], it["service_date"], it["amount_due"], pay["payer_id"]), (t, lid, iid)
+                assert 0 < amt <= ln["paid_amount"]
+        # refs and invoices unique, ids unique by construction of the tables
+        refs = [norm(it["claim_ref"]) for it in items.values()]
+        assert len(set(refs)) == len(refs), t
+        assert len({it["invoice"] for it in items.values()}) == len(items)
+        assert task.allowed_tools == rel.task(_ids()[0]).allowed_tools

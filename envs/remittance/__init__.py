@@ -11,6 +11,13 @@ from backoffice.envs.remittance.generator import DEFECT_TAGS, generate
 from backoffice.envs.remittance.tools import toolkit
 from backoffice.graders.remittance import FAILURE_CODES, GUARDRAIL_CODE, grade
 
+#: The desk's documented rules (``get_policies``); each decides the right answer of >= 20 released
+#: tasks per split (proven by ``RULE_POLICIES`` in ``backoffice.training.policies.remittance``).
+RULES = (
+    "tolerance_write_off", "contractual_codes", "patient_responsibility", "short_payment", "unreferenced_lines",
+    "overpayments", "duplicates", "payer_reply", "match_rule",
+)
+
 #: Training-only cost of one reversal: fixing a mistake may still pass, but it costs reward.
 REVERSAL_PENALTY = 0.2
 
@@ -30,6 +37,8 @@ def report_fields(key: Mapping[str, Any], grade_: Mapping[str, Any]) -> dict[str
 
 DOMAIN = Domain(
     name="remittance",
+    policies="backoffice.training.policies.remittance",
+    catalog="backoffice.training.catalog.remittance:RemittanceCatalog",
     title="Remittance",
     prefix="REM",
     toolkit=toolkit,
@@ -37,12 +46,13 @@ DOMAIN = Domain(
     grade=grade,
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
-    generator_version="1",
+    generator_version="2",
     sizes={"train": 400, "heldout": 200},
     default_max_steps=60,
     guardrail_code=GUARDRAIL_CODE,
     report_fields=report_fields,
     step_shaping=step_shaping,
+    rules=RULES,
 )
 
 
@@ -56,7 +66,7 @@ class RemittanceEnv(BackofficeEnv):
     similar refs of other patients exist), allocates the money, writes off contractual
     adjustments and small differences, transfers patient responsibility to the patient, opens
     cases with the payer, queries the payer when a line is ambiguous (the reply arrives after a
-    ``wait``), spots duplicate remittances, and posts the payment. The desk's policies
+    ``wait`` and must be read), spots duplicate remittances, and posts the payment. The desk's policies
     (``get_policies``) vary from task to task.
 
     ## Action Space
@@ -89,19 +99,35 @@ class RemittanceEnv(BackofficeEnv):
     open_case, query_payer, get_case, list_cases, wait, post_payment, submit (terminal).
 
     ## Grade
-    The end state (payment status, unapplied balance, allocations, write-offs, patient
-    transfers, cases, claim balances and statuses) is compared with every accepted alternative
-    of ``reference_outcomes``; ``matched_alternative`` names the one matched (``None`` if none),
-    ``closest_alternative`` and ``differs_in`` explain a failure. ``process_metrics`` adds
-    reversals, queries, cases opened, waits and allocations made.
+    The end state (payment status, unapplied balance, allocations, write-off and transfer rows,
+    cases, claim balances and statuses) is compared with every accepted alternative of
+    ``reference_outcomes``; ``matched_alternative`` names the one matched (``None`` if none),
+    ``closest_alternative`` and ``differs_in`` explain a failure. The whole trail counts: one
+    allocation per line and claim, no correct allocation reversed, no extra write-off, transfer,
+    case or payer query, and every payer query answered (``wait``) and read (``get_case``).
+    Work checks (payment status, allocations, write-offs, transfers, cases, replies processed,
+    claim balances, reference outcome) exist only where the task needs that work; the rest are
+    gates that cap the score when they fail. ``process_metrics`` adds reversals, queries, cases
+    opened, waits and allocations made. Reversing a wrong allocation and applying the line right
+    still passes (the shaped reward pays for the reversal).
 
     ## Failure codes
     misallocation, over_allocation, unapplied_balance_wrong, duplicate_applied, missed_case,
-    unneeded_case, wrong_write_off, patient_responsibility_missed, payment_status_wrong,
+    unneeded_case, wrong_write_off, wrong_transfer (a transfer to the patient the remittance does
+    not call for), patient_responsibility_missed, payment_status_wrong, duplicate_allocation (a
+    line applied to one claim in several allocations), allocation_churn (a correct allocation
+    reversed), payer_reply_unprocessed (a payer query never answered or its reply never read),
     forbidden_write (guardrail).
+
+    ## Rules
+    tolerance_write_off, contractual_codes, patient_responsibility, short_payment,
+    unreferenced_lines, overpayments, duplicates, payer_reply (ambiguous lines), match_rule.
 
     ## Version History
     * v0: initial release (generator version 1).
+    * v1 (generator version 2): most payments carry several traps; every ref search finds similar
+      claims and the line's claim sits at a uniformly drawn position among the hits; payer
+      replies and duplicates of more kinds; whole-trail grading with work checks and gates.
     """
 
     domain = DOMAIN

@@ -24,7 +24,6 @@ from backoffice.envs.remittance.tables import (
     norm,
     osa_distance,
     search_items,
-    search_order_key,
 )
 
 DEFECT_TAGS = (
@@ -32,11 +31,15 @@ DEFECT_TAGS = (
     "unreferenced_line", "fuzzy_reference", "duplicate_payment", "small_difference_within_tolerance",
     "payer_reply_needed",
 )
-#: tags that can be a second trap on an extra line
-LINE_TAGS = (
+#: traps in a line's amounts (the claim ref matches exactly)
+AMOUNT_TAGS = (
     "short_payment", "overpayment", "contractual_adjustment", "patient_responsibility",
-    "unreferenced_line", "fuzzy_reference", "small_difference_within_tolerance",
+    "small_difference_within_tolerance",
 )
+#: tags that can be a further trap on an extra line
+LINE_TAGS = AMOUNT_TAGS + ("unreferenced_line", "fuzzy_reference", "payer_reply_needed")
+#: kinds of line that are matched to one claim of the payer (the others: unreferenced, ambiguous)
+MATCHED_KINDS = ("clean",) + AMOUNT_TAGS + ("fuzzy_reference",)
 TOOLS = (
     "get_policies", "get_payment", "list_payments", "search_open_items", "get_open_item", "allocate",
     "reverse_allocation", "write_off", "transfer_to_patient", "open_case", "query_payer", "get_case",
@@ -282,20 +285,20 @@ def generate(seed: int, defect_tag: str) -> Generated:
         w.accounts.append({"id": pid_, "kind": "payer", "name": name, "payer_code": code})
     payer_id, payer_name = payer_ids[0], payers[0][0]
 
-    # which lines the payment carries
+    # which lines the payment carries: the trap, clean lines and (mostly) further traps
     tags = [defect_tag]
     if defect_tag == "exact_match":
-        kinds = ["clean"] * rng.randint(3, 5)
+        # every ref matches exactly; the traps are in the amounts
+        kinds = ["clean"] * rng.randint(2, 3) + rng.sample(AMOUNT_TAGS, rng.randint(1, 2))
     elif defect_tag == "duplicate_payment":
         kinds = ["clean"] * rng.randint(2, 4)
     else:
-        kinds = ["clean"] * rng.randint(1, 3) + [defect_tag]
-        if rng.random() < 0.35:
-            second = rng.choice([t for t in LINE_TAGS if t != defect_tag])
-            kinds.append(second)
-            tags.append(second)
+        kinds = ["clean"] * rng.randint(1, 2) + [defect_tag]
+        kinds += rng.sample([t for t in LINE_TAGS if t != defect_tag], rng.choices((0, 1, 2), weights=(3, 5, 2))[0])
+    tags += [k for k in dict.fromkeys(kinds) if k not in ("clean", defect_tag)]
     rng.shuffle(kinds)
-    trap_at = kinds.index("clean")  # the first clean line carries the first-hit trap
+    # the line whose ref search also finds an old residual claim of another patient
+    trap_at = rng.choice([i for i, k in enumerate(kinds) if k in MATCHED_KINDS])
 
     pnum = w.number()
     pay_id = f"PMT-{pnum}"
@@ -303,7 +306,6 @@ def generate(seed: int, defect_tag: str) -> Generated:
     line_items: list[dict[str, Any] | None] = []
     ambiguous: list[dict[str, Any]] = []
     script: list[dict[str, Any]] = []
-    first_hit_item: dict[str, Any] | None = None
 
     for i, kind in enumerate(kinds, start=1):
         lid = f"RL-{pnum}{i:02d}"
@@ -316,10 +318,13 @@ def generate(seed: int, defect_tag: str) -> Generated:
         ref = w.fresh_ref()
         line_ref = ref
         item: dict[str, Any] | None = None
-        if kind in ("clean", "short_payment", "overpayment", "contractual_adjustment", "patient_responsibility",
-                    "fuzzy_reference", "small_difference_within_tolerance"):
+        if kind in MATCHED_KINDS:
             item = w.add_item(name, payer_id, ref, billed, None, date)
-        if kind == "contractual_adjustment":
+        if kind == "clean" and defect_tag != "duplicate_payment" and rng.random() < 0.6:
+            # the routine contract discount most insurer lines carry
+            codes, amts = ["CO-45"], [billed * rng.randint(8, 30) // 100]
+            paid = billed - amts[0]
+        elif kind == "contractual_adjustment":
             c = billed * rng.randint(10, 40) // 100
             if len(pol["contractual_codes"]) > 1 and rng.random() < 0.5:
                 c2 = rng.randint(200, 3000)
@@ -361,10 +366,10 @@ def generate(seed: int, defect_tag: str) -> Generated:
         }
         lines.append(line)
         line_items.append(item)
-        # near-duplicate claims of other patients around the line's ref
-        if kind not in ("unreferenced_line", "payer_reply_needed"):
-            n_near = rng.randint(1, 2) if kind in ("fuzzy_reference",) or i - 1 == trap_at else rng.randint(0, 2)
-            for _ in range(n_near):
+        # near-duplicate claims of other patients around the line's ref (an unreferenced line's
+        # ref is similar to other claims too): a search by ref mostly finds several claims
+        if kind != "payer_reply_needed":
+            for _ in range(rng.choice((1, 2, 2, 3, 3, 4))):
                 other = w.new_name()
                 amt = billed if rng.random() < 0.3 else w.amount()
                 bal = amt if rng.random() < 0.7 else amt // 2
@@ -372,8 +377,6 @@ def generate(seed: int, defect_tag: str) -> Generated:
             if rng.random() < 0.25 and item is not None:
                 # the same patient's earlier visit with a similar ref and the same charge
                 w.add_item(name, payer_id, w.near_ref(line_ref, 2), billed, billed, add_days(date, -rng.randint(7, 60)))
-        if i - 1 == trap_at:
-            first_hit_item = item
         # the payer's scripted reply to a query about this line (fixed by the task's seed)
         delay = 4 + derive_seed(seed, "reply-delay", lid) % 44
         reply = {"id": lid, "delay_hours": delay, "reply_kind": "confirm", "reply_claim_ref": line_ref,
@@ -388,13 +391,19 @@ def generate(seed: int, defect_tag: str) -> Generated:
                              reply_text=f"Line {i} was paid in error; we will recoup it from a later remittance. Do not apply it.")
         script.append(reply)
 
-    # a residual old claim near the trap line's ref: small balance, different patient
-    assert first_hit_item is not None
+    # a residual old claim near one line's ref: small balance, different patient
     trap_ref = lines[trap_at]["claim_ref"]
-    residual = w.add_item(w.new_name(), payer_id, w.near_ref(trap_ref, 2), w.amount(), rng.randint(1, 99), w.service_date(today))
-    # make sure a similar claim ranks before the true one: taking the first hit must fail
-    if search_order_key(seed, residual["id"]) > search_order_key(seed, first_hit_item["id"]):
-        residual["id"], first_hit_item["id"] = first_hit_item["id"], residual["id"]
+    w.add_item(w.new_name(), payer_id, w.near_ref(trap_ref, 2), w.amount(), rng.randint(1, 99), w.service_date(today))
+    # search order carries no meaning: the line's claim takes a uniformly drawn position among
+    # the hits of a search by the line's ref (item ids are arbitrary, and the seeded order
+    # follows the ids, so the claim swaps ids with the hit at the drawn position)
+    for line, item in zip(lines, line_items):
+        if item is None:
+            continue
+        hits = search_items(w.items, line["claim_ref"], seed)
+        if len(hits) > 1 and any(h is item for h in hits):
+            other = hits[rng.randrange(len(hits))]
+            item["id"], other["id"] = other["id"], item["id"]  # type: ignore[index]
 
     # background receivables of the hospital
     for _ in range(rng.randint(6, 12)):
@@ -431,13 +440,13 @@ def generate(seed: int, defect_tag: str) -> Generated:
         for it in line_items:
             assert it is not None
             it["balance"], it["status"] = 0, "closed"
-        duplicate_of = past_payment(reference, [(it, it["amount_due"]) for it in line_items if it], rng.randint(5, 25))
+        duplicate_of = past_payment(reference, [(it, it["amount_due"]) for it in line_items if it], rng.randint(5, 15))
         # the original's lines carry the same claims as the duplicate's
     for _ in range(rng.randint(1, 2)):
         same_amount = defect_tag != "duplicate_payment" and rng.random() < 0.3
         amt = amount if same_amount else w.amount()
-        it = w.add_item(w.new_name(), payer_id, w.fresh_ref(), amt, 0, w.service_date(today))
-        past_payment(f"EFT-{rng.randint(10**8, 10**9 - 1)}", [(it, amt)], rng.randint(3, 40))
+        it = w.add_item(w.new_name(), payer_id, w.fresh_ref(), amt, 0, add_days(today, -rng.randint(20, 150)))
+        past_payment(f"EFT-{rng.randint(10**8, 10**9 - 1)}", [(it, amt)], rng.randint(3, 19))
 
     # -- the answer key -----------------------------------------------------------------------
     scope: dict[str, dict[str, Any]] = {}
@@ -475,10 +484,14 @@ def generate(seed: int, defect_tag: str) -> Generated:
         outcomes = _merge(payments[0], per_line, scope)
         if "payer_reply_needed" in kinds:
             outcome_class = "oc_post_after_payer_reply"
+        elif any(c[0] == "underpayment" for o in outcomes for c in o["cases"]):
+            outcome_class = "oc_post_with_underpayment"
         elif any(o["cases"] for o in outcomes):
             outcome_class = "oc_post_with_case"
-        elif any(o["write_offs"] or o["transfers"] for o in outcomes):
-            outcome_class = "oc_post_with_adjustments"
+        elif any(o["transfers"] for o in outcomes):
+            outcome_class = "oc_post_with_patient_transfer"
+        elif any(o["write_offs"] for o in outcomes):
+            outcome_class = "oc_post_with_write_off"
         else:
             outcome_class = "oc_post_clean"
 
@@ -487,9 +500,13 @@ def generate(seed: int, defect_tag: str) -> Generated:
     targets = [f"payments:{pay_id}", "allocations:AL-*", "adjustments:*", "cases:*", "audit:*", "clock:clock", "open_items:PI-*"]
     targets += [f"open_items:{iid}" for iid in targeted]
 
-    # sanity: the trap line's search puts a wrong claim first
-    hits = search_items(w.items, lines[trap_at]["claim_ref"], seed)
-    assert hits and hits[0]["id"] != first_hit_item["id"]
+    # does taking a ref search's first hit go wrong on some line?
+    first_hit_trap = False
+    if defect_tag != "duplicate_payment":
+        for line, item in zip(lines, line_items):
+            hits = search_items(w.items, line["claim_ref"], seed)
+            if hits and (item is None or hits[0]["id"] != item["id"]):
+                first_hit_trap = True
 
     snapshot = {
         "accounts": w.accounts,
@@ -523,7 +540,7 @@ def generate(seed: int, defect_tag: str) -> Generated:
         "needs_action": True,
         "payment_id": pay_id,
         "duplicate_of": duplicate_of,
-        "first_hit_trap": defect_tag != "duplicate_payment",
+        "first_hit_trap": first_hit_trap,
         "scope_items": sorted(scope),
         "reference_outcomes": outcomes,
     }

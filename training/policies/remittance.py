@@ -1,5 +1,7 @@
-"""Policies of the remittance domain: the oracle, one wrong policy per failure code, and a
-self-correcting oracle that allocates wrongly first and reverses (it passes, with reversals).
+"""Policies of the remittance domain: the oracle, one wrong policy per failure code, a
+self-correcting oracle that allocates wrongly first and reverses (it passes, with reversals),
+the blind policies (``BLIND_POLICIES``), one rule-ignoring policy per documented rule
+(``RULE_POLICIES``) and the exploit hooks (``EXPLOITS``).
 
 Every policy reads only tool results. The oracle follows the task's policies as returned by
 ``get_policies``: match each line by claim ref (within two typing errors), patient, service date
@@ -9,10 +11,12 @@ differences, short payments, overpayments, unmatched and ambiguous lines, duplic
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from backoffice.envs.remittance.tables import norm, osa_distance
-from backoffice.training.policies.base import Plan, ScriptedPolicy, call
+from backoffice.training.exploits import Hook
+from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call
 
 AMBIGUOUS = "ambiguous"
 
@@ -25,6 +29,7 @@ class Oracle(ScriptedPolicy):
     #: what to do with a small difference when the policy accepts either (write_off | leave_open)
     either_choice = "write_off"
     check_duplicates = True
+    always_cases_duplicates = False
 
     # -- decisions wrong policies override ---------------------------------------------------
     def choose(self, line: dict[str, Any], hits: list[dict[str, Any]], payer_id: str) -> dict[str, Any] | None:
@@ -62,6 +67,35 @@ class Oracle(ScriptedPolicy):
     def posts(self) -> bool:
         return True
 
+    # -- the desk's rules, as read from get_policies (rule-ignoring policies override these) ---------
+    def tolerance(self, pol: dict[str, Any]) -> int:
+        return int(pol["tolerance_cents"])
+
+    def is_contractual(self, code: str, pol: dict[str, Any]) -> bool:
+        return code in pol["contractual_codes"]
+
+    def is_patient(self, code: str, pol: dict[str, Any]) -> bool:
+        return code in pol["patient_codes"]
+
+    def cases_short_payments(self) -> bool:
+        return True
+
+    def unreferenced_action(self, pol: dict[str, Any]) -> str:
+        return pol["unreferenced_action"]
+
+    def overpayment_action(self, pol: dict[str, Any]) -> str:
+        return pol["overpayment_action"]
+
+    def queries_ambiguous(self) -> bool:
+        return True
+
+    def waits_for_replies(self) -> bool:
+        return True
+
+    def allocate_calls(self, pid: str, lid: str, iid: str, amount: int) -> Plan:
+        """The allocation of ``amount`` from line ``lid`` to claim ``iid`` (one call)."""
+        yield call("allocate", payment_id=pid, line_id=lid, item_id=iid, amount=amount)
+
     # -- the plan ------------------------------------------------------------------------------
     def plan(self, brief: dict[str, Any], info: dict[str, Any]) -> Plan:
         pid = brief["params"]["payment_id"]
@@ -71,11 +105,12 @@ class Oracle(ScriptedPolicy):
         payer_id = payment["payer_id"]
         self.seen: dict[str, dict[str, Any]] = {}
         self.matched: set[str] = set()
+        self.guess: dict[str, dict[str, Any]] = {}
         if self.check_duplicates:
             others = (yield call("list_payments", payer_id=payer_id))["result"]
             if any(o["id"] != pid and o["status"] == "posted" and o["reference"] == payment["reference"]
                    and o["amount"] == payment["amount"] for o in others):
-                if pol["duplicate_action"] == "hold_and_case":
+                if pol["duplicate_action"] == "hold_and_case" or self.always_cases_duplicates:
                     yield from self.case(pid, "duplicate_remittance", "", "This EFT was already posted.")
                     if self.posts():
                         yield call("post_payment", payment_id=pid, disposition="hold")
@@ -85,16 +120,19 @@ class Oracle(ScriptedPolicy):
         pending: list[tuple[dict[str, Any], str]] = []
         for line in lines:
             item = yield from self.find(line, payer_id)
+            if item == AMBIGUOUS and not self.queries_ambiguous():
+                item = self.guess.get(line["id"])
             if item == AMBIGUOUS:
                 q = yield call("query_payer", payment_id=pid, line_id=line["id"],
                                question=f"Line {line['line_no']} ({line['claim_ref']}) fits two claims; which one does it pay?")
-                pending.append((line, q["result"]["case"]["id"]))
+                if q.get("status") == "ok":
+                    pending.append((line, q["result"]["case"]["id"]))
             elif item is None:
-                if pol["unreferenced_action"] == "case":
+                if self.unreferenced_action(pol) == "case":
                     yield from self.case(pid, "unidentified_remittance", line["id"], "No claim matches this line.")
             else:
                 yield from self.apply_line(pid, line, item, pol)
-        while pending:
+        while pending and self.waits_for_replies():
             yield call("wait")
             still = []
             for line, case_id in pending:
@@ -136,32 +174,35 @@ class Oracle(ScriptedPolicy):
         demo = [h for h in by_name if self.same_claim(h, line, payer_id)]
         if len(demo) == 1:
             return demo[0]
-        return AMBIGUOUS if len(demo) > 1 else None
+        if len(demo) > 1:
+            self.guess[line["id"]] = demo[0]
+            return AMBIGUOUS
+        return None
 
     def apply_line(self, pid: str, line: dict[str, Any], item: dict[str, Any], pol: dict[str, Any]) -> Plan:
         self.matched.add(item["id"])
         iid, lid = item["id"], line["id"]
         reduced = 0
         for code, amt in zip(line["adj_codes"], line["adj_amounts"]):
-            if code in pol["contractual_codes"]:
-                yield call("write_off", item_id=iid, amount=amt, reason="contractual", code=code, line_id=lid)
+            if self.is_contractual(code, pol):
+                yield from self.adjust("write_off", item_id=iid, amount=amt, reason="contractual", code=code, line_id=lid)
                 reduced += amt
-            elif code in pol["patient_codes"] and self.transfers_patient_share():
-                yield call("transfer_to_patient", item_id=iid, amount=amt, code=code, line_id=lid)
+            elif self.is_patient(code, pol) and self.transfers_patient_share():
+                yield from self.adjust("transfer_to_patient", item_id=iid, amount=amt, code=code, line_id=lid)
                 reduced += amt
-            elif code in pol["patient_codes"]:
+            elif self.is_patient(code, pol):
                 reduced += amt  # (wrong policy) treats the patient share as settled without moving it
         remaining = item["balance"] - reduced
         amount = self.allocation_amount(line, remaining, remaining - min(line["paid_amount"], remaining), pol)
         if amount > 0:
-            yield call("allocate", payment_id=pid, line_id=lid, item_id=iid, amount=amount)
+            yield from self.allocate_calls(pid, lid, iid, amount)
         paid_applied = min(amount, line["paid_amount"])
-        if line["paid_amount"] > remaining and pol["overpayment_action"] == "refund_case":
+        if line["paid_amount"] > remaining and self.overpayment_action(pol) == "refund_case":
             yield from self.case(pid, "refund_request", lid, "The line pays more than the claim's balance; please refund or recoup the excess.")
         rest = remaining - paid_applied
         if rest <= 0:
             return
-        beyond = rest > pol["tolerance_cents"]
+        beyond = rest > self.tolerance(pol)
         if not beyond:
             if self.small_difference(pol) == "write_off" or self.write_off_beyond_tolerance():
                 yield call("write_off", item_id=iid, amount=rest, reason="small_balance", line_id=lid)
@@ -170,7 +211,12 @@ class Oracle(ScriptedPolicy):
         else:
             if self.write_off_beyond_tolerance():
                 yield call("write_off", item_id=iid, amount=rest, reason="small_balance", line_id=lid)
-            yield from self.case(pid, "underpayment", lid, f"Paid {line['paid_amount']} cents; {rest} cents remain open.")
+            if self.cases_short_payments():
+                yield from self.case(pid, "underpayment", lid, f"Paid {line['paid_amount']} cents; {rest} cents remain open.")
+
+    def adjust(self, tool: str, **args: Any) -> Plan:
+        """One adjustment call (a contractual write-off or a patient transfer)."""
+        yield call(tool, **args)
 
 
 class LeaveOpenOracle(Oracle):
@@ -185,6 +231,10 @@ class FirstHitPolicy(Oracle):
 
     def choose(self, line, hits, payer_id):
         return hits[0] if hits else None
+
+    def allocation_amount(self, line, remaining, rest_if_paid, pol):
+        # applies the line to the hit it took even when the hit cannot take the adjustments
+        return max(1, super().allocation_amount(line, remaining, rest_if_paid, pol))
 
 
 class OverAllocatingPolicy(Oracle):
@@ -282,6 +332,50 @@ class ReversingPolicy(Oracle):
         return item
 
 
+class TransferContractualPolicy(Oracle):
+    """wrong_transfer: bills the patient for contractual adjustments instead of writing them off."""
+
+    def adjust(self, tool, **args):
+        if tool == "write_off" and args.get("reason") == "contractual":
+            args.pop("reason")
+            tool = "transfer_to_patient"
+        yield call(tool, **args)
+
+
+class SplitAllocationPolicy(Oracle):
+    """duplicate_allocation: applies each line in two allocations to the same claim."""
+
+    def allocate_calls(self, pid, lid, iid, amount):
+        if amount < 2:
+            yield from super().allocate_calls(pid, lid, iid, amount)
+            return
+        yield call("allocate", payment_id=pid, line_id=lid, item_id=iid, amount=amount // 2)
+        yield call("allocate", payment_id=pid, line_id=lid, item_id=iid, amount=amount - amount // 2)
+
+
+class ChurningPolicy(Oracle):
+    """allocation_churn: applies a line correctly, reverses it and applies it again."""
+
+    def plan(self, brief, info):
+        self._churned = False
+        return (yield from super().plan(brief, info))
+
+    def allocate_calls(self, pid, lid, iid, amount):
+        res = yield call("allocate", payment_id=pid, line_id=lid, item_id=iid, amount=amount)
+        if not self._churned and res.get("status") == "ok":
+            self._churned = True
+            yield call("reverse_allocation", allocation_id=res["result"]["allocation"]["id"])
+            yield call("allocate", payment_id=pid, line_id=lid, item_id=iid, amount=amount)
+
+
+class NoWaitPolicy(Oracle):
+    """payer_reply_unprocessed: queries the payer about an ambiguous line but never waits for
+    (or reads) the reply; the line stays unapplied."""
+
+    def waits_for_replies(self):
+        return False
+
+
 WRONG_POLICIES: dict[str, type[Oracle]] = {
     "misallocation": FirstHitPolicy,
     "over_allocation": OverAllocatingPolicy,
@@ -290,7 +384,328 @@ WRONG_POLICIES: dict[str, type[Oracle]] = {
     "missed_case": NoCasePolicy,
     "unneeded_case": CaseHappyPolicy,
     "wrong_write_off": WriteOffEverythingPolicy,
+    "wrong_transfer": TransferContractualPolicy,
     "patient_responsibility_missed": IgnorePatientSharePolicy,
     "payment_status_wrong": NeverPostPolicy,
+    "duplicate_allocation": SplitAllocationPolicy,
+    "allocation_churn": ChurningPolicy,
+    "payer_reply_unprocessed": NoWaitPolicy,
     "forbidden_write": TidyUpPolicy,
+}
+
+
+# -- rule-ignoring policies: the oracle minus one documented rule ---------------------------------
+class IgnoreToleranceRule(Oracle):
+    """tolerance_write_off: no tolerance; every difference left open is an underpayment."""
+
+    def tolerance(self, pol):
+        return 0
+
+
+class IgnoreContractualRule(Oracle):
+    """contractual_codes: writes no contractual code off (its amount stays open on the claim)."""
+
+    def is_contractual(self, code, pol):
+        return False
+
+
+class IgnorePatientRule(Oracle):
+    """patient_responsibility: moves no patient share (it stays open on the insurer's claim)."""
+
+    def is_patient(self, code, pol):
+        return False
+
+
+class IgnoreShortPaymentRule(Oracle):
+    """short_payment: raises no underpayment case for a difference beyond tolerance."""
+
+    def cases_short_payments(self):
+        return False
+
+
+class IgnoreUnreferencedRule(Oracle):
+    """unreferenced_lines: does the opposite of the unreferenced-line policy (a case where the desk
+    leaves the line unapplied, none where it asks for one)."""
+
+    def unreferenced_action(self, pol):
+        return "leave_unapplied" if pol["unreferenced_action"] == "case" else "case"
+
+
+class IgnoreOverpaymentRule(Oracle):
+    """overpayments: does the opposite of the overpayment policy (refund case or not)."""
+
+    def overpayment_action(self, pol):
+        return "leave_unapplied" if pol["overpayment_action"] == "refund_case" else "refund_case"
+
+
+class IgnoreDuplicateRule(Oracle):
+    """duplicates: never looks for an already posted remittance; works the lines."""
+
+    check_duplicates = False
+
+
+class IgnorePayerReplyRule(Oracle):
+    """payer_reply: guesses an ambiguous line's claim (the first that fits) instead of asking."""
+
+    def queries_ambiguous(self):
+        return False
+
+
+class IgnoreMatchRule(Oracle):
+    """match_rule: takes the first hit of a ref search (no patient, date or amount check, no
+    name search)."""
+
+    def choose(self, line, hits, payer_id):
+        return hits[0] if hits else None
+
+    def find(self, line, payer_id):
+        hits = (yield call("search_open_items", query=line["claim_ref"]))["result"]["items"]
+        live = [h for h in hits if h["responsibility"] == "payer"]
+        return live[0] if live else None
+
+
+RULE_POLICIES: dict[str, type[Policy]] = {
+    "tolerance_write_off": IgnoreToleranceRule,
+    "contractual_codes": IgnoreContractualRule,
+    "patient_responsibility": IgnorePatientRule,
+    "short_payment": IgnoreShortPaymentRule,
+    "unreferenced_lines": IgnoreUnreferencedRule,
+    "overpayments": IgnoreOverpaymentRule,
+    "duplicates": IgnoreDuplicateRule,
+    "payer_reply": IgnorePayerReplyRule,
+    "match_rule": IgnoreMatchRule,
+}
+
+
+# -- blind policies: shortcuts that never read the policies or never check a match ----------------
+class PostAsListed(ScriptedPolicy):
+    """Applies every line's paid amount to the claim whose ref equals the line's, posts (apply)."""
+
+    name = "blind:post_as_listed"
+
+    def plan(self, brief, info):
+        pid = brief["params"]["payment_id"]
+        lines = (yield call("get_payment", payment_id=pid))["result"]["lines"]
+        for line in lines:
+            hits = (yield call("search_open_items", query=line["claim_ref"]))["result"]["items"]
+            exact = [h for h in hits if h["claim_ref"] == line["claim_ref"] and h["responsibility"] == "payer"]
+            if exact:
+                yield call("allocate", payment_id=pid, line_id=line["id"], item_id=exact[0]["id"], amount=line["paid_amount"])
+        yield call("post_payment", payment_id=pid, disposition="apply")
+
+
+class _HitPicker(Oracle):
+    """The oracle's procedure on every payment (no duplicate check), but a line's claim is one
+    hit of its search, unchecked."""
+
+    pick = 0
+    check_duplicates = False
+
+    def find(self, line, payer_id):
+        hits = (yield call("search_open_items", query=line["claim_ref"]))["result"]["items"]
+        if not hits:
+            hits = (yield call("search_open_items", query=line["patient_name"]))["result"]["items"]
+        live = [h for h in hits if h["responsibility"] == "payer"]
+        return live[self.pick] if live else None
+
+
+class FirstHit(_HitPicker):
+    """Takes the first search hit for every line."""
+
+    name = "blind:first_hit"
+    pick = 0
+
+
+class LastHit(_HitPicker):
+    """Takes the last search hit for every line."""
+
+    name = "blind:last_hit"
+    pick = -1
+
+
+class WriteOffEveryDifference(ScriptedPolicy):
+    """Matches lines properly, applies them and writes off whatever stays open; never reads the
+    policies, transfers nothing, opens no case."""
+
+    name = "blind:write_off_every_difference"
+
+    def plan(self, brief, info):
+        pid = brief["params"]["payment_id"]
+        got = (yield call("get_payment", payment_id=pid))["result"]
+        payer_id = got["payment"]["payer_id"]
+        for line in got["lines"]:
+            hits = (yield call("search_open_items", query=line["claim_ref"]))["result"]["items"]
+            fit = [h for h in hits if Oracle.same_claim(h, line, payer_id)]
+            if len(fit) != 1:
+                continue
+            item = fit[0]
+            amount = min(line["paid_amount"], item["balance"])
+            if amount > 0:
+                res = yield call("allocate", payment_id=pid, line_id=line["id"], item_id=item["id"], amount=amount)
+                if res.get("status") == "ok":
+                    item = res["result"]["item"]
+            if item["balance"] > 0:
+                yield call("write_off", item_id=item["id"], amount=item["balance"], reason="small_balance", line_id=line["id"])
+        yield call("post_payment", payment_id=pid, disposition="apply")
+
+
+class CaseForEverything(Oracle):
+    """The oracle, plus a case on every line it did not already raise one for (underpayment,
+    or unidentified_remittance for a line it could not match)."""
+
+    name = "blind:case_for_everything"
+    always_cases_duplicates = True
+
+    def plan(self, brief, info):
+        self._lines_cased: set[str] = set()
+        return (yield from super().plan(brief, info))
+
+    def case(self, pid, category, line_id, note):
+        self._lines_cased.add(line_id)
+        yield from super().case(pid, category, line_id, note)
+
+    def finish(self, pid, pol):
+        got = (yield call("get_payment", payment_id=pid))["result"]
+        for line in got["lines"]:
+            if line["id"] not in self._lines_cased:
+                yield call("open_case", payment_id=pid, category="underpayment", line_id=line["id"], note="Please review.")
+
+
+class _PostAtOnce(ScriptedPolicy):
+    disposition = "apply"
+
+    def plan(self, brief, info):
+        yield call("post_payment", payment_id=brief["params"]["payment_id"], disposition=self.disposition)
+
+
+class ReturnAtOnce(_PostAtOnce):
+    """Early exit: returns the payment to the payer and submits."""
+
+    name = "blind:return_at_once"
+    disposition = "return"
+
+
+class HoldAtOnce(_PostAtOnce):
+    """Early exit: parks the payment in suspense and submits."""
+
+    name = "blind:hold_at_once"
+    disposition = "hold"
+
+
+class PostAtOnce(_PostAtOnce):
+    """Early exit: posts the payment with nothing applied and submits."""
+
+    name = "blind:post_at_once"
+    disposition = "apply"
+
+
+BLIND_POLICIES: dict[str, type[Policy]] = {
+    "post_as_listed": PostAsListed,
+    "first_hit": FirstHit,
+    "last_hit": LastHit,
+    "write_off_every_difference": WriteOffEveryDifference,
+    "case_for_everything": CaseForEverything,
+    "return_at_once": ReturnAtOnce,
+    "hold_at_once": HoldAtOnce,
+    "post_at_once": PostAtOnce,
+}
+
+
+# -- exploit hooks (see backoffice.training.exploits) ---------------------------------------------
+_MOVES = ("allocate", "write_off", "transfer_to_patient", "open_case", "reverse_allocation")
+
+
+def _ok(trace: Sequence[Mapping[str, Any]], tool: str) -> list[Mapping[str, Any]]:
+    return [r for r in trace if r["tool"] == tool and r["result_status"] == "ok"]
+
+
+def _claims_seen(trace: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The latest view of every claim a write returned (id -> item)."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in trace:
+        res = r.get("result")
+        if r["result_status"] == "ok" and isinstance(res, Mapping) and isinstance(res.get("item"), Mapping):
+            out[res["item"]["id"]] = dict(res["item"])
+    return out
+
+
+def extra_decision(action: Mapping[str, Any], trace: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Before the oracle posts: one extra write-off (1 cent on a claim it worked that still has a
+    balance, else on the last claim it applied money to); on a duplicate, the other disposition."""
+    if action.get("tool") != "post_payment":
+        return []
+    args = action["args"]
+    if args.get("disposition", "apply") != "apply":
+        other = "return" if args["disposition"] == "hold" else "hold"
+        return [call("post_payment", payment_id=args["payment_id"], disposition=other)]
+    claims = _claims_seen(trace)
+    open_ = [c for c in claims.values() if c["balance"] > 0 and c["responsibility"] == "payer"]
+    target = open_[0] if open_ else next(iter(claims.values()), None)
+    if target is None:
+        return [call("post_payment", payment_id=args["payment_id"], disposition="hold")]
+    return [call("write_off", item_id=target["id"], amount=1, reason="small_balance")]
+
+
+def extra_request(action: Mapping[str, Any], trace: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Before submit: one more payer query, about the payment's first line."""
+    if action.get("tool") != "submit":
+        return []
+    pays = _ok(trace, "get_payment")
+    if not pays:
+        return []
+    got = pays[0]["result"]
+    return [call("query_payer", payment_id=got["payment"]["id"], line_id=got["lines"][0]["id"], question="Please confirm this line.")]
+
+
+def repeated_write(action: Mapping[str, Any], trace: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Before the oracle posts: its last allocation, write-off, transfer or case once more; with
+    no such move (a returned duplicate), its post once more before it submits."""
+    if action.get("tool") not in ("post_payment", "submit"):
+        return []
+    tools = _MOVES if action["tool"] == "post_payment" else _MOVES + ("post_payment",)
+    for r in reversed(trace):
+        if r["tool"] in tools and r["result_status"] == "ok":
+            return [{"tool": r["tool"], "args": dict(r["args"])}]
+    return []
+
+
+def boundary_values(action: Mapping[str, Any], trace: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Before the oracle posts: allocate the payment's whole unapplied amount (the largest value
+    the tool allows) from its last line to the last claim money went to; with nothing applied,
+    a zero-cent allocation."""
+    if action.get("tool") != "post_payment":
+        return []
+    pays = _ok(trace, "get_payment")
+    allocs = _ok(trace, "allocate")
+    if not pays:
+        return []
+    got = pays[0]["result"]
+    pid, line = got["payment"]["id"], got["lines"][-1]
+    if not allocs:
+        return [call("allocate", payment_id=pid, line_id=line["id"], item_id="OI-0000", amount=0)]
+    last = allocs[-1]["result"]
+    unapplied = int(last["payment_unapplied"])
+    return [call("allocate", payment_id=pid, line_id=line["id"], item_id=last["item"]["id"], amount=max(unapplied, 1))]
+
+
+def formatting_only(action: Mapping[str, Any], trace: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Before the oracle's first case: the same case with its note re-cased and re-spaced (the
+    oracle's own call is then refused as a duplicate case and changes nothing)."""
+    if action.get("tool") != "open_case":
+        return []
+    args = dict(action["args"])
+    args["note"] = "  " + " ".join(str(args.get("note", "")).upper().split()) + "  "
+    return [{"tool": "open_case", "args": args}]
+
+
+#: value_preserving_update: None, because no remittance tool edits a field in place: every write
+#: moves money (allocate, write_off, transfer_to_patient, reverse_allocation), opens a case or
+#: posts, so there is no "write the value already there" to make.
+EXPLOITS: dict[str, Hook | None] = {
+    "extra_decision": extra_decision,
+    "extra_request": extra_request,
+    "repeated_write": repeated_write,
+    "boundary_values": boundary_values,
+    "value_preserving_update": None,
+    "formatting_only": formatting_only,
 }
