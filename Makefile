@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum |
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev,train,llm,ray]"
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev,train,llm,ray,trl]"
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 install: $(STAMP)
@@ -33,11 +33,10 @@ bench: $(STAMP)
 
 ## The README's results table: MaskablePPO on every domain's catalog env (models/<domain>,
 ## learning curves copied to docs/), then the baselines on heldout and one report over all.
-DOMAINS := approvals schedules remittance sufficiency registration
 TIMESTEPS ?= 300000
 results: $(STAMP)
 	mkdir -p docs runs
-	for d in $(DOMAINS); do \
+	for d in $$($(BIN)/backoffice domains); do \
 	  $(BIN)/backoffice train --env $$d --timesteps $(TIMESTEPS) --n-envs 2 --out models/$$d || exit 1; \
 	  cp models/$$d/learning_curve.png docs/learning_curve_$$d.png; \
 	done

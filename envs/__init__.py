@@ -1,37 +1,33 @@
 """backoffice.envs: importing this registers every environment id with Gymnasium.
 
-``backoffice/<Title>-v0`` for the five domains and ``backoffice/<Title>-Catalog-v0`` for their
-stable-baselines3 catalog wrappers; domain packages are imported lazily by
-``gym.make``, so importing this module is cheap.
+Domains register themselves (see :mod:`backoffice.envs.core.registry`): each sub-package of
+``backoffice.envs`` (but ``core``) and each entry of the ``backoffice.domains`` entry-point group
+is a domain. For each, ``backoffice/<Title>-v0`` (the native env) and
+``backoffice/<Title>-Catalog-v0`` (its stable-baselines3 catalog wrapper) are registered. Domain
+packages are imported lazily by ``gym.make``, so importing this module is cheap.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import gymnasium as gym
 
-#: domain name -> env title (``backoffice/<title>-v0``)
-DOMAINS: dict[str, str] = {
-    "approvals": "Approvals",
-    "schedules": "Schedules",
-    "remittance": "Remittance",
-    "sufficiency": "Sufficiency",
-    "registration": "Registration",
-}
+from backoffice.envs.core.registry import discover, domain_ref, load_domain, seeds_folder
+from backoffice.envs.core.registry import env_class as _env_class
+
+#: domain name -> env title (``backoffice/<title>-v0``), for every discovered domain
+DOMAINS: dict[str, str] = {name: ref.title for name, ref in discover().items()}
 
 
 def get_domain(name: str) -> Any:
     """The :class:`~backoffice.envs.core.domain.Domain` of ``name``."""
-    if name not in DOMAINS:
-        raise KeyError(f"unknown domain {name!r}; choose from {', '.join(DOMAINS)}")
-    return importlib.import_module(f"backoffice.envs.{name}").DOMAIN
+    return load_domain(name)
 
 
 def env_class(name: str) -> Any:
-    get_domain(name)
-    return getattr(importlib.import_module(f"backoffice.envs.{name}"), f"{DOMAINS[name]}Env")
+    """The :class:`~backoffice.envs.core.env.BackofficeEnv` subclass of ``name``."""
+    return _env_class(name)
 
 
 def make_native(name: str, **kwargs: Any) -> Any:
@@ -41,12 +37,12 @@ def make_native(name: str, **kwargs: Any) -> Any:
 
 def available_domains() -> list[str]:
     """Domains whose package and release are installed."""
+    from backoffice.envs.core.release import load_release
+
     out = []
     for name in DOMAINS:
         try:
             get_domain(name)
-            from backoffice.envs.core.release import load_release
-
             load_release(name)
         except (ImportError, FileNotFoundError, AttributeError):
             continue
@@ -59,12 +55,18 @@ _WRAPPERS = (gym.envs.registration.WrapperSpec("MatchTimeLimit", "backoffice.env
 # the catalog entry point returns this wrapper already applied; gym.make checks it is named first
 _CATALOG = gym.envs.registration.WrapperSpec("CatalogEnv", "backoffice.training.catalog.wrapper:CatalogEnv", None)
 
-for _name, _title in DOMAINS.items():
-    _id = f"backoffice/{_title}-v0"
-    if _id not in gym.registry:
-        gym.register(id=_id, entry_point=f"backoffice.envs.{_name}:{_title}Env", additional_wrappers=_WRAPPERS)
-    # the catalog env (Discrete actions, Box features) for stable-baselines3; see backoffice.training.catalog
-    _cid = f"backoffice/{_title}-Catalog-v0"
-    if _cid not in gym.registry:
-        gym.register(id=_cid, entry_point="backoffice.training.catalog:make_catalog_env", kwargs={"domain": _name},
-                     additional_wrappers=(_CATALOG, *_WRAPPERS))
+
+def register_envs() -> None:
+    """Register the native and catalog env ids of every discovered domain (idempotent)."""
+    for name, ref in discover().items():
+        if ref.env_id not in gym.registry:
+            gym.register(id=ref.env_id, entry_point=ref.entry_point, additional_wrappers=_WRAPPERS)
+        # the catalog env (Discrete actions, Box features) for stable-baselines3; see backoffice.training.catalog
+        if ref.catalog_env_id not in gym.registry:
+            gym.register(id=ref.catalog_env_id, entry_point="backoffice.training.catalog:make_catalog_env",
+                         kwargs={"domain": name}, additional_wrappers=(_CATALOG, *_WRAPPERS))
+
+
+register_envs()
+
+__all__ = ["DOMAINS", "available_domains", "domain_ref", "env_class", "get_domain", "make_native", "register_envs", "seeds_folder"]

@@ -39,7 +39,7 @@ def oracle_runs(domain: str) -> dict:
     return out
 
 
-def test_all_five_domains_are_installed(domain: str) -> None:
+def test_every_discovered_domain_is_installed(domain: str) -> None:
     assert sorted(DOMAINS) == sorted(ALL_DOMAINS)
 
 
@@ -360,3 +360,28 @@ def test_task_aliases_are_unique_within_each_split(domain: str) -> None:
         for split in ("train", "heldout"):
             values = [rel.task(t).params[alias] for t in rel.split_ids[split]]
             assert len(set(values)) == len(values), (alias, split, [v for v, n in Counter(values).items() if n > 1][:5])
+
+
+def test_every_tool_declares_whether_it_writes_and_read_tools_never_do(domain: str) -> None:
+    """``writes=False`` is a promise: replaying the oracle, every read call it made (and the same
+    calls again at every later step) leaves the content hash unchanged."""
+    env = make_native(domain, max_steps=10_000)
+    tools = env.domain.toolkit.tools
+    undeclared = sorted(n for n, t in tools.items() if t.writes is None)
+    assert not undeclared, f"tools without writes=: {undeclared}"
+    reads = {n for n, t in tools.items() if t.writes is False and not t.terminal}
+    assert reads, "a domain has read tools"
+    mcp = {s["name"]: s for s in env.domain.toolkit.specs(format="mcp")}
+    assert all(mcp[n]["annotations"]["readOnlyHint"] == (not tools[n].writes) for n in tools)
+    for task_id in release_ids(domain)[:: max(1, len(release_ids(domain)) // 12)]:
+        res = run_episode(env, get_policy(domain, "oracle"), task_id=task_id)
+        actions = [{"tool": r["tool"], "args": r["args"]} for r in env.trace if r["tool"] != "submit"]
+        read_calls = [a for a in actions if a["tool"] in reads]
+        assert res.grade["pass"]
+        env.reset(options={"task_id": task_id})
+        for action in actions:
+            env.step(action)
+            before = env.state.content_hash()
+            for call in read_calls:
+                env.step(call)
+                assert env.state.content_hash() == before, (task_id, call)

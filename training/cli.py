@@ -285,6 +285,18 @@ def replay(trace: Annotated[Path, typer.Argument(help="A trace JSONL (env trace_
 
 
 @app.command()
+def domains(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also say where each domain comes from.")] = False,
+) -> None:
+    """List the discovered domains, one per line (this package's own and those of installed
+    packages declaring a ``backoffice.domains`` entry point)."""
+    from backoffice.envs.core.registry import discover
+
+    for name, ref in discover().items():
+        sys.stdout.write(f"{name}\t{ref.module}\t{'builtin' if ref.builtin else 'entry point'}\n" if verbose else f"{name}\n")
+
+
+@app.command()
 def tools(
     env: Annotated[str, typer.Option("--env", help="Domain.")] = "approvals",
     format: Annotated[str, typer.Option(help="function, openai, mcp or anthropic.")] = "function",
@@ -302,30 +314,31 @@ def seeds_build(
     out: Annotated[Optional[Path], typer.Option(help="Seeds folder (default: the installed one).")] = None,
 ) -> None:
     """Regenerate the release of each domain from its generator."""
-    from backoffice.envs import DOMAINS, get_domain
+    from backoffice.envs import DOMAINS, get_domain, seeds_folder
     from backoffice.envs.core.build import build_release
-    from backoffice.envs.core.release import seeds_root
 
-    root = out or seeds_root()
     names = list(DOMAINS) if env == ["all"] else env
+    bad = [d for d in names if d not in DOMAINS]
+    if bad:
+        raise typer.BadParameter(f"unknown domain(s) {bad}; choose from {', '.join(DOMAINS)} or all")
     with _progress() as progress:
         for name in names:
             dom = get_domain(name)
+            root = out or seeds_folder(name)
             bar = progress.add_task(f"building {name}", total=sum(dom.sizes.values()))
             build_release(dom, root, progress=lambda n, b=bar: progress.advance(b, n))
-    console.print(f"release written to {root}")
+            console.print(f"{name}: release written to {root / name}")
 
 
 @seeds_app.command("verify")
 def seeds_verify(env: Annotated[list[str], typer.Option("--env", help="Domain(s) or 'all'.")] = ["all"]) -> None:
     """Check the installed release against a fresh build, file by file."""
-    from backoffice.envs import get_domain
+    from backoffice.envs import get_domain, seeds_folder
     from backoffice.envs.core.build import verify_release
-    from backoffice.envs.core.release import seeds_root
 
     failed = False
     for name in _domains(env):
-        problems = verify_release(get_domain(name), seeds_root())
+        problems = verify_release(get_domain(name), seeds_folder(name))
         if problems:
             failed = True
             console.print(f"[red]{name}[/]: " + "; ".join(problems))
@@ -413,6 +426,25 @@ def catalog(
         for row in info[kind]:
             table.add_row(*(str(row[c]) for c in ("index", "name", *(("tool",) if kind == "actions" else ()), "doc")))
         console.print(table)
+
+
+@app.command("new-domain")
+def new_domain_cmd(
+    name: Annotated[str, typer.Argument(help="Domain name, a snake_case identifier (e.g. refunds).")],
+    package: Annotated[Optional[Path], typer.Option("--package", help="Write a standalone installable distribution DIR/backoffice-<name>/ (entry point backoffice.domains) instead of the in-repo layout.")] = None,
+) -> None:
+    """Scaffold a complete minimal domain (tables, two tools, a generator with three defect tags, a grader, policies, a catalog, tests) and build its seeds; see docs/DOMAIN_GUIDE.md."""
+    from backoffice.training.scaffold import ScaffoldError, new_domain
+
+    try:
+        written = new_domain(name, package_dir=package)
+    except ScaffoldError as exc:
+        console.print(f"[red]{exc}[/]", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    for path in written:
+        sys.stdout.write(f"{path}\n")
+    console.print(f"[green]{name}[/]: {len(written)} files written; next: edit them (docs/DOMAIN_GUIDE.md), "
+                  f"`backoffice seeds build --env {name}`, then the tests", highlight=False, soft_wrap=True)
 
 
 from backoffice.training.cli_llm import register as _register_llm  # noqa: E402

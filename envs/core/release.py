@@ -158,5 +158,8 @@ class Release:
 
 @lru_cache(maxsize=None)
 def load_release(domain: str) -> Release:
-    """The installed release of ``domain``, loaded once per process."""
-    return Release(domain)
+    """The installed release of ``domain``, loaded once per process (from ``backoffice.seeds``
+    for this distribution's domains, from ``<package>/seeds`` for a third-party one)."""
+    from backoffice.envs.core.registry import seeds_folder
+
+    return Release(domain, seeds_folder(domain))

@@ -9,11 +9,13 @@ from backoffice.graders.schedules import FAILURE_CODES, GUARDRAIL_CODE, grade
 
 #: the documented rules that decide a task's answer (each proven to bind by a rule policy)
 RULES = (
-    "rounding", "month_end", "minimum_instalment", "reminder_lead_time", "approval_deferral", "approval_instalment_count", "approval_short_notice",
+    "rounding", "month_end", "minimum_instalment", "reminder_lead_time", "late_reminder", "approval_deferral", "approval_instalment_count", "approval_short_notice",
 )
 
 DOMAIN = Domain(
     name="schedules",
+    policies="backoffice.training.policies.schedules",
+    catalog="backoffice.training.catalog.schedules:SchedulesCatalog",
     title="Schedules",
     prefix="SCH",
     toolkit=toolkit,
@@ -21,8 +23,8 @@ DOMAIN = Domain(
     grade=grade,
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
-    generator_version="2",
-    sizes={"train": 400, "heldout": 154},
+    generator_version="3",
+    sizes={"train": 490, "heldout": 420},
     default_max_steps=60,
     guardrail_code=GUARDRAIL_CODE,
     rules=RULES,
@@ -102,10 +104,13 @@ class SchedulesEnv(BackofficeEnv):
 
     ## Version History
     * v0: initial release (generator version 1).
-    * v1: seeds v1 (generator version 2): the whole trail is graded (unneeded or extra approval
+    * v1: seeds v1 (generator version 3): the whole trail is graded (unneeded or extra approval
       requests, extra schedule versions, reminders on cancelled instalments), checks are work or
-      gates, the same ``allowed_tools`` in every task, and the release is rebalanced so every
-      rule in ``DOMAIN.rules`` binds in >= 20 tasks per split.
+      gates, the same ``allowed_tools`` in every task, and the release is rebalanced (490 train /
+      420 heldout tasks) so every rule in ``DOMAIN.rules`` (late_reminder included: the lead time
+      reaches back before today in about a quarter of the tasks) binds in >= 20 tasks per split,
+      about a fifth of the tasks need an approval, and no approval_order position or approver role
+      answers more than 10 % of heldout (the constant-role / fixed-position attack).
     """
 
     domain = DOMAIN

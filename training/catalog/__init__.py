@@ -11,23 +11,24 @@ from collections.abc import Sequence
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpec, FeatureDef, check_spec
 from backoffice.training.catalog.wrapper import CatalogEnv
 
-#: domain -> "module:Class" of its catalog spec
-SPECS: dict[str, str] = {
-    "approvals": "backoffice.training.catalog.approvals:ApprovalsCatalog",
-    "schedules": "backoffice.training.catalog.schedules:SchedulesCatalog",
-    "remittance": "backoffice.training.catalog.remittance:RemittanceCatalog",
-    "sufficiency": "backoffice.training.catalog.sufficiency:SufficiencyCatalog",
-    "registration": "backoffice.training.catalog.registration:RegistrationCatalog",
-}
+def catalog_target(domain: str) -> str | None:
+    """``"module:Class"`` of ``domain``'s catalog spec, as its ``Domain`` declares it (``None``:
+    the domain has no catalog env)."""
+    from backoffice.envs import get_domain
+
+    return get_domain(domain).catalog
 
 
 def spec_class(domain: str, spec: str | None = None) -> type[CatalogSpec]:
     """The :class:`CatalogSpec` subclass of ``domain``, or the one named by ``spec``
     (``"package.module:Class"``, to experiment with your own catalog)."""
     if spec is None:
-        if domain not in SPECS:
-            raise KeyError(f"no catalog for domain {domain!r}; known: {', '.join(SPECS)}")
-        spec = SPECS[domain]
+        spec = catalog_target(domain)
+        if spec is None:
+            from backoffice.envs import DOMAINS
+
+            with_catalog = [d for d in DOMAINS if catalog_target(d)]
+            raise KeyError(f"domain {domain!r} declares no catalog; these do: {', '.join(with_catalog)}")
     module, _, name = spec.partition(":")
     cls = getattr(importlib.import_module(module), name)
     if not (isinstance(cls, type) and issubclass(cls, CatalogSpec)) or cls.domain != domain:
@@ -69,12 +70,12 @@ def catalog_agent(domain: str, spec: str | None = None) -> CatalogAgent:
 
 
 def catalog_env_id(domain: str) -> str:
-    from backoffice.envs import DOMAINS
+    from backoffice.envs import domain_ref
 
-    return f"backoffice/{DOMAINS[domain]}-Catalog-v0"
+    return domain_ref(domain).catalog_env_id
 
 
 __all__ = [
-    "ActionDef", "CatalogAgent", "CatalogEnv", "CatalogSpec", "FeatureDef", "SPECS",
+    "ActionDef", "CatalogAgent", "CatalogEnv", "CatalogSpec", "FeatureDef", "catalog_target",
     "catalog_agent", "catalog_env_id", "make_catalog_env", "spec_class",
 ]

@@ -4,7 +4,7 @@
 ``catalog-random``, ``catalog-mask-only`` and ``catalog-features`` act through the domain's catalog (see
 ``backoffice.training.catalog.policy``).
 
-Each domain module ``backoffice.training.policies.<domain>`` defines ``Oracle`` (a policy that
+Each domain's policies module (named by its ``Domain.policies``) defines ``Oracle`` (a policy that
 uses only tool results and passes every released task) and ``WRONG_POLICIES`` (failure code ->
 policy class that commits exactly that failure).
 """
@@ -18,7 +18,13 @@ from backoffice.training.policies.base import NoopPolicy, Policy, RandomPolicy, 
 
 
 def domain_module(domain: str) -> Any:
-    return importlib.import_module(f"backoffice.training.policies.{domain}")
+    """The policies module a domain's declaration names (``Domain.policies``)."""
+    from backoffice.envs import get_domain
+
+    target = get_domain(domain).policies
+    if target is None:
+        raise KeyError(f"domain {domain!r} declares no policies module (Domain.policies)")
+    return importlib.import_module(target)
 
 
 #: policies acting through the domain's catalog env (see ``backoffice.training.catalog.policy``)

@@ -1,0 +1,42 @@
+"""The built wheel ships every discovered domain: its package, its grader and its release."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from backoffice.envs.core.registry import discover
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+                   check=True, capture_output=True)
+    (wheel,) = out.glob("backoffice_gym-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        return set(zf.namelist())
+
+
+def test_every_builtin_domain_package_is_in_the_wheel(wheel_names: set[str]) -> None:
+    builtin = [ref for ref in discover().values() if ref.builtin]
+    assert builtin
+    for ref in builtin:
+        folder = ROOT / "envs" / ref.name
+        for source in folder.rglob("*.py"):
+            name = "backoffice/envs/" + source.relative_to(ROOT / "envs").as_posix()
+            assert name in wheel_names, f"{name} is missing from the wheel"
+        assert f"backoffice/seeds/{ref.name}/manifest.json" in wheel_names
+
+
+def test_every_package_folder_is_in_the_wheel(wheel_names: set[str]) -> None:
+    for folder, namespace in (("envs", "envs"), ("graders", "graders"), ("training", "training")):
+        for init in (ROOT / folder).rglob("__init__.py"):
+            name = f"backoffice/{namespace}/" + init.relative_to(ROOT / folder).as_posix()
+            assert name in wheel_names, f"{name} is missing from the wheel"
