@@ -396,3 +396,43 @@ def test_every_rule_binds_and_no_outcome_class_dominates() -> None:
         for rule, cls in P.RULE_POLICIES.items():
             fails = sum(not run_episode(env, cls(), task_id=t).grade["pass"] for t in ids)
             assert fails >= 20, (split, rule, fails)
+
+
+def test_no_approval_position_or_role_is_favoured() -> None:
+    """The "constant answer" attack on the approval rules: always asking the role of the trigger at
+    one position of approval_order, or one fixed role, passes only where that is the first applying
+    trigger's; no position or role may hold more than 10 % of heldout, while every trigger is the
+    first applying one in >= 20 tasks of each split (its rule binds)."""
+    rel = release()
+    for split in ("train", "heldout"):
+        ids = rel.split_ids[split]
+        positions: dict[int, int] = {}
+        roles: dict[str, int] = {}
+        triggers: dict[str, int] = {}
+        for t in ids:
+            exp = rel.answer_key(t)["expected"]
+            if exp["approval_trigger"] is None:
+                continue
+            order = rel.snapshot(t).table("rules")["RULES"]["approval_order"]
+            positions[order.index(exp["approval_trigger"])] = positions.get(order.index(exp["approval_trigger"]), 0) + 1
+            roles[exp["approval_role"]] = roles.get(exp["approval_role"], 0) + 1
+            triggers[exp["approval_trigger"]] = triggers.get(exp["approval_trigger"], 0) + 1
+        assert min(triggers.get(tr, 0) for tr in ("deferral", "instalment_count", "short_notice")) >= 20, (split, triggers)
+        if split == "heldout":
+            assert max(positions.values()) <= 0.1 * len(ids), positions
+            assert max(roles.values()) <= 0.1 * len(ids), roles
+
+
+def test_late_reminder_rule_binds_both_ways() -> None:
+    """Where the lead time reaches back before today, send_today and skip give different answers:
+    each value must be the rule in >= 20 such tasks per split, so neither constant passes them."""
+    rel = release()
+    for split in ("train", "heldout"):
+        late: dict[str, int] = {}
+        for t in rel.split_ids[split]:
+            exp, rules = rel.answer_key(t)["expected"], rel.snapshot(t).table("rules")["RULES"]
+            today = rel.snapshot(t).table("clock")["clock"]["now"][:10]
+            if reminder_send_on({**rules, "late_reminder": "skip"}, exp["first_due"], today) is None:
+                late[rules["late_reminder"]] = late.get(rules["late_reminder"], 0) + 1
+                assert exp["reminder_send_on"] == (today if rules["late_reminder"] == "send_today" else None)
+        assert min(late.get("send_today", 0), late.get("skip", 0)) >= 20, (split, late)

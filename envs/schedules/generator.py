@@ -64,7 +64,18 @@ NEXT_MONTH_SHARE = 0.55
 #: share of re-split tasks (with >= 4 instalments) whose minimum instalment reduces the count
 MINIMUM_BINDING_SHARE = 0.5
 #: share of tasks outside approval_needed / short_notice whose change needs an approval anyway
-EXTRA_APPROVAL_SHARE = 0.3
+#: (with approval_needed always and short_notice in SHORT_NOTICE_APPROVAL_SHARE, about a fifth of
+#: the release needs an approval, the approval_order drawn uniformly: a constant-role or
+#: fixed-position approval policy then passes about a fifteenth of it, while every trigger is
+#: still the first applying one in >= 20 tasks per split)
+EXTRA_APPROVAL_SHARE = 0.02
+#: share of short_notice tasks (first instalment due within 13 days, the reminder lead time
+#: reaching back before today) whose first instalment also falls inside the notice period (approval)
+SHORT_NOTICE_APPROVAL_SHARE = 0.4
+#: share of tasks outside short_notice (always late) whose reminder lead time reaches back before
+#: today when that is possible (the late_reminder rule decides: send today or skip)
+LATE_REMINDER_SHARE = 0.45
+LEAD_VALUES = (3, 5, 7, 10, 14, 21, 28)
 
 
 def month_words(period: str) -> str:
@@ -192,7 +203,7 @@ def _draw(rng: random.Random, tag: str) -> Generated:
         "id": "RULES",
         "rounding": rng.choice(ROUNDING_RULES),
         "month_end": "first_day_of_next_month" if rng.random() < NEXT_MONTH_SHARE else "last_day_of_month",
-        "reminder_lead_days": rng.choice((3, 5, 7, 10, 14)),
+        "reminder_lead_days": rng.choice(LEAD_VALUES),  # redrawn below once the first due date is known
         "late_reminder": rng.choice(LATE_REMINDER_RULES),
         "approval_order": rng.sample(APPROVAL_TRIGGERS, 3),
     }
@@ -263,8 +274,15 @@ def _draw(rng: random.Random, tag: str) -> Generated:
         expected = plan_instalments(rules, kind, outstanding, day, start, last, parts)
     first_due = expected[0]["due_date"]
     days_first = days_between(today, first_due)
-    if days_first < 2 or (tag == "short_notice" and days_first > 25):
+    if days_first < 2 or (tag == "short_notice" and days_first > 13):
         raise _Reject
+    # the reminder lead time: in short_notice tasks (and some others, when the first instalment is
+    # close enough) it reaches back before today, so the late_reminder rule decides
+    late_leads = [v for v in LEAD_VALUES if v > days_first]
+    if late_leads and (tag == "short_notice" or rng.random() < LATE_REMINDER_SHARE):
+        rules["reminder_lead_days"] = rng.choice(late_leads)
+    else:
+        rules["reminder_lead_days"] = rng.choice(LEAD_VALUES)
     n_new = len(expected)
     uneven = kind in SPLIT_KINDS and outstanding % n_new != 0
     month_end_hit = any(int(r["due_date"][8:10]) != new_day for r in expected)
@@ -287,8 +305,6 @@ def _draw(rng: random.Random, tag: str) -> Generated:
     ]
     # approvers decide within the day, so "today" is the same date when the reminder is set
     send_on = reminder_send_on(rules, first_due, today)
-    if tag == "short_notice" and rng.random() < 0.6 and send_on is not None and send_on > today:
-        raise _Reject  # prefer short-notice tasks whose reminder would fall in the past
 
     # people and neighbours
     surname = rng.choice(SURNAMES)
@@ -379,14 +395,12 @@ def _approval_target(rng: random.Random, tag: str, kind: str, n_new: int, days_f
     if tag == "short_notice":
         if "short_notice" not in feasible:
             raise _Reject
-        return "short_notice"
+        return "short_notice" if rng.random() < SHORT_NOTICE_APPROVAL_SHARE else None
     if tag == "approval_needed":
         options = [t for t in feasible if t != "short_notice"]
         if not options:
             raise _Reject
-        return "deferral" if "deferral" in options and rng.random() < 0.75 else options[-1]
-    if kind == "deferral" and rng.random() < 0.7:
-        return "deferral"
+        return "deferral" if "deferral" in options else options[-1]
     if feasible and rng.random() < EXTRA_APPROVAL_SHARE:
         return rng.choice(feasible)
     return None

@@ -268,6 +268,8 @@ RULE_POLICIES: dict[str, type[Policy]] = {
                                     minimum_instalment_cents=0),
     "reminder_lead_time": _ignoring("reminder_lead_time", "Schedules the reminder on the due date itself (no lead time).",
                                     reminder_lead_days=0),
+    "late_reminder": _ignoring("late_reminder", "Sends a late reminder today, whatever the late_reminder rule (never skips).",
+                               late_reminder="send_today"),
     "approval_deferral": _ignoring_trigger("deferral"),
     "approval_instalment_count": _ignoring_trigger("instalment_count"),
     "approval_short_notice": _ignoring_trigger("short_notice"),
@@ -284,17 +286,40 @@ class AskEveryRole(Oracle):
         return list(ROLES)
 
 
-class AlwaysAskFirstListed(Oracle):
-    """Computes the schedule right and always asks the role of the first trigger in approval_order,
-    whether or not any trigger applies. Not in :data:`BLIND_POLICIES`: it passes exactly the tasks
-    whose first applying trigger is listed first, and every trigger must be the first applying one
-    in >= 20 tasks per split (its rule binds), so with 154 heldout tasks no release can hold this
-    policy (or "always ask trigger X's role") to 10 %; it is measured and reported instead."""
+class AskAtPosition(Oracle):
+    """Computes the schedule right and always asks the role of the trigger at a fixed position of
+    approval_order (whether or not any trigger applies, whichever applies first): the "constant
+    answer" attack on the approval rules. It passes exactly the tasks whose first applying trigger
+    sits at that position; the generator draws the order uniformly and keeps about a quarter of
+    the tasks needing an approval, so each position holds about a twelfth of the release."""
 
-    name = "blind:always_ask_first_listed"
+    position = 0
 
     def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any]) -> list[str]:
-        return [rules[f"approval_role_{rules['approval_order'][0]}"]]
+        return [rules[f"approval_role_{rules['approval_order'][self.position]}"]]
+
+
+def _at_position(k: int) -> type[Oracle]:
+    doc = f"Always asks the role of the trigger listed at position {k} of approval_order (see AskAtPosition)."
+    return type(f"AskAtPosition{k}", (AskAtPosition,), {"__doc__": doc, "name": f"blind:ask_position_{k}", "position": k})
+
+
+class AskFixedRole(Oracle):
+    """Computes the schedule right and always asks one fixed approver role, whatever the rules say."""
+
+    role = ROLES[0]
+
+    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any]) -> list[str]:
+        return [self.role]
+
+
+def _fixed_role(role: str) -> type[Oracle]:
+    doc = f"Always asks the {role} (see AskFixedRole)."
+    return type(f"AskRole_{role}", (AskFixedRole,), {"__doc__": doc, "name": f"blind:ask_role_{role}", "role": role})
+
+
+#: the first listed trigger's role (kept under its old name)
+AlwaysAskFirstListed = _at_position(0)
 
 
 class NeverAskNoRules(Oracle):
@@ -346,6 +371,8 @@ class CommitWithoutReading(ScriptedPolicy):
 #: blind policies: a constant approval behaviour, or acting without reading what decides the answer
 BLIND_POLICIES: dict[str, type[Policy]] = {
     "ask_every_role": AskEveryRole,
+    **{f"ask_position_{k}": _at_position(k) for k in range(3)},
+    **{f"ask_role_{role}": _fixed_role(role) for role in ROLES},
     "never_ask": NeverAskNoRules,
     "copy_schedule": CopySchedule,
     "commit_without_reading": CommitWithoutReading,
