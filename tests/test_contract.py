@@ -18,7 +18,7 @@ from backoffice.envs import DOMAINS as ALL_DOMAINS
 from backoffice.envs import get_domain, make_native
 from backoffice.envs.core.build import verify_release
 from backoffice.envs.core.canonical import dumps, loads
-from backoffice.envs.core.release import load_release, seeds_root
+from backoffice.envs.core.release import load_release
 from backoffice.envs.core.replay import replay
 from backoffice.training.policies import get_policy
 from backoffice.training.rollout import run_episode
@@ -139,7 +139,9 @@ def test_splits_are_disjoint_by_id_and_content(domain: str) -> None:
 
 
 def test_release_rebuilds_byte_for_byte(domain: str) -> None:
-    assert verify_release(get_domain(domain), seeds_root()) == []
+    from backoffice.envs import seeds_folder
+
+    assert verify_release(get_domain(domain), seeds_folder(domain)) == []
 
 
 def test_reset_reports_manifest_hash_and_restores_it(domain: str) -> None:
