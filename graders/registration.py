@@ -25,17 +25,24 @@ Checks are *work* (the task needs them done; the score is the share passed) or *
 Failure codes: duplicate_created, search_skipped, missing_required, field_mismatch,
 invalid_coverage, guardian_missing, verified_overwritten, wrong_patient_updated, missed_referral,
 unnecessary_referral, wrong_referral_reason, wrong_referral_basis, duplicate_entry, forbidden_hit.
+
+Rule sharing: the grader reads the answer key and the episode; from the domain it may import
+only the public rule helpers of :mod:`backoffice.envs.registration.tables` (normalisation:
+``digits``, ``fold``, ``phone_key``) and the failure codes of :mod:`backoffice.envs.registration`.
+It never imports the oracle's or the catalog's decision code
+(:mod:`backoffice.training.policies.registration`, :mod:`backoffice.training.catalog.registration`),
+and the oracle never imports the grader, so each checks the other.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from backoffice.envs.core.domain import Episode
-from backoffice.envs.registration.tables import (
-    ADDRESS_FIELDS, FAILURE_CODES, GUARDRAIL_CODE, REFER_CLASSES, digits, fold, phone_key,
-)
+from backoffice.envs.registration import FAILURE_CODES, GUARDRAIL_CODE
+from backoffice.envs.registration.tables import ADDRESS_FIELDS, REFER_CLASSES, digits, fold, phone_key
 from backoffice.graders.checks import result
 from backoffice.graders.grade import finalize, forbidden_writes
 
@@ -110,86 +117,112 @@ def _duplicates(ep: Episode, pids: set[str]) -> list[str]:
     return out
 
 
-def grade(ep: Episode) -> dict[str, Any]:  # noqa: C901 - one grade, check by check
-    """Grade one registration episode (see the module docstring for the fields)."""
-    key, state = ep.key, ep.state
+@dataclass(frozen=True)
+class _Task:
+    """What every check of one episode reads: the key's decision and the record it concerns."""
+
+    ep: Episode
+    decision: str
+    form_id: str
+    created: list[str]
+    pid: str | None
+    patient: dict[str, Any] | None
+
+
+def _task(ep: Episode) -> _Task:
+    key = ep.key
     outcome = key["outcome_class"]
     decision = key.get("decision") or ("refer" if outcome in REFER_CLASSES or outcome == "refer" else outcome)
-    form_id = key["intake_form_id"]
     created = list(ep.diff.get("patients", {}).get("created", ()))
-    referral_calls = _ok_calls(ep, "refer_to_human")
-    referred = referral_calls[0]["args"]["reason"] if referral_calls else None
-    cited = sorted({str(b).strip() for b in referral_calls[0]["args"].get("basis") or ()}) if referral_calls else []
-
     if decision == "update":
         pid = key["patient_id"]
     elif decision == "create":
         pid = created[0] if created else None
     else:
         pid = None
-    patient = state.get("patients", pid) if pid else None
-    checks = []
+    patient = ep.state.get("patients", pid) if pid else None
+    return _Task(ep, decision, key["intake_form_id"], created, pid, patient)
 
-    # R-SEARCH-FIRST (gate): a search happened before the first create
+
+def _search_first(ep: Episode) -> dict[str, Any]:
+    """R-SEARCH-FIRST (gate): a search happened before the first create."""
     first_create = next((r["step"] for r in _ok_calls(ep, "create_patient")), None)
     first_search = next((r["step"] for r in _ok_calls(ep, "search_patients")), None)
     ok = first_create is None or (first_search is not None and first_search < first_create)
-    checks.append(result("search_before_create", "rule", ok, "search_skipped", None if ok else {"create_step": first_create}, gate=True))
+    return result("search_before_create", "rule", ok, "search_skipped", None if ok else {"create_step": first_create}, gate=True)
 
-    # R-NO-DUPLICATE (gate): no patient created beyond the one a new registration needs
-    allowed_new = 1 if decision == "create" else 0
-    checks.append(result("no_duplicate", "rule", len(created) <= allowed_new, "duplicate_created",
-                         None if len(created) <= allowed_new else {"created": created}, gate=True))
 
-    # required records and links, one check per item (partial work, partial score). An item
-    # already in place before the episode (an update's record, a coverage or contact on file) is
-    # a gate: it must still hold, but holding it is no work; every other item is work.
-    def view(table: str, start: bool) -> list[dict[str, Any]]:
-        return list(ep.snapshot.table(table).values()) if start else state.rows(table)
+def _no_duplicate(t: _Task) -> dict[str, Any]:
+    """R-NO-DUPLICATE (gate): no patient created beyond the one a new registration needs."""
+    allowed_new = 1 if t.decision == "create" else 0
+    return result("no_duplicate", "rule", len(t.created) <= allowed_new, "duplicate_created",
+                  None if len(t.created) <= allowed_new else {"created": t.created}, gate=True)
 
-    def present(item: str, start: bool) -> bool:
-        if not pid:
-            return False
-        if item == "patient":
-            return any(r["id"] == pid for r in view("patients", start))
-        if item == "coverage":
-            cov = key["coverage"]
-            return any(r["patient_id"] == pid and r["payer_id"] == cov["payer_id"] and r["status"] == "active"
-                       and str(r["member_id"]).strip().upper() == cov["member_id"] for r in view("coverages", start))
-        if item == "gp_link":
-            return any(r["patient_id"] == pid and r["practice_id"] == key["practice_id"] and r["status"] == "active"
-                       for r in view("gp_links", start))
-        if item.startswith("contact:"):
-            c = next(c for c in key["contacts"] if f"contact:{c['role']}" == item)
-            return any(r["patient_id"] == pid and r["role"] == c["role"] and fold(r["name"]) == fold(c["name"])
-                       for r in view("contacts", start))
-        guardians = {r["id"] for r in view("contacts", start) if r["patient_id"] == pid and r["role"] == "guardian"}
-        return any(r["patient_id"] == pid and r["intake_form_id"] == form_id and r["given_by"] == key["consent_by"]
-                   and (r["given_by"] != "guardian" or r["contact_id"] in guardians) for r in view("consents", start))
 
+def _view(ep: Episode, table: str, start: bool) -> list[dict[str, Any]]:
+    return list(ep.snapshot.table(table).values()) if start else ep.state.rows(table)
+
+
+def _present(t: _Task, item: str, start: bool) -> bool:
+    """Whether ``item`` of the registration set is in place (at the start, or at the end)."""
+    ep, key, pid = t.ep, t.ep.key, t.pid
+    if not pid:
+        return False
+    if item == "patient":
+        return any(r["id"] == pid for r in _view(ep, "patients", start))
+    if item == "coverage":
+        cov = key["coverage"]
+        return any(r["patient_id"] == pid and r["payer_id"] == cov["payer_id"] and r["status"] == "active"
+                   and str(r["member_id"]).strip().upper() == cov["member_id"] for r in _view(ep, "coverages", start))
+    if item == "gp_link":
+        return any(r["patient_id"] == pid and r["practice_id"] == key["practice_id"] and r["status"] == "active"
+                   for r in _view(ep, "gp_links", start))
+    if item.startswith("contact:"):
+        c = next(c for c in key["contacts"] if f"contact:{c['role']}" == item)
+        return any(r["patient_id"] == pid and r["role"] == c["role"] and fold(r["name"]) == fold(c["name"])
+                   for r in _view(ep, "contacts", start))
+    guardians = {r["id"] for r in _view(ep, "contacts", start) if r["patient_id"] == pid and r["role"] == "guardian"}
+    return any(r["patient_id"] == pid and r["intake_form_id"] == t.form_id and r["given_by"] == key["consent_by"]
+               and (r["given_by"] != "guardian" or r["contact_id"] in guardians) for r in _view(ep, "consents", start))
+
+
+def _registration_set(t: _Task, checks: list[dict[str, Any]]) -> list[str]:
+    """Required records and links, one check per item (partial work, partial score), then the
+    record's demographics; returns the items missing. An item already in place before the
+    episode (an update's record, a coverage or contact on file) is a gate: it must still hold,
+    but holding it is no work; every other item is work."""
+    key = t.ep.key
     missing: list[str] = []
-    if decision != "refer":
-        items = ["patient", *(["coverage"] if key.get("coverage") else []), *(["gp_link"] if key.get("practice_id") else []),
-                 *(f"contact:{c['role']}" for c in key.get("contacts", ())), "consent"]
-        for item in items:
-            ok = present(item, False)
-            if not ok:
-                missing.append(item)
-            checks.append(result(f"required:{item}", "required", ok, "missing_required", None if ok else {"missing": item},
-                                 gate=decision == "update" and present(item, True)))
+    items = ["patient", *(["coverage"] if key.get("coverage") else []), *(["gp_link"] if key.get("practice_id") else []),
+             *(f"contact:{c['role']}" for c in key.get("contacts", ())), "consent"]
+    for item in items:
+        ok = _present(t, item, False)
+        if not ok:
+            missing.append(item)
+        checks.append(result(f"required:{item}", "required", ok, "missing_required", None if ok else {"missing": item},
+                             gate=t.decision == "update" and _present(t, item, True)))
+    checks.append(_patient_fields(t))
+    return missing
 
-        # the record's demographics (normalised: phone digits, name case, spaces); a gate when
-        # the record was already right
-        def mismatched(row: Mapping[str, Any] | None) -> list[str]:
-            if row is None:
-                return ["record"]
-            return [f for f, v in sorted(key["expected_fields"].items()) if not _same(f, row.get(f), v)]
 
-        bad = mismatched(patient)
-        was_right = decision == "update" and not mismatched(ep.snapshot.table("patients").get(pid))
-        checks.append(result("patient_fields", "fields", not bad, "field_mismatch", bad or None, gate=was_right))
+def _patient_fields(t: _Task) -> dict[str, Any]:
+    """The record's demographics (normalised: phone digits, name case, spaces); a gate when the
+    record was already right."""
+    expected = t.ep.key["expected_fields"]
 
-    # R-COVERAGE-ID (gate): every coverage written belongs, on the payer's roster, to its patient
+    def mismatched(row: Mapping[str, Any] | None) -> list[str]:
+        if row is None:
+            return ["record"]
+        return [f for f, v in sorted(expected.items()) if not _same(f, row.get(f), v)]
+
+    bad = mismatched(t.patient)
+    was_right = t.decision == "update" and not mismatched(t.ep.snapshot.table("patients").get(t.pid))
+    return result("patient_fields", "fields", not bad, "field_mismatch", bad or None, gate=was_right)
+
+
+def _coverage_valid(ep: Episode) -> dict[str, Any]:
+    """R-COVERAGE-ID (gate): every coverage written belongs, on the payer's roster, to its patient."""
+    state = ep.state
     bad_cov = []
     cdiff = ep.diff.get("coverages")
     for rid in ([*cdiff["created"], *cdiff["updated"]] if cdiff else []):
@@ -202,18 +235,21 @@ def grade(ep: Episode) -> dict[str, Any]:  # noqa: C901 - one grade, check by ch
         )
         if not on_roster:
             bad_cov.append(rid)
-    checks.append(result("coverage_valid", "rule", not bad_cov, "invalid_coverage", bad_cov or None, gate=True))
+    return result("coverage_valid", "rule", not bad_cov, "invalid_coverage", bad_cov or None, gate=True)
 
-    # R-MINOR-GUARDIAN (work, minors only): a guardian contact gives the consent
-    if key.get("minor") and decision != "refer":
-        ok = patient is not None
-        if ok:
-            guardians = {r["id"] for r in state.rows("contacts", patient_id=pid, role="guardian")}
-            consents = state.rows("consents", patient_id=pid, intake_form_id=form_id)
-            ok = bool(guardians) and bool(consents) and all(r["given_by"] == "guardian" and r["contact_id"] in guardians for r in consents)
-        checks.append(result("minor_guardian", "rule", ok, "guardian_missing", None if ok else {"patient_id": pid}))
 
-    # R-VERIFIED-FIELD (gate): a verified field changed only with evidence cited for it
+def _minor_guardian(t: _Task) -> dict[str, Any]:
+    """R-MINOR-GUARDIAN (work, minors only): a guardian contact gives the consent."""
+    ok = t.patient is not None
+    if ok:
+        guardians = {r["id"] for r in t.ep.state.rows("contacts", patient_id=t.pid, role="guardian")}
+        consents = t.ep.state.rows("consents", patient_id=t.pid, intake_form_id=t.form_id)
+        ok = bool(guardians) and bool(consents) and all(r["given_by"] == "guardian" and r["contact_id"] in guardians for r in consents)
+    return result("minor_guardian", "rule", ok, "guardian_missing", None if ok else {"patient_id": t.pid})
+
+
+def _verified_fields(ep: Episode, form_id: str) -> dict[str, Any]:
+    """R-VERIFIED-FIELD (gate): a verified field changed only with evidence cited for it."""
     overwritten = []
     pdiff = ep.diff.get("patients")
     evidence = {r["id"]: r["field"] for r in ep.snapshot.table("evidence").values() if r["intake_form_id"] == form_id}
@@ -231,52 +267,71 @@ def grade(ep: Episode) -> dict[str, Any]:  # noqa: C901 - one grade, check by ch
             )
             if not backed:
                 overwritten.append(f"{rid}.{f}")
-    checks.append(result("verified_fields", "rule", not overwritten, "verified_overwritten", overwritten or None, gate=True))
+    return result("verified_fields", "rule", not overwritten, "verified_overwritten", overwritten or None, gate=True)
 
-    # gate: no write on an existing record other than the form's person
-    touched = _touched(ep)
-    wrong = sorted(p for p in touched if p != (key["patient_id"] if decision == "update" else None))
-    checks.append(result("right_patient", "target", not wrong, "wrong_patient_updated",
-                         {"patients": wrong} if wrong else None, gate=True))
 
-    # gate: the whole trail: no coverage, contact, consent or GP link entered twice
-    dups = _duplicates(ep, set(touched) | set(created))
-    checks.append(result("no_duplicate_entries", "trail", not dups, "duplicate_entry", dups or None, gate=True))
-
-    # referral: on a referral task the referral and its basis are the work; elsewhere not
-    # referring is a gate (it holds when nothing is done)
-    expected_reason = key.get("referral_reason")
+def _referral_checks(ep: Episode, referred: str | None, cited: list[str]) -> list[dict[str, Any]]:
+    """On a referral task the referral and its basis are the work; elsewhere not referring is a
+    gate (it holds when nothing is done)."""
+    expected_reason = ep.key.get("referral_reason")
     if expected_reason:
         code = "missed_referral" if referred is None else ("wrong_referral_reason" if referred != expected_reason else None)
-        checks.append(result("referral", "referral", code is None, code, None if code is None else {"referred": referred}))
-        basis_ok = referred is not None and cited == sorted(key.get("basis") or ())
-        checks.append(result("referral_basis", "referral", basis_ok, "wrong_referral_basis",
-                             None if basis_ok else {"cited": cited}))
-    else:
-        code = "unnecessary_referral" if referred is not None else None
-        checks.append(result("no_referral", "referral", code is None, code, None if code is None else {"referred": referred}, gate=True))
+        basis_ok = referred is not None and cited == sorted(ep.key.get("basis") or ())
+        return [result("referral", "referral", code is None, code, None if code is None else {"referred": referred}),
+                result("referral_basis", "referral", basis_ok, "wrong_referral_basis", None if basis_ok else {"cited": cited})]
+    code = "unnecessary_referral" if referred is not None else None
+    return [result("no_referral", "referral", code is None, code, None if code is None else {"referred": referred}, gate=True)]
 
-    failed = {c["id"] for c in checks if not c["pass"]}
+
+def _violations(key: Mapping[str, Any], decision: str, failed: set[str], missing: list[str]) -> list[str]:
+    """The rule ids breached, from the failed checks."""
+    expected_reason = key.get("referral_reason")
     violations = sorted(rule for check, rule in RULE_OF_CHECK.items() if check in failed)
     if expected_reason and ("referral" in failed or "referral_basis" in failed):
         violations = sorted({*violations, "R-IDENTITY-CONFLICT" if expected_reason == "identity_conflict" else "R-REFER-MATCH"})
     if decision != "refer" and missing:
         violations = sorted({*violations, "R-REGISTRATION-SET"})
+    return violations
+
+
+def grade(ep: Episode) -> dict[str, Any]:
+    """Grade one registration episode (see the module docstring for the fields)."""
+    key, t = ep.key, _task(ep)
+    referral_calls = _ok_calls(ep, "refer_to_human")
+    referred = referral_calls[0]["args"]["reason"] if referral_calls else None
+    cited = sorted({str(b).strip() for b in referral_calls[0]["args"].get("basis") or ()}) if referral_calls else []
+
+    checks = [_search_first(ep), _no_duplicate(t)]
+    missing = _registration_set(t, checks) if t.decision != "refer" else []
+    checks.append(_coverage_valid(ep))
+    if key.get("minor") and t.decision != "refer":
+        checks.append(_minor_guardian(t))
+    checks.append(_verified_fields(ep, t.form_id))
+    # gate: no write on an existing record other than the form's person
+    touched = _touched(ep)
+    wrong = sorted(p for p in touched if p != (key["patient_id"] if t.decision == "update" else None))
+    checks.append(result("right_patient", "target", not wrong, "wrong_patient_updated",
+                         {"patients": wrong} if wrong else None, gate=True))
+    # gate: the whole trail: no coverage, contact, consent or GP link entered twice
+    dups = _duplicates(ep, set(touched) | set(t.created))
+    checks.append(result("no_duplicate_entries", "trail", not dups, "duplicate_entry", dups or None, gate=True))
+    checks += _referral_checks(ep, referred, cited)
+
+    failed = {c["id"] for c in checks if not c["pass"]}
     bad_writes = forbidden_writes(ep, key.get("targets", ()))
-    action = "referred" if referred else ("created" if created else ("updated" if touched or ep.diff else "none"))
     fields = {
-        "required_ok": decision == "refer" or not missing,
+        "required_ok": t.decision == "refer" or not missing,
         "missing_records": missing,
         "forbidden_hit": bool(bad_writes),
         "forbidden_writes": bad_writes,
-        "rule_violations": violations,
+        "rule_violations": _violations(key, t.decision, failed, missing),
         "referral_correct": "referral" not in failed and "referral_basis" not in failed and "no_referral" not in failed,
-        "patient_id": pid,
-        "action": action,
+        "patient_id": t.pid,
+        "action": "referred" if referred else ("created" if t.created else ("updated" if touched or ep.diff else "none")),
     }
     metrics = {
         "searches": len(_ok_calls(ep, "search_patients")),
-        "patients_created": len(created),
+        "patients_created": len(t.created),
         "records_written": sum(len(d["created"]) + len(d["updated"]) + len(d["deleted"]) for d in ep.diff.values()),
     }
     return finalize(ep, checks, fields, guardrail_code=GUARDRAIL_CODE, metrics=metrics)

@@ -523,3 +523,28 @@ def test_duplicate_entries_fail_the_whole_trail() -> None:
     task_id = _first(lambda k: k["decision"] == "update" and not k["minor"])
     g = run_episode(env(), RecordsConsentTwice(), task_id=task_id).grade
     assert not g["pass"] and "duplicate_entry" in g["failure_codes"] and g["score"] <= 0.25
+
+
+# -- conventions (issue 17) ------------------------------------------------------------------
+def test_generator_plants_one_trap_per_defect_tag_and_outcome_class() -> None:
+    from backoffice.envs.registration.generator import FORM_OUTCOME_PLANTERS, PLANTERS
+
+    assert set(PLANTERS) == set(DEFECT_TAGS)
+    outcomes = {o for draws in OUTCOME_DRAWS.values() for o, _ in draws}
+    assert set(FORM_OUTCOME_PLANTERS) <= outcomes
+    with pytest.raises(ValueError):
+        generate(0, "no_such_tag")
+
+
+def test_declaration_names_everything_lazily() -> None:
+    from backoffice.envs.core import lazy
+    from backoffice.envs.registration import DOMAIN, FAILURE_CODES
+    from backoffice.envs.registration.tools import toolkit
+
+    assert isinstance(DOMAIN.grade, lazy) and isinstance(DOMAIN.judge, lazy)
+    assert DOMAIN.failure_codes == FAILURE_CODES and "clock" not in DOMAIN.tables
+    assert set(generate(0, "new_patient").snapshot) == {*DOMAIN.tables, "clock"}
+    assert DOMAIN.policies == "backoffice.training.policies.registration"
+    assert all(t.writes is not None for t in toolkit.tools.values())
+    assert {n for n, t in toolkit.tools.items() if t.writes} == {
+        "create_patient", "update_patient", "add_coverage", "add_contact", "record_consent", "link_gp", "refer_to_human"}

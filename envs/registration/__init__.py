@@ -5,23 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from backoffice.envs.core import BackofficeEnv, Domain, Episode
+from backoffice.envs.core import BackofficeEnv, Domain, lazy
 from backoffice.envs.registration.generator import DEFECT_TAGS, generate
-from backoffice.envs.registration.tables import FAILURE_CODES, GUARDRAIL_CODE
+from backoffice.envs.registration.tables import TABLES
 from backoffice.envs.registration.tools import toolkit
 
-
-def _grade(episode: Episode) -> dict[str, Any]:
-    # imported lazily: the grader imports this package's tables
-    from backoffice.graders.registration import grade
-
-    return grade(episode)
-
-
-def _judge(episode: Episode, spec: str = "rubric") -> dict[str, Any] | None:
-    from backoffice.graders.registration_judge import judge
-
-    return judge(episode, spec)
+#: failure code of a write outside the answer key's targets (the guardrail)
+GUARDRAIL_CODE = "forbidden_hit"
+#: every failure code the grader emits (each proven by a wrong policy)
+FAILURE_CODES = (
+    "duplicate_created", "search_skipped", "missing_required", "field_mismatch", "invalid_coverage",
+    "guardian_missing", "verified_overwritten", "wrong_patient_updated", "missed_referral",
+    "unnecessary_referral", "wrong_referral_reason", "wrong_referral_basis", "duplicate_entry", GUARDRAIL_CODE,
+)
 
 
 def terminal_shaping(grade: Mapping[str, Any]) -> float:
@@ -32,21 +28,24 @@ def terminal_shaping(grade: Mapping[str, Any]) -> float:
 
 DOMAIN = Domain(
     name="registration",
+    policies="backoffice.training.policies.registration",
+    catalog="backoffice.training.catalog.registration:RegistrationCatalog",
     title="Registration",
     prefix="REG",
     toolkit=toolkit,
     generate=generate,
-    grade=_grade,
+    grade=lazy("backoffice.graders.registration:grade"),
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
     generator_version="2.0.0",
     sizes={"train": 400, "heldout": 180},
     default_max_steps=40,
     guardrail_code=GUARDRAIL_CODE,
-    judge=_judge,
+    judge=lazy("backoffice.graders.registration_judge:judge"),
     terminal_shaping=terminal_shaping,
     rules=("R-SEARCH-FIRST", "R-NO-DUPLICATE", "R-MINOR-GUARDIAN", "R-COVERAGE-ID", "R-VERIFIED-FIELD",
            "R-REFER-MATCH", "R-IDENTITY-CONFLICT", "R-REGISTRATION-SET"),
+    tables=TABLES,
 )
 
 

@@ -9,19 +9,36 @@ outcome class (create, update, or a referral: ambiguous, deceased, identity conf
 per tag (:data:`OUTCOME_DRAWS`) so no class dominates a split. Every generated world is checked
 against the rule file's decision (:func:`~backoffice.envs.registration.tables.decide`) over the
 whole index and over the search hits, and redrawn if an accidental look-alike changes it.
+
+How one attempt reads (:func:`_attempt`; every draw comes from the attempt's one stream, in this
+order, which the released seeds depend on):
+
+1. :func:`build_world` -> :class:`Desk`: the form's person, the background patients, the
+   look-alikes, the person's coverage and GP, their record; the outcome classes' traps in the
+   world (:func:`_plant_refer_deceased`, :func:`_plant_refer_ambiguous_record`).
+2. :func:`draw_form` -> :class:`FormDraft`: what the patient writes, with the defect tag's trap
+   (:data:`PLANTERS`, one ``_plant_<tag>`` per tag) and the outcome class's trap on the form
+   (:data:`FORM_OUTCOME_PLANTERS`).
+3. :func:`write_tables`: the snapshot's rows.
+4. :func:`_consistent` (the rule file's decision agrees with the outcome class, else redraw),
+   then :func:`_key`, the answer key, and the instructions.
+
+:func:`generate` is the engine's retry loop (:func:`~backoffice.envs.core.retrying`, 50 tries).
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from typing import Any
 
+from backoffice.envs.core import retrying
 from backoffice.envs.core.domain import Generated
 from backoffice.envs.registration.tables import (
     CITIES, FAMILY_NAMES, FEMALE, KIN_TERMS, MINOR_AGE, NAME_GROUPS, PAYERS, PLAIN_GIVEN, PRACTICES, PREFIX,
-    REFER_CLASSES, RULES, STREETS, age_on, decide, digits, fold, identifier_valid, given_equivalent, identifier_check_digit, is_transposition,
+    REFER_CLASSES, RULES, STREETS, age_on, decide, fold, identifier_valid, given_equivalent, identifier_check_digit, is_transposition,
     luhn_digit, name_variants, parse_date, phone_key,
 )
 from backoffice.envs.registration.tools import ALL_TOOLS, search_score
@@ -158,17 +175,6 @@ def other_dob(w: World, dob: str, minor: bool) -> str:
 
 
 # -- generation ------------------------------------------------------------------------------
-def generate(seed: int, defect_tag: str) -> Generated:
-    """One registration task whose trap is ``defect_tag`` (see :data:`DEFECT_TAGS`)."""
-    if defect_tag not in DEFECT_TAGS:
-        raise ValueError(f"unknown defect tag {defect_tag!r}")
-    for attempt in range(50):
-        out = _attempt(seed, defect_tag, attempt)
-        if out is not None:
-            return out
-    raise RuntimeError(f"could not generate a consistent world for seed {seed} tag {defect_tag}")
-
-
 #: outcome class draws per defect tag (the tag is the trap on the form; the outcome is drawn so
 #: that no class dominates a split and a constant policy cannot pass on the class prior)
 OUTCOME_DRAWS: dict[str, tuple[tuple[str, float], ...]] = {
@@ -209,147 +215,345 @@ def _kin(w: World, subject: Person) -> tuple[str, str, str]:
     return f"{given} {family}", rel, w.phone()
 
 
-def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C901 - one recipe per tag
+# -- the world: the form's person, the index around them, their record -----------------------
+@dataclass
+class Desk:
+    """Everything drawn for one task before the tables are written: the form's person
+    (``subject``), every patient record of the index (``records``), the household look-alikes,
+    the person's own record if they have one, and what it holds."""
+
+    w: World
+    tag: str
+    outcome: str
+    minor: bool
+    subject: Person
+    records: list[Person] = field(default_factory=list)
+    household: list[Person] = field(default_factory=list)
+    has_cov: bool = False
+    record: Person | None = None
+    other: Person | None = None      # refer_ambiguous: the second candidate
+    moved: bool = False              # the record holds the old address
+    evidence: bool = False           # an address document was seen at the desk
+    record_cov: str = ""             # member id already on the record
+    record_gp: str = ""              # practice the record is linked to
+
+    @property
+    def rng(self) -> random.Random:
+        return self.w.rng
+
+    @property
+    def today(self) -> str:
+        return self.w.now
+
+    @property
+    def family(self) -> str:
+        return self.subject.family
+
+
+def build_world(seed: int, tag: str, attempt: int) -> Desk:
+    """Draw the form's person, the background patients, the look-alikes, the person's coverage
+    and GP, and their record (with the outcome class's trap on it)."""
     w = World(seed * 64 + attempt)
+    desk = _draw_subject(w, tag, draw_outcome(seed, tag))
+    _add_background(desk)
+    _add_look_alikes(desk)
+    _draw_cover(desk)
+    if has_record(desk.tag, desk.outcome):
+        _add_subject_record(desk)
+    if desk.outcome == "refer_ambiguous":
+        _plant_refer_ambiguous_record(desk)
+    return desk
+
+
+def has_record(tag: str, outcome: str) -> bool:
+    """Whether the form's person already has a record in the index."""
+    return not (outcome == "create" or (outcome == "refer_conflict" and tag == "new_patient"))
+
+
+def _draw_subject(w: World, tag: str, outcome: str) -> Desk:
     rng = w.rng
-    today = w.now
-    outcome = draw_outcome(seed, tag)
-    has_record = not (outcome == "create" or (outcome == "refer_conflict" and tag == "new_patient"))
     registers = outcome in ("create", "update")
     minor = tag == "minor_needs_guardian" or (registers and tag in ("new_patient", "invalid_member_id") and rng.random() < 0.12)
     family = rng.choice(FAMILY_NAMES)
     formal = tag in ("existing_patient_name_variant",) or rng.random() < 0.5
     subject = w.person(family, minor=minor, formal=formal)
-    if tag == "transposed_dob_digits":
-        while transposed_dob(rng, subject.dob, today) is None:
+    if tag == "transposed_dob_digits":  # a date of birth with two digits that can be swapped
+        while transposed_dob(rng, subject.dob, w.now) is None:
             subject.dob = w.dob(minor)
+    return Desk(w, tag, outcome, minor, subject)
 
-    records: list[Person] = []          # every patient record of the world
-    household: list[Person] = []
-    # background patients, none sharing the subject's family name
+
+def _add_background(desk: Desk) -> None:
+    """Background patients, none sharing the subject's family name; sometimes one deceased."""
+    w, rng, records = desk.w, desk.rng, desk.records
     for _ in range(rng.randint(12, 18)):
-        records.append(w.person(rng.choice([f for f in FAMILY_NAMES if f != family]), minor=rng.random() < 0.15))
+        records.append(w.person(rng.choice([f for f in FAMILY_NAMES if f != desk.family]), minor=rng.random() < 0.15))
     if rng.random() < 0.3:
         records[0].status = "deceased"
         dod = w.today - timedelta(days=rng.randint(100, 2000))
         records[0].date_of_death = max(dod, date.fromisoformat(records[0].dob) + timedelta(days=400)).isoformat()
 
-    # look-alikes, present in every task: household members (same family name and address,
-    # another given name), a namesake born in another year, a twin, a deceased relative, a
-    # namesake whose date of birth is the form's with two digits swapped
-    n_house = 2 if rng.random() < 0.4 else 1
-    for k in range(n_house):
-        sex = "F" if rng.random() < 0.55 else "M"
-        g = different_given(w, [subject.given, *(h.given for h in household)], sex)
-        p = Person(g, family, sex, other_dob(w, subject.dob, False), subject.address_line, subject.city,
-                   subject.postcode, w.phone(), w.identifier())
-        if minor and k == 0:  # a parent: at least 20 years older
-            p.dob = (date.fromisoformat(subject.dob) - timedelta(days=365 * rng.randint(20, 40) + rng.randint(0, 300))).isoformat()
-        household.append(p)
-        records.append(p)
+
+def _add_look_alikes(desk: Desk) -> None:
+    """Look-alikes, present in every task: household members (same family name and address,
+    another given name), a namesake born in another year, a twin, a deceased relative, a
+    namesake whose date of birth is the form's with two digits swapped."""
+    _add_household(desk)
+    w, rng, subject, family = desk.w, desk.rng, desk.subject, desk.family
+    others = [subject.given, *(h.given for h in desk.household)]
     if rng.random() < 0.6:
         ns = w.person(family, minor=False)
         ns.given, ns.sex = subject.given, subject.sex
         ns.dob = other_dob(w, subject.dob, False)
-        records.append(ns)
+        desk.records.append(ns)
     if rng.random() < 0.3:
-        tw = replace(subject, given=different_given(w, [subject.given, *(h.given for h in household)]),
-                     identifier=w.identifier(), phone=w.phone(), verified=list(subject.verified))
+        tw = replace(subject, given=different_given(w, others), identifier=w.identifier(), phone=w.phone(),
+                     verified=list(subject.verified))
         tw.sex = "F" if tw.given in FEMALE else "M"
-        records.append(tw)
-    if rng.random() < (0.85 if outcome == "refer_deceased" else 0.35):
-        sex = rng.choice("FM")
-        old = Person(different_given(w, [subject.given, *(h.given for h in household)], sex), family, sex,
-                     (date.fromisoformat(subject.dob) - timedelta(days=365 * rng.randint(42, 60))).isoformat(),
-                     subject.address_line, subject.city, subject.postcode, w.phone(), w.identifier(), status="deceased")
-        if age_on(old.dob, today) > 104:
-            old.dob = (w.today - timedelta(days=365 * 98)).isoformat()
-        old.date_of_death = (w.today - timedelta(days=rng.randint(60, 3000))).isoformat()
-        records.append(old)
-    if tag != "transposed_dob_digits" and rng.random() < 0.2:
-        swapped = transposed_dob(rng, subject.dob, today)
+        desk.records.append(tw)
+    if rng.random() < (0.85 if desk.outcome == "refer_deceased" else 0.35):
+        desk.records.append(_deceased_relative(desk, others))
+    if desk.tag != "transposed_dob_digits" and rng.random() < 0.2:
+        swapped = transposed_dob(rng, subject.dob, desk.today)
         if swapped:
-            ts = w.person(family, minor=age_on(swapped, today) < MINOR_AGE)
+            ts = w.person(family, minor=age_on(swapped, desk.today) < MINOR_AGE)
             ts.given, ts.sex, ts.dob = subject.given, subject.sex, swapped
-            records.append(ts)
+            desk.records.append(ts)
 
-    # coverage, GP and what the subject's record looks like if it exists
-    has_cov = tag == "invalid_member_id" or rng.random() < 0.75
-    if has_cov:
+
+def _add_household(desk: Desk) -> None:
+    """One or two household members; a minor's first one is a parent (20-40 years older)."""
+    w, rng, subject = desk.w, desk.rng, desk.subject
+    n_house = 2 if rng.random() < 0.4 else 1
+    for k in range(n_house):
+        sex = "F" if rng.random() < 0.55 else "M"
+        g = different_given(w, [subject.given, *(h.given for h in desk.household)], sex)
+        p = Person(g, subject.family, sex, other_dob(w, subject.dob, False), subject.address_line, subject.city,
+                   subject.postcode, w.phone(), w.identifier())
+        if desk.minor and k == 0:
+            p.dob = (date.fromisoformat(subject.dob) - timedelta(days=365 * rng.randint(20, 40) + rng.randint(0, 300))).isoformat()
+        desk.household.append(p)
+        desk.records.append(p)
+
+
+def _deceased_relative(desk: Desk, others: list[str]) -> Person:
+    w, rng, subject = desk.w, desk.rng, desk.subject
+    sex = rng.choice("FM")
+    old = Person(different_given(w, others, sex), subject.family, sex,
+                 (date.fromisoformat(subject.dob) - timedelta(days=365 * rng.randint(42, 60))).isoformat(),
+                 subject.address_line, subject.city, subject.postcode, w.phone(), w.identifier(), status="deceased")
+    if age_on(old.dob, desk.today) > 104:
+        old.dob = (w.today - timedelta(days=365 * 98)).isoformat()
+    old.date_of_death = (w.today - timedelta(days=rng.randint(60, 3000))).isoformat()
+    return old
+
+
+def _draw_cover(desk: Desk) -> None:
+    """The subject's insurer and GP practice (always a coverage for ``invalid_member_id``)."""
+    w, rng, subject = desk.w, desk.rng, desk.subject
+    desk.has_cov = desk.tag == "invalid_member_id" or rng.random() < 0.75
+    if desk.has_cov:
         subject.payer = rng.choice(PAYERS)[0]
         subject.member_id = w.member_id(subject.payer)
     subject.practice = rng.choice([p[0] for p in PRACTICES if p[2] == subject.city] or [PRACTICES[0][0]]) if rng.random() < 0.9 else ""
 
-    record: Person | None = None
-    other: Person | None = None      # ambiguous: the second candidate
-    moved = evidence = False
-    record_cov = record_gp = ""
-    if has_record:
-        record = replace(subject, verified=list(subject.verified))
-        if rng.random() < 0.6:  # the record holds the old address
-            moved = True
-            record.address_line, record.city, record.postcode = w.address()
-            if rng.random() < 0.7:
-                record.verified.append("address")
-                evidence = rng.random() < 0.5
-        if rng.random() < 0.5:
-            record.phone = w.phone()
-        for hm in household:  # the household lived at the record's address
-            if moved and rng.random() < 0.5:
-                hm.address_line, hm.city, hm.postcode = record.address_line, record.city, record.postcode
-        if outcome == "refer_deceased":
-            record.status = "deceased"
-            record.date_of_death = (w.today - timedelta(days=rng.randint(60, 1500))).isoformat()
-        records.append(record)
-        if has_cov and tag != "invalid_member_id" and rng.random() < 0.4:
-            record_cov = subject.member_id
-        gp_roll = rng.random()
-        if subject.practice and gp_roll < 0.4:
-            record_gp = subject.practice
-        elif gp_roll < 0.7:
-            record_gp = rng.choice([p[0] for p in PRACTICES if p[0] != subject.practice])
-    if outcome == "refer_ambiguous":
-        other = w.person(family)
-        other.given = subject.given if rng.random() < 0.5 else rng.choice(name_variants(subject.given) or (subject.given,))
-        other.sex, other.dob = subject.sex, subject.dob
-        records.append(other)
 
-    # the intake form
-    form_given, form_family, form_dob = subject.given, subject.family, subject.dob
+def _add_subject_record(desk: Desk) -> None:
+    """The subject's own record: maybe the old address (verified, with a document at the desk or
+    not) and phone, deceased for ``refer_deceased``, maybe their coverage and a GP link."""
+    w, rng, subject = desk.w, desk.rng, desk.subject
+    record = replace(subject, verified=list(subject.verified))
+    if rng.random() < 0.6:  # the record holds the old address
+        desk.moved = True
+        record.address_line, record.city, record.postcode = w.address()
+        if rng.random() < 0.7:
+            record.verified.append("address")
+            desk.evidence = rng.random() < 0.5
+    if rng.random() < 0.5:
+        record.phone = w.phone()
+    for hm in desk.household:  # the household lived at the record's address
+        if desk.moved and rng.random() < 0.5:
+            hm.address_line, hm.city, hm.postcode = record.address_line, record.city, record.postcode
+    if desk.outcome == "refer_deceased":
+        _plant_refer_deceased(desk, record)
+    desk.records.append(record)
+    desk.record = record
+    if desk.has_cov and desk.tag != "invalid_member_id" and rng.random() < 0.4:
+        desk.record_cov = subject.member_id
+    gp_roll = rng.random()
+    if subject.practice and gp_roll < 0.4:
+        desk.record_gp = subject.practice
+    elif gp_roll < 0.7:
+        desk.record_gp = rng.choice([p[0] for p in PRACTICES if p[0] != subject.practice])
+
+
+# -- outcome classes: the referral traps in the world ------------------------------------------
+def _plant_refer_deceased(desk: Desk, record: Person) -> None:
+    """The only matching record is marked deceased."""
+    record.status = "deceased"
+    record.date_of_death = (desk.w.today - timedelta(days=desk.rng.randint(60, 1500))).isoformat()
+
+
+def _plant_refer_ambiguous_record(desk: Desk) -> None:
+    """A second candidate: same family name, sex and date of birth, the same given name or a variant."""
+    w, rng, subject = desk.w, desk.rng, desk.subject
+    other = w.person(desk.family)
+    other.given = subject.given if rng.random() < 0.5 else rng.choice(name_variants(subject.given) or (subject.given,))
+    other.sex, other.dob = subject.sex, subject.dob
+    desk.records.append(other)
+    desk.other = other
+
+
+# -- the intake form ---------------------------------------------------------------------------
+@dataclass
+class FormDraft:
+    """What the patient writes on the form, before it becomes a row."""
+
+    given: str
+    family: str
+    dob: str
+    ident: str
+    member: str
+    notes: list[str] = field(default_factory=list)
+    member_typo: bool = False
+    guardian: tuple[str, str, str] | None = None
+    kin: tuple[str, str, str] | None = None
+
+
+def draw_form(desk: Desk) -> FormDraft:
+    """The form: the identifier written spaced, left out or mistyped, then the defect tag's trap
+    (:data:`PLANTERS`), the outcome class's trap (:data:`FORM_OUTCOME_PLANTERS`), then the card
+    and the contacts."""
+    rng, subject = desk.rng, desk.subject
+    form = FormDraft(subject.given, subject.family, subject.dob, subject.identifier, subject.member_id)
     roll = rng.random()
-    form_ident = spaced_identifier(subject.identifier) if roll < 0.35 else subject.identifier
-    if tag != "transposed_dob_digits" and roll >= 0.7:
-        form_ident = "" if roll < 0.88 else mistype_digit(rng, subject.identifier, 0)  # unknown, or a typo
-    notes: list[str] = []
-    if tag == "existing_patient_name_variant":
-        if rng.random() < 0.6 and name_variants(subject.given):
-            form_given = rng.choice([v for v in name_variants(subject.given) if v != subject.given])
-            notes.append(f"Goes by {form_given}.")
-        else:
-            form_given, form_family = subject.family, subject.given
-    elif tag == "transposed_dob_digits":
-        form_dob = transposed_dob(rng, subject.dob, today) or subject.dob
-    if outcome == "refer_ambiguous":
-        form_ident = "" if rng.random() < 0.6 else mistype_digit(rng, subject.identifier, 0)
-        if name_variants(subject.given) and rng.random() < 0.3:
-            form_given = rng.choice(name_variants(subject.given))
-    if outcome == "refer_conflict":  # a relative's identifier on the form
-        holder = household[rng.randrange(len(household))]
-        form_ident = spaced_identifier(holder.identifier) if rng.random() < 0.4 else holder.identifier
-    if moved and rng.random() < 0.5:
-        notes.append("Moved house recently.")
-    form_member = subject.member_id
-    if tag == "invalid_member_id":
-        form_member = mistype_digit(rng, subject.member_id, 2)
-    guardian = kin = None
-    if minor:
-        parent = household[0]
-        guardian = (f"{parent.given} {parent.family}", "mother" if parent.sex == "F" else "father", parent.phone)
+    form.ident = spaced_identifier(subject.identifier) if roll < 0.35 else subject.identifier
+    if desk.tag != "transposed_dob_digits" and roll >= 0.7:
+        form.ident = "" if roll < 0.88 else mistype_digit(rng, subject.identifier, 0)  # unknown, or a typo
+    PLANTERS[desk.tag](desk, form)
+    planter = FORM_OUTCOME_PLANTERS.get(desk.outcome)
+    if planter:
+        planter(desk, form)
+    if desk.moved and rng.random() < 0.5:
+        form.notes.append("Moved house recently.")
+    if form.member_typo:
+        form.member = mistype_digit(rng, subject.member_id, 2)
+    if desk.minor:
+        parent = desk.household[0]
+        form.guardian = (f"{parent.given} {parent.family}", "mother" if parent.sex == "F" else "father", parent.phone)
     elif rng.random() < 0.5:
-        kin = _kin(w, subject)
+        form.kin = _kin(desk.w, subject)
+    return form
 
-    # -- assemble tables ---------------------------------------------------------------------
-    order = list(records)
+
+# -- defect tags: one trap each on the form (drawn in this order: see draw_form) -------------------
+def _plant_new_patient(desk: Desk, form: FormDraft) -> None:
+    """No record (``create``), or the form carries a relative's identifier (``refer_conflict``):
+    the world already says which (:func:`has_record`); the form is written as is."""
+
+
+def _plant_existing_patient_exact(desk: Desk, form: FormDraft) -> None:
+    """The record matches the form exactly up to formatting; the look-alikes make it a trap."""
+
+
+def _plant_existing_patient_name_variant(desk: Desk, form: FormDraft) -> None:
+    """A nickname (noted on the form), or given and family name swapped."""
+    subject = desk.subject
+    if desk.rng.random() < 0.6 and name_variants(subject.given):
+        form.given = desk.rng.choice([v for v in name_variants(subject.given) if v != subject.given])
+        form.notes.append(f"Goes by {form.given}.")
+    else:
+        form.given, form.family = subject.family, subject.given
+
+
+def _plant_transposed_dob_digits(desk: Desk, form: FormDraft) -> None:
+    """Two adjacent digits of the date of birth swapped (the identifier is always written)."""
+    form.dob = transposed_dob(desk.rng, desk.subject.dob, desk.today) or desk.subject.dob
+
+
+def _plant_minor_needs_guardian(desk: Desk, form: FormDraft) -> None:
+    """The subject is a minor (drawn with the subject): the form names the parent as guardian."""
+
+
+def _plant_invalid_member_id(desk: Desk, form: FormDraft) -> None:
+    """One digit of the member id mistyped (drawn after the notes, see :func:`draw_form`)."""
+    form.member_typo = True
+
+
+def _plant_ambiguous_match(desk: Desk, form: FormDraft) -> None:
+    """Always ``refer_ambiguous``: see :func:`_plant_refer_ambiguous_form`."""
+
+
+def _plant_deceased_match(desk: Desk, form: FormDraft) -> None:
+    """Always ``refer_deceased``: see :func:`_plant_refer_deceased`."""
+
+
+def _plant_conflicting_identifier(desk: Desk, form: FormDraft) -> None:
+    """Always ``refer_conflict``: see :func:`_plant_refer_conflict`."""
+
+
+PLANTERS: dict[str, Callable[[Desk, FormDraft], None]] = {
+    "new_patient": _plant_new_patient,
+    "existing_patient_exact": _plant_existing_patient_exact,
+    "existing_patient_name_variant": _plant_existing_patient_name_variant,
+    "transposed_dob_digits": _plant_transposed_dob_digits,
+    "minor_needs_guardian": _plant_minor_needs_guardian,
+    "invalid_member_id": _plant_invalid_member_id,
+    "ambiguous_match": _plant_ambiguous_match,
+    "deceased_match": _plant_deceased_match,
+    "conflicting_identifier": _plant_conflicting_identifier,
+}
+
+
+def _plant_refer_ambiguous_form(desk: Desk, form: FormDraft) -> None:
+    """No identifier (or a mistyped one) to settle which candidate, sometimes a name variant."""
+    rng, subject = desk.rng, desk.subject
+    form.ident = "" if rng.random() < 0.6 else mistype_digit(rng, subject.identifier, 0)
+    if name_variants(subject.given) and rng.random() < 0.3:
+        form.given = rng.choice(name_variants(subject.given))
+
+
+def _plant_refer_conflict(desk: Desk, form: FormDraft) -> None:
+    """A relative's identifier on the form."""
+    rng = desk.rng
+    holder = desk.household[rng.randrange(len(desk.household))]
+    form.ident = spaced_identifier(holder.identifier) if rng.random() < 0.4 else holder.identifier
+
+
+FORM_OUTCOME_PLANTERS: dict[str, Callable[[Desk, FormDraft], None]] = {
+    "refer_ambiguous": _plant_refer_ambiguous_form,
+    "refer_conflict": _plant_refer_conflict,
+}
+
+
+# -- the tables --------------------------------------------------------------------------------
+@dataclass
+class Tables:
+    """The snapshot's rows, with what the answer key needs to know about them."""
+
+    patients: list[dict[str, Any]]
+    pid_of: dict[int, str]
+    coverages: list[dict[str, Any]] = field(default_factory=list)
+    roster: list[tuple[str, str, Person]] = field(default_factory=list)
+    gp_links: list[dict[str, Any]] = field(default_factory=list)
+    contacts: list[dict[str, Any]] = field(default_factory=list)
+    consents: list[dict[str, Any]] = field(default_factory=list)
+    kin_on_file: dict[str, Any] | None = None
+    guardian_on_file: dict[str, Any] | None = None
+
+    def add_cov(self, rng: random.Random, pid: str, payer: str, mid: str, status: str = "active") -> None:
+        self.coverages.append({"id": f"{PREFIX['coverages']}-{len(self.coverages) + 1:04d}", "patient_id": pid, "payer_id": payer,
+                               "member_id": mid, "status": status, "start_date": f"{2026 - rng.randint(1, 8)}-01-01"})
+
+    def add_gp(self, rng: random.Random, pid: str, practice: str) -> None:
+        self.gp_links.append({"id": f"{PREFIX['gp_links']}-{len(self.gp_links) + 1:04d}", "patient_id": pid, "practice_id": practice,
+                              "status": "active", "linked_at": f"{2026 - rng.randint(1, 10)}-{rng.randint(1, 12):02d}-01", "ended_at": ""})
+
+
+def _patient_rows(desk: Desk) -> tuple[list[Person], Tables]:
+    """The records in a shuffled order, as patient rows with registration dates."""
+    w, rng = desk.w, desk.rng
+    order = list(desk.records)
     rng.shuffle(order)
     patients, pid_of = [], {}
     for i, p in enumerate(order, 1):
@@ -367,67 +571,75 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C9
             "status": p.status, "date_of_death": p.date_of_death, "verified": sorted(p.verified),
             "registered_at": registered, "updated_at": min(max(registered, updated), w.now),
         })
-    coverages: list[dict[str, Any]] = []
-    roster: list[tuple[str, str, Person]] = []
-    gp_links: list[dict[str, Any]] = []
-    contacts: list[dict[str, Any]] = []
-    consents: list[dict[str, Any]] = []
+    return order, Tables(patients, pid_of)
 
-    def add_cov(pid: str, payer: str, mid: str, status: str = "active") -> None:
-        coverages.append({"id": f"{PREFIX['coverages']}-{len(coverages) + 1:04d}", "patient_id": pid, "payer_id": payer,
-                          "member_id": mid, "status": status, "start_date": f"{2026 - rng.randint(1, 8)}-01-01"})
 
-    def add_gp(pid: str, practice: str) -> None:
-        gp_links.append({"id": f"{PREFIX['gp_links']}-{len(gp_links) + 1:04d}", "patient_id": pid, "practice_id": practice,
-                         "status": "active", "linked_at": f"{2026 - rng.randint(1, 10)}-{rng.randint(1, 12):02d}-01", "ended_at": ""})
-
+def _on_file(desk: Desk, order: list[Person], t: Tables) -> None:
+    """Coverages, GP links and contacts of every record; the subject's record keeps only its own."""
+    w, rng, subject = desk.w, desk.rng, desk.subject
     for p in order:
-        pid = pid_of[id(p)]
-        if p is record:
-            if record_cov:
-                add_cov(pid, subject.payer, record_cov)
-                roster.append((subject.payer, record_cov, subject))
+        pid = t.pid_of[id(p)]
+        if p is desk.record:
+            if desk.record_cov:
+                t.add_cov(rng, pid, subject.payer, desk.record_cov)
+                t.roster.append((subject.payer, desk.record_cov, subject))
             elif rng.random() < 0.3:
                 payer = rng.choice([x[0] for x in PAYERS if x[0] != subject.payer])
-                add_cov(pid, payer, w.member_id(payer), "ended")
-            if record_gp:
-                add_gp(pid, record_gp)
+                t.add_cov(rng, pid, payer, w.member_id(payer), "ended")
+            if desk.record_gp:
+                t.add_gp(rng, pid, desk.record_gp)
             continue
         if rng.random() < 0.6:
             payer = rng.choice(PAYERS)[0]
             mid = w.member_id(payer)
-            add_cov(pid, payer, mid)
-            roster.append((payer, mid, p))
+            t.add_cov(rng, pid, payer, mid)
+            t.roster.append((payer, mid, p))
         if rng.random() < 0.7:
-            add_gp(pid, rng.choice([x[0] for x in PRACTICES if x[2] == p.city] or [PRACTICES[0][0]]))
-        if age_on(p.dob, today) < MINOR_AGE or rng.random() < 0.2:
-            role = "guardian" if age_on(p.dob, today) < MINOR_AGE else "next_of_kin"
-            contacts.append({"id": f"{PREFIX['contacts']}-{len(contacts) + 1:04d}", "patient_id": pid, "role": role,
-                             "name": f"{different_given(w, [p.given], 'F' if role == 'guardian' else None)} {p.family}",
-                             "relationship": "mother" if role == "guardian" else "spouse",
-                             "phone": w.phone()})
-    if has_cov and not record_cov:
-        roster.append((subject.payer, subject.member_id, subject))
-    for hm in household:  # family members often share the payer
-        if has_cov and rng.random() < 0.5:
-            roster.append((subject.payer, w.member_id(subject.payer), hm))
-    record_pid = pid_of.get(id(record)) if record is not None else None
-    kin_on_file = guardian_on_file = None
-    if record_pid and kin and rng.random() < 0.4:
-        kin_on_file = {"id": f"{PREFIX['contacts']}-{len(contacts) + 1:04d}", "patient_id": record_pid, "role": "next_of_kin",
-                       "name": kin[0], "relationship": kin[1], "phone": kin[2]}
-        contacts.append(kin_on_file)
-    if record_pid and guardian and rng.random() < 0.4:
-        guardian_on_file = {"id": f"{PREFIX['contacts']}-{len(contacts) + 1:04d}", "patient_id": record_pid, "role": "guardian",
-                            "name": guardian[0], "relationship": guardian[1], "phone": guardian[2]}
-        contacts.append(guardian_on_file)
-    rng.shuffle(roster)
-    member_roster = [{"id": f"{PREFIX['member_roster']}-{i:04d}", "payer_id": payer, "member_id": mid, "given_name": p.given,
-                      "family_name": p.family, "dob": p.dob, "status": "active"} for i, (payer, mid, p) in enumerate(roster, 1)]
-    for i, c in enumerate(rng.sample(patients, k=min(5, len(patients))), 1):
-        consents.append({"id": f"{PREFIX['consents']}-{i:04d}", "patient_id": c["id"], "intake_form_id": f"{PREFIX['intake_forms']}-8{i:03d}",
-                         "kind": "treatment", "given_by": "self", "contact_id": "", "recorded_at": "2025-11-03T10:00:00"})
+            t.add_gp(rng, pid, rng.choice([x[0] for x in PRACTICES if x[2] == p.city] or [PRACTICES[0][0]]))
+        if age_on(p.dob, desk.today) < MINOR_AGE or rng.random() < 0.2:
+            role = "guardian" if age_on(p.dob, desk.today) < MINOR_AGE else "next_of_kin"
+            t.contacts.append({"id": f"{PREFIX['contacts']}-{len(t.contacts) + 1:04d}", "patient_id": pid, "role": role,
+                               "name": f"{different_given(w, [p.given], 'F' if role == 'guardian' else None)} {p.family}",
+                               "relationship": "mother" if role == "guardian" else "spouse",
+                               "phone": w.phone()})
 
+
+def _form_contacts_on_file(desk: Desk, form: FormDraft, t: Tables) -> None:
+    """The roster entries of the subject and their household; the form's contacts, sometimes
+    already on the record."""
+    rng, subject = desk.rng, desk.subject
+    if desk.has_cov and not desk.record_cov:
+        t.roster.append((subject.payer, subject.member_id, subject))
+    for hm in desk.household:  # family members often share the payer
+        if desk.has_cov and rng.random() < 0.5:
+            t.roster.append((subject.payer, desk.w.member_id(subject.payer), hm))
+    record_pid = t.pid_of.get(id(desk.record)) if desk.record is not None else None
+    if record_pid and form.kin and rng.random() < 0.4:
+        kin = form.kin
+        t.kin_on_file = {"id": f"{PREFIX['contacts']}-{len(t.contacts) + 1:04d}", "patient_id": record_pid, "role": "next_of_kin",
+                         "name": kin[0], "relationship": kin[1], "phone": kin[2]}
+        t.contacts.append(t.kin_on_file)
+    if record_pid and form.guardian and rng.random() < 0.4:
+        guardian = form.guardian
+        t.guardian_on_file = {"id": f"{PREFIX['contacts']}-{len(t.contacts) + 1:04d}", "patient_id": record_pid, "role": "guardian",
+                              "name": guardian[0], "relationship": guardian[1], "phone": guardian[2]}
+        t.contacts.append(t.guardian_on_file)
+
+
+def _roster_and_consents(rng: random.Random, t: Tables) -> list[dict[str, Any]]:
+    """The payers' member roster (shuffled) and earlier treatment consents."""
+    rng.shuffle(t.roster)
+    member_roster = [{"id": f"{PREFIX['member_roster']}-{i:04d}", "payer_id": payer, "member_id": mid, "given_name": p.given,
+                      "family_name": p.family, "dob": p.dob, "status": "active"} for i, (payer, mid, p) in enumerate(t.roster, 1)]
+    for i, c in enumerate(rng.sample(t.patients, k=min(5, len(t.patients))), 1):
+        t.consents.append({"id": f"{PREFIX['consents']}-{i:04d}", "patient_id": c["id"], "intake_form_id": f"{PREFIX['intake_forms']}-8{i:03d}",
+                           "kind": "treatment", "given_by": "self", "contact_id": "", "recorded_at": "2025-11-03T10:00:00"})
+    return member_roster
+
+
+def _form_rows(desk: Desk, draft: FormDraft, patients: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Earlier (processed) forms and the pending form of the task, last."""
+    w, rng, subject, record = desk.w, desk.rng, desk.subject, desk.record
     n_forms = rng.randint(2, 6)
     form_id = f"{PREFIX['intake_forms']}-{n_forms:04d}"
     forms = []
@@ -439,28 +651,41 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C9
                       "identifier": src["identifier"], "consent_signed_by": "self"})
     form = {
         **_blank_form(form_id, w.now, "pending"),
-        "given_name": form_given if rng.random() < 0.85 else form_given.upper(), "family_name": form_family if rng.random() < 0.8 else form_family.upper(),
-        "dob": form_dob, "sex": subject.sex, "address_line": subject.address_line, "city": subject.city,
-        "postcode": subject.postcode, "phone": pretty_phone(rng, subject.phone), "identifier": form_ident,
-        "previous_address": f"{record.address_line}, {record.city} {record.postcode}" if (moved and record and rng.random() < 0.5) else "",
-        "payer_id": subject.payer, "member_id": form_member, "gp_practice_id": subject.practice,
-        "consent_signed_by": "guardian" if minor else "self", "notes": " ".join(notes),
+        "given_name": draft.given if rng.random() < 0.85 else draft.given.upper(),
+        "family_name": draft.family if rng.random() < 0.8 else draft.family.upper(),
+        "dob": draft.dob, "sex": subject.sex, "address_line": subject.address_line, "city": subject.city,
+        "postcode": subject.postcode, "phone": pretty_phone(rng, subject.phone), "identifier": draft.ident,
+        "previous_address": f"{record.address_line}, {record.city} {record.postcode}" if (desk.moved and record and rng.random() < 0.5) else "",
+        "payer_id": subject.payer, "member_id": draft.member, "gp_practice_id": subject.practice,
+        "consent_signed_by": "guardian" if desk.minor else "self", "notes": " ".join(draft.notes),
     }
-    if guardian:
-        form.update(guardian_name=guardian[0], guardian_relationship=guardian[1], guardian_phone=pretty_phone(rng, guardian[2]))
-    if kin:
-        form.update(next_of_kin_name=kin[0], next_of_kin_relationship=kin[1], next_of_kin_phone=pretty_phone(rng, kin[2]))
+    if draft.guardian:
+        g = draft.guardian
+        form.update(guardian_name=g[0], guardian_relationship=g[1], guardian_phone=pretty_phone(rng, g[2]))
+    if draft.kin:
+        k = draft.kin
+        form.update(next_of_kin_name=k[0], next_of_kin_relationship=k[1], next_of_kin_phone=pretty_phone(rng, k[2]))
     forms.append(form)
+    return forms, form
+
+
+def _evidence_rows(desk: Desk, form_id: str) -> list[dict[str, Any]]:
+    """The address document (when the record's verified address may change) and an unrelated letter."""
+    w, rng, subject = desk.w, desk.rng, desk.subject
     evidence_rows = []
-    if evidence:
+    if desk.evidence:
         kind = rng.choice(("utility_bill", "bank_statement", "council_tax_bill", "tenancy_agreement"))
         evidence_rows.append({"id": f"{PREFIX['evidence']}-0001", "intake_form_id": form_id, "field": "address", "kind": kind,
                               "detail": f"{kind.replace('_', ' ')} dated {(w.today - timedelta(days=rng.randint(5, 60))).isoformat()} showing {subject.address_line}, {subject.city} {subject.postcode}"})
     if rng.random() < 0.4:
         evidence_rows.append({"id": f"{PREFIX['evidence']}-{len(evidence_rows) + 1:04d}", "intake_form_id": form_id, "field": "none",
                               "kind": "appointment_letter", "detail": "hospital appointment letter brought by the patient"})
+    return evidence_rows
 
-    # old referrals with their timers; queued letters
+
+def _queues(w: World, patients: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Old referrals with their timers; queued letters."""
+    rng = w.rng
     referrals, timers, notifications = [], [], []
     for i in range(1, rng.randint(1, 3) + 1):
         rid = f"{PREFIX['referrals']}-{i:04d}"
@@ -472,103 +697,164 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:  # noqa: C9
         notifications.append({"id": f"{PREFIX['notifications']}-{i:04d}", "kind": rng.choice(("welcome_pack", "appointment_reminder")),
                               "ref_id": rng.choice(patients)["id"], "channel": rng.choice(("post", "sms")), "status": "queued",
                               "created_at": f"{w.today - timedelta(days=1)}T17:00:00"})
+    return {"referrals": referrals, "notifications": notifications, "task_timers": timers}
 
+
+def write_tables(desk: Desk, draft: FormDraft) -> tuple[dict[str, list[dict[str, Any]]], Tables, dict[str, Any]]:
+    """The snapshot (every table, in the order of the rows' draws), the bookkeeping the key
+    needs, and the task's form row."""
+    order, t = _patient_rows(desk)
+    _on_file(desk, order, t)
+    _form_contacts_on_file(desk, draft, t)
+    member_roster = _roster_and_consents(desk.rng, t)
+    forms, form = _form_rows(desk, draft, t.patients)
+    evidence_rows = _evidence_rows(desk, form["id"])
+    queues = _queues(desk.w, t.patients)
     snapshot = {
-        "patients": patients, "coverages": coverages, "contacts": contacts, "consents": consents, "gp_links": gp_links,
+        "patients": t.patients, "coverages": t.coverages, "contacts": t.contacts, "consents": t.consents, "gp_links": t.gp_links,
         "practices": [{"id": p[0], "name": p[1], "city": p[2]} for p in PRACTICES],
         "payers": [{"id": p[0], "name": p[1], "member_prefix": p[2]} for p in PAYERS],
-        "member_roster": member_roster, "intake_forms": forms, "evidence": evidence_rows, "referrals": referrals,
-        "notifications": notifications, "task_timers": timers,
+        "member_roster": member_roster, "intake_forms": forms, "evidence": evidence_rows, "referrals": queues["referrals"],
+        "notifications": queues["notifications"], "task_timers": queues["task_timers"],
         "rules": [{"id": r[0], "title": r[1], "text": r[2]} for r in RULES],
-        "clock": [{"id": "clock", "now": w.now}],
+        "clock": [{"id": "clock", "now": desk.w.now}],
     }
+    return snapshot, t, form
 
-    # -- the answer key ----------------------------------------------------------------------
+
+# -- the answer key ----------------------------------------------------------------------------
+def _consistent(desk: Desk, form: dict[str, Any], t: Tables, record_pid: str | None) -> list[str] | None:
+    """The blocking record ids when the world says what the outcome class says, else ``None``.
+
+    The search shows every blocking record and at least one look-alike beside them; the
+    decision read from the hits is the one read from the whole index."""
+    outcome, patients = desk.outcome, t.patients
     got, basis = decide(form, patients)
     if got != outcome:
         return None
     query = {"name": f"{form['given_name']} {form['family_name']}", "dob": form["dob"],
              "identifier": form["identifier"] or None, "postcode": form["postcode"] or None}
     hits = [r for r in patients if search_score(r, **query) >= 3]
-    # the search shows every blocking record and at least one look-alike beside them; the
-    # decision read from the hits is the one read from the whole index
-    if outcome == "refer_ambiguous" and basis != sorted([record_pid, pid_of[id(other)]]):
+    if outcome == "refer_ambiguous" and basis != sorted([record_pid, t.pid_of[id(desk.other)]]):
         return None
     if not 3 <= len(hits) <= MAX_HITS or decide(form, hits) != (got, basis) or len(hits) <= len(basis) + (outcome == "update"):
         return None
-    if has_record and record_pid not in basis and outcome != "refer_conflict":
+    if desk.record is not None and record_pid not in basis and outcome != "refer_conflict":
         return None
+    return basis
+
+
+def _expected_fields(desk: Desk, form: dict[str, Any], t: Tables, record_pid: str | None, targets: list[str],
+                     nxt: Callable[..., str]) -> dict[str, Any]:
+    """The demographics the registered record must hold (and the targets writing them)."""
+    if desk.outcome == "create":
+        targets += [nxt("patients"), nxt("notifications")]
+        exp = {k: form[k] for k in ("given_name", "family_name", "dob", "sex", "address_line", "city", "postcode", "phone")}
+        exp["identifier"] = form["identifier"] if identifier_valid(form["identifier"]) else ""
+        return exp
+    assert desk.record is not None and record_pid is not None
+    row = next(p for p in t.patients if p["id"] == record_pid)
+    exp = {k: row[k] for k in ("identifier", "given_name", "family_name", "dob", "sex", "address_line", "city", "postcode")}
+    exp["phone"] = form["phone"]
+    if desk.moved and ("address" not in desk.record.verified or desk.evidence):
+        exp.update(address_line=form["address_line"], city=form["city"], postcode=form["postcode"])
+    if exp["address_line"] != row["address_line"] or phone_key(exp["phone"]) != phone_key(row["phone"]):
+        targets.append(f"patients:{record_pid}")
+    return exp
+
+
+def _registration_set(desk: Desk, draft: FormDraft, t: Tables, record_pid: str | None, key: dict[str, Any],
+                      targets: list[str], nxt: Callable[..., str]) -> None:
+    """Coverage, GP link, contacts and consent the registration needs (and their targets)."""
+    subject = desk.subject
+    if desk.has_cov:
+        key["coverage"] = {"payer_id": subject.payer, "member_id": subject.member_id}
+        if not desk.record_cov:
+            targets.append(nxt("coverages"))
+    if subject.practice:
+        key["practice_id"] = subject.practice
+        if desk.record_gp != subject.practice:
+            targets.append(nxt("gp_links"))
+            if desk.record_gp:
+                targets += [f"gp_links:{g['id']}" for g in t.gp_links if g["patient_id"] == record_pid]
+    new_contacts = 0
+    if draft.guardian:
+        key["contacts"].append({"role": "guardian", "name": draft.guardian[0]})
+        new_contacts += t.guardian_on_file is None
+    if draft.kin:
+        key["contacts"].append({"role": "next_of_kin", "name": draft.kin[0]})
+        new_contacts += t.kin_on_file is None
+    targets += [nxt("contacts", k) for k in range(1, new_contacts + 1)]
+    key["consent_by"] = "guardian" if desk.minor else "self"
+    targets.append(nxt("consents"))
+
+
+def _defect_tags(desk: Desk, draft: FormDraft) -> list[str]:
+    """The drawn tag plus every other trap the task turned out to carry."""
+    tag, outcome = desk.tag, desk.outcome
+    tags = [tag]
+    if desk.minor and tag != "minor_needs_guardian":
+        tags.append("minor_needs_guardian")
+    if outcome == "update" and fold(draft.given) != fold(desk.subject.given) and tag != "existing_patient_name_variant":
+        tags.append("existing_patient_name_variant")
+    extra = {"refer_ambiguous": "ambiguous_match", "refer_deceased": "deceased_match", "refer_conflict": "conflicting_identifier"}
+    if outcome in extra and extra[outcome] not in tags:
+        tags.append(extra[outcome])
+    return tags
+
+
+def _key(desk: Desk, draft: FormDraft, snapshot: dict[str, list[dict[str, Any]]], t: Tables, form: dict[str, Any],
+         basis: list[str], record_pid: str | None) -> dict[str, Any]:
+    """The answer key: the decision, the referral and its basis, or the registration set, and
+    the rows the task may write (``targets``)."""
+    outcome = desk.outcome
+    registers = outcome in ("create", "update")
     reason = REFER_CLASSES.get(outcome)
     decision = "refer" if reason else outcome
-
-    counts = {t: len(rows) for t, rows in snapshot.items()}
+    counts = {table: len(rows) for table, rows in snapshot.items()}
 
     def nxt(table: str, k: int = 1) -> str:
         return f"{table}:{PREFIX[table]}-{counts[table] + k:04d}"
 
     targets: list[str] = []
     key: dict[str, Any] = {
-        "defect_tags": [tag], "outcome_class": outcome, "decision": decision, "needs_action": True,
-        "intake_form_id": form_id, "referral_reason": reason, "basis": basis if reason else [],
-        "candidates": basis, "minor": minor and registers, "patient_id": None,
+        "defect_tags": [desk.tag], "outcome_class": outcome, "decision": decision, "needs_action": True,
+        "intake_form_id": form["id"], "referral_reason": reason, "basis": basis if reason else [],
+        "candidates": basis, "minor": desk.minor and registers, "patient_id": None,
         "expected_fields": {}, "coverage": None, "practice_id": None, "contacts": [], "consent_by": None,
     }
     if decision == "refer":
         targets = [nxt("referrals"), nxt("notifications"), nxt("task_timers")]
     else:
-        if outcome == "create":
-            targets += [nxt("patients"), nxt("notifications")]
-            exp = {k: form[k] for k in ("given_name", "family_name", "dob", "sex", "address_line", "city", "postcode", "phone")}
-            exp["identifier"] = form["identifier"] if identifier_valid(form["identifier"]) else ""
-        else:
-            assert record is not None and record_pid is not None
+        if outcome != "create":
             key["patient_id"] = record_pid
-            row = next(p for p in patients if p["id"] == record_pid)
-            exp = {k: row[k] for k in ("identifier", "given_name", "family_name", "dob", "sex", "address_line", "city", "postcode")}
-            exp["phone"] = form["phone"]
-            if moved and ("address" not in record.verified or evidence):
-                exp.update(address_line=form["address_line"], city=form["city"], postcode=form["postcode"])
-            if exp["address_line"] != row["address_line"] or phone_key(exp["phone"]) != phone_key(row["phone"]):
-                targets.append(f"patients:{record_pid}")
-        key["expected_fields"] = exp
-        if has_cov:
-            key["coverage"] = {"payer_id": subject.payer, "member_id": subject.member_id}
-            if not record_cov:
-                targets.append(nxt("coverages"))
-        if subject.practice:
-            key["practice_id"] = subject.practice
-            if record_gp != subject.practice:
-                targets.append(nxt("gp_links"))
-                if record_gp:
-                    targets += [f"gp_links:{g['id']}" for g in gp_links if g["patient_id"] == record_pid]
-        new_contacts = 0
-        if guardian:
-            key["contacts"].append({"role": "guardian", "name": guardian[0]})
-            new_contacts += guardian_on_file is None
-        if kin:
-            key["contacts"].append({"role": "next_of_kin", "name": kin[0]})
-            new_contacts += kin_on_file is None
-        targets += [nxt("contacts", k) for k in range(1, new_contacts + 1)]
-        key["consent_by"] = "guardian" if minor else "self"
-        targets.append(nxt("consents"))
-    tags = [tag]
-    if minor and tag != "minor_needs_guardian":
-        tags.append("minor_needs_guardian")
-    if outcome == "update" and fold(form_given) != fold(subject.given) and tag != "existing_patient_name_variant":
-        tags.append("existing_patient_name_variant")
-    extra = {"refer_ambiguous": "ambiguous_match", "refer_deceased": "deceased_match", "refer_conflict": "conflicting_identifier"}
-    if outcome in extra and extra[outcome] not in tags:
-        tags.append(extra[outcome])
-    key["defect_tags"] = tags
+        key["expected_fields"] = _expected_fields(desk, form, t, record_pid, targets, nxt)
+        _registration_set(desk, draft, t, record_pid, key, targets, nxt)
+    key["defect_tags"] = _defect_tags(desk, draft)
     key["targets"] = sorted(targets)
+    return key
 
-    instructions = _instructions(rng, form_id, w.now[:10])
-    allowed = list(ALL_TOOLS)
+
+def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:
+    """One registration task whose trap is ``tag`` (see :data:`DEFECT_TAGS`), or ``None`` when
+    the world drawn from ``attempt``'s stream is inconsistent with its outcome class."""
+    desk = build_world(seed, tag, attempt)
+    draft = draw_form(desk)
+    snapshot, t, form = write_tables(desk, draft)
+    record_pid = t.pid_of.get(id(desk.record)) if desk.record is not None else None
+    basis = _consistent(desk, form, t, record_pid)
+    if basis is None:
+        return None
+    key = _key(desk, draft, snapshot, t, form, basis, record_pid)
+    instructions = _instructions(desk.rng, form["id"], desk.w.now[:10])
     return Generated(
-        task={"instructions": instructions, "allowed_tools": allowed, "params": {"intake_form_id": form_id}, "max_steps": 40},
+        task={"instructions": instructions, "allowed_tools": list(ALL_TOOLS), "params": {"intake_form_id": form["id"]}, "max_steps": 40},
         snapshot=snapshot,
         key=key,
     )
+
+
+generate = retrying(_attempt, DEFECT_TAGS, tries=50)
 
 
 def _blank_form(form_id: str, received_at: str, status: str) -> dict[str, Any]:

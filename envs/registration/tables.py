@@ -47,10 +47,12 @@ from __future__ import annotations
 import re
 from datetime import date
 
+#: the tables of a registration world (every snapshot also has the engine's ``clock``); the
+#: ``Domain`` declaration names them
 TABLES = (
     "patients", "coverages", "contacts", "consents", "gp_links", "practices", "payers",
     "member_roster", "intake_forms", "evidence", "referrals", "notifications", "task_timers",
-    "rules", "clock",
+    "rules",
 )
 
 #: Id prefixes of rows created by tools (``Store.next_id``) and by the generator.
@@ -69,15 +71,6 @@ FORM_FIELDS = (
 )
 
 MINOR_AGE = 16
-
-#: failure code of a write outside the answer key's targets (the guardrail)
-GUARDRAIL_CODE = "forbidden_hit"
-#: every failure code the grader emits (each proven by a wrong policy)
-FAILURE_CODES = (
-    "duplicate_created", "search_skipped", "missing_required", "field_mismatch", "invalid_coverage",
-    "guardian_missing", "verified_overwritten", "wrong_patient_updated", "missed_referral",
-    "unnecessary_referral", "wrong_referral_reason", "wrong_referral_basis", "duplicate_entry", GUARDRAIL_CODE,
-)
 
 REFERRAL_REASONS = ("ambiguous_match", "deceased_match", "identity_conflict", "other")
 #: outcome class of a task -> the referral reason it needs (classes not listed need no referral)

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from backoffice.envs.core.canonical import derive_seed
-from backoffice.envs.core.tools import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
+from backoffice.envs.core.tools import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit, require_row
 from backoffice.envs.registration.tables import (
     PREFIX, REFERRAL_REASONS, digits, fold, identifier_valid, is_transposition, member_id_valid, name_variants,
     parse_date, phone_key,
@@ -33,9 +33,7 @@ def _check_date(value: str | None) -> str | None:
 
 
 def _patient(ctx: ToolContext, patient_id: str, active: bool = False) -> dict[str, Any]:
-    row = ctx.store.get("patients", patient_id)
-    if row is None:
-        raise ToolError("not_found", f"no patient {patient_id[:40]!r}")
+    row = require_row(ctx.store, "patients", patient_id, f"no patient {patient_id[:40]!r}")
     if active and row["status"] != "active":
         raise ToolError("patient_not_active", f"{patient_id} is {row['status']}: its record is locked")
     return row
@@ -50,12 +48,10 @@ class IntakeFormArgs(ToolArgs):
     intake_form_id: str = Field(description="Id of the intake form, e.g. INT-0001.", max_length=40)
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_intake_form(ctx: ToolContext, args: IntakeFormArgs) -> dict:
     """Return an intake form as the patient filled it in, with the evidence documents seen at the desk."""
-    form = ctx.store.get("intake_forms", args.intake_form_id)
-    if form is None:
-        raise ToolError("not_found", f"no intake form {args.intake_form_id!r}")
+    form = require_row(ctx.store, "intake_forms", args.intake_form_id, f"no intake form {args.intake_form_id!r}")
     form["evidence"] = ctx.store.rows("evidence", intake_form_id=args.intake_form_id)
     return form
 
@@ -91,7 +87,7 @@ def search_score(row: dict[str, Any], name: str | None = None, dob: str | None =
     return score
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def search_patients(ctx: ToolContext, args: SearchArgs) -> dict:
     """Fuzzy search of patient records by name, date of birth, identifier and postcode.
 
@@ -110,7 +106,7 @@ class PatientArgs(ToolArgs):
     patient_id: str = Field(description="Patient id, e.g. PAT-0001.", max_length=40)
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_patient(ctx: ToolContext, args: PatientArgs) -> dict:
     """Return one patient record with its coverages, contacts, consents and GP links."""
     row = _patient(ctx, args.patient_id)
@@ -126,13 +122,13 @@ class NameArgs(ToolArgs):
     name: str = Field(description="A given name, e.g. Bill.", max_length=60)
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_name_variants(ctx: ToolContext, args: NameArgs) -> dict:
     """Return the listed variants of a given name (Bill -> William, Will, ...); empty if none."""
     return {"name": args.name, "variants": list(name_variants(args.name))}
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_rules(ctx: ToolContext, args: NoArgs) -> dict:
     """Return the registration rule file (rule ids, titles, texts) and today's date."""
     return {"today": ctx.now[:10], "rules": ctx.store.rows("rules")}
@@ -144,13 +140,10 @@ class MemberArgs(ToolArgs):
 
 
 def _payer(ctx: ToolContext, payer_id: str) -> dict[str, Any]:
-    payer = ctx.store.get("payers", payer_id)
-    if payer is None:
-        raise ToolError("not_found", f"no payer {payer_id!r}")
-    return payer
+    return require_row(ctx.store, "payers", payer_id, f"no payer {payer_id!r}")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def verify_member_id(ctx: ToolContext, args: MemberArgs) -> dict:
     """Check a member id with the payer: format and check digit, then the payer's eligibility list.
 
@@ -179,7 +172,7 @@ class LookupArgs(ToolArgs):
     check_dob = field_validator("dob")(_check_date)
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def lookup_member(ctx: ToolContext, args: LookupArgs) -> dict:
     """Find a payer's members by family name and date of birth (to recover a mistyped member id)."""
     _payer(ctx, args.payer_id)
@@ -202,7 +195,7 @@ class CreatePatientArgs(ToolArgs):
     check_dob = field_validator("dob")(_check_date)
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def create_patient(ctx: ToolContext, args: CreatePatientArgs) -> dict:
     """Create a patient record (and queue the welcome pack letter). Rejects an identifier that fails
     its check digit (invalid_identifier) or already belongs to a record (conflict)."""
@@ -256,7 +249,7 @@ def same_value(field: str, stored: Any, given: Any) -> bool:
     return fold(stored) == fold(given)
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def update_patient(ctx: ToolContext, args: UpdatePatientArgs) -> dict:
     """Change fields of an active patient record (only the fields given). Cite evidence_ids when a
     field in the record's 'verified' list changes (rule R-VERIFIED-FIELD). A value equal to the
@@ -291,7 +284,7 @@ class CoverageArgs(ToolArgs):
     member_id: str = Field(description="Member id.", min_length=1, max_length=40)
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def add_coverage(ctx: ToolContext, args: CoverageArgs) -> dict:
     """Add an active insurance coverage to a patient (the member id is stored as given)."""
     _patient(ctx, args.patient_id, active=True)
@@ -311,7 +304,7 @@ class ContactArgs(ToolArgs):
     phone: str = Field("", max_length=30)
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def add_contact(ctx: ToolContext, args: ContactArgs) -> dict:
     """Add a guardian or next-of-kin contact to a patient."""
     _patient(ctx, args.patient_id, active=True)
@@ -327,7 +320,7 @@ class ConsentArgs(ToolArgs):
     contact_id: str | None = Field(None, description="The guardian contact (CON-...) when given_by is guardian.", max_length=40)
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def record_consent(ctx: ToolContext, args: ConsentArgs) -> dict:
     """Record the treatment consent of this intake form for a patient."""
     _patient(ctx, args.patient_id, active=True)
@@ -349,12 +342,11 @@ class LinkGpArgs(ToolArgs):
     practice_id: str = Field(description="GP practice id, e.g. GPP-101.", max_length=40)
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def link_gp(ctx: ToolContext, args: LinkGpArgs) -> dict:
     """Link a patient to a GP practice; an active link to another practice is ended."""
     _patient(ctx, args.patient_id, active=True)
-    if ctx.store.get("practices", args.practice_id) is None:
-        raise ToolError("not_found", f"no practice {args.practice_id!r}")
+    require_row(ctx.store, "practices", args.practice_id, f"no practice {args.practice_id!r}")
     active = ctx.store.rows("gp_links", patient_id=args.patient_id, status="active")
     if any(link["practice_id"] == args.practice_id for link in active):
         raise ToolError("conflict", "the patient is already linked to this practice")
@@ -375,7 +367,7 @@ class ReferArgs(ToolArgs):
     note: str = Field(description="Hand-over note: the reason, the candidate records, what was and was not done.", min_length=1, max_length=2000)
 
 
-@toolkit.tool(terminal=True)
+@toolkit.tool(terminal=True, writes=True)
 def refer_to_human(ctx: ToolContext, args: ReferArgs) -> dict:
     """Hand this intake form over to a registration supervisor and end the episode.
 
@@ -401,7 +393,7 @@ def refer_to_human(ctx: ToolContext, args: ReferArgs) -> dict:
     return {"referral_id": rid, "status": "open"}
 
 
-@toolkit.tool(terminal=True)
+@toolkit.tool(terminal=True, writes=False)
 def submit(ctx: ToolContext, args: NoArgs) -> dict:
     """Finish: the registration is complete as it stands."""
     return {"submitted": True}

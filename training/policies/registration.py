@@ -8,6 +8,12 @@ in ``basis``, otherwise create or update the record and add what the form calls 
 policy overrides one decision of the oracle; ``BLIND_POLICIES`` decide without judging the
 search; ``RULE_POLICIES`` are the oracle ignoring one rule of the rule file; ``EXPLOITS`` inject
 one call into the oracle's run (see :mod:`backoffice.training.exploits`).
+
+Rule sharing: the oracle and the catalog may share the domain's public rule helpers
+(:mod:`backoffice.envs.registration.tables`: ``decide``, ``match_candidates``, the identifier and
+name checks), which compute what the rule file says from observed rows. The oracle never imports
+the grader (:mod:`backoffice.graders.registration`), and the grader never imports this module or
+the catalog, so the oracle passing every task still checks the grader independently.
 """
 
 from __future__ import annotations
