@@ -191,8 +191,13 @@ def test_oracle_calls_over_mcp_grade_like_the_native_env(domain: str, tmp_path: 
                 calls, observations, info = native_calls(native, get_policy(domain, "oracle"), task_id)
                 results, grade = await play(client, task_id, calls)
                 assert [r.content[0].text for r in results] == observations
-                names = [t.name for t in (await client.list_tools()).tools]
+                listed = (await client.list_tools()).tools
+                names = [t.name for t in listed]
                 assert set(names[:-2]) == set(load_release(domain).task(task_id).allowed_tools)
+                toolkit = native.domain.toolkit.tools
+                for tool in listed[:-2]:  # readOnlyHint says what the tool's writes= declares
+                    if toolkit[tool.name].writes is not None:
+                        assert tool.annotations.read_only_hint is (not toolkit[tool.name].writes)
                 assert names[-2:] == ["reset", "grade"]
                 assert grade["final"] and grade["grade"] == info["grade"] and grade["grade"]["pass"]
                 assert grade["end_state_hash"] == info["end_state_hash"]

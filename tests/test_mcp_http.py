@@ -196,3 +196,73 @@ def test_http_fifty_concurrent_sessions_are_isolated_and_grade_like_the_native_e
         pool = SessionPool(lambda: EpisodeSession(make_env()), domain="toy")
     numbers = load_test(pool, make_env, domain, ids, sessions=50)
     print(f"\nMCP HTTP load test ({domain}, 50 concurrent sessions):", numbers)
+
+
+def test_backoffice_mcp_http_command(tmp_path) -> None:
+    """``backoffice mcp --http``: serves on 127.0.0.1 (the default host), one episode per MCP
+    session (two clients each get their own, traced to its own file), refuses non-loopback hosts."""
+    import subprocess
+    import sys
+
+    if not DOMAINS:
+        pytest.skip("needs an installed domain (the CLI loads releases by name)")
+    from backoffice.envs.core.release import load_release
+
+    domain = DOMAINS[0]
+    refused = subprocess.run([sys.executable, "-m", "backoffice.training.cli", "mcp", "--env", domain, "--http",
+                              "--host", "0.0.0.0"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "loopback" in refused.stderr
+    ids = list(load_release(domain).split_ids["heldout"][:2])
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "backoffice.training.cli", "mcp", "--env", domain, "--http",
+                             "--port", str(port), "--trace", str(tmp_path / "traces")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert proc.poll() is None and time.monotonic() < deadline, "backoffice mcp --http did not start"
+            time.sleep(0.1)
+
+        async def one(task_id: str) -> tuple[str, int]:
+            async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy") as client:
+                reset = await client.call_tool("reset", {"task_id": task_id})
+                names = {t.name for t in (await client.list_tools()).tools}
+                assert {"reset", "grade", "submit"} <= names
+                done = await client.call_tool("submit", {})
+                grade = (await client.call_tool("grade", {})).structured_content
+                return reset.structured_content["task_id"], done.structured_content["steps"] + 10 * grade["final"]
+
+        async def main() -> list[tuple[str, int]]:
+            out: list[tuple[str, int]] = []
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as tg:
+                    async def run(t: str) -> None:
+                        out.append(await one(t))
+                    for t in ids:
+                        tg.start_soon(run, t)
+            return sorted(out)
+
+        assert anyio.run(main) == sorted((t, 11) for t in ids)  # each session: its own task, 1 step, final grade
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    traces = sorted((tmp_path / "traces").glob("session-*.jsonl"))
+    assert len(traces) == 2 and sorted(t.read_text().count('"tool":"submit"') for t in traces) == [1, 1]
+
+
+def test_seeds_above_2_53_round_trip_as_text(release: Release) -> None:
+    """Task seeds are 63-bit: a JavaScript client (MCP Inspector) rounds them as numbers, so the
+    reset result carries ``seed_str`` and ``reset`` accepts the seed as decimal text."""
+    session = EpisodeSession(ToyEnv(release=release, split="heldout"), task_id="TOY-H0001")
+    big = 2**63 - 25  # not representable as a float64
+    assert float(big) != big
+    _, by_int, err = session.dispatch("reset", {"seed": big})
+    assert not err and by_int["seed"] == big and by_int["seed_str"] == str(big)
+    _, by_text, err = session.dispatch("reset", {"seed": str(big)})
+    assert not err and by_text["episode_id"] == by_int["episode_id"] and by_text["brief"] == by_int["brief"]
+    for bad in ("-1", "12x", "1" * 21, 1.5):
+        _, out, err = session.dispatch("reset", {"seed": bad})
+        assert err and out["code"] == "invalid_args"

@@ -1,4 +1,4 @@
-"""CLI commands for language-model agents: ``backoffice mcp`` and ``backoffice chat``.
+"""CLI commands for language-model agents: ``backoffice mcp [--http]`` and ``backoffice chat``.
 
 ``register(app)`` adds them to the main ``backoffice`` Typer app (see the end of ``cli.py``).
 ``backoffice eval --policy openai:<model>`` needs nothing here: ``get_policy`` builds the agent.
@@ -25,16 +25,39 @@ def register(app: typer.Typer) -> None:
         trace: Annotated[Optional[Path], typer.Option(help="Write the trace of every step here (JSONL).")] = None,
         max_steps: Annotated[Optional[int], typer.Option(help="Truncate episodes after this many steps.")] = None,
         lock_split: Annotated[bool, typer.Option("--lock-split/--no-lock-split", help="Refuse reset to a task outside --split.")] = True,
+        http: Annotated[bool, typer.Option("--http", help="Serve MCP over streamable HTTP at http://HOST:PORT/mcp (one episode per MCP session) instead of stdio.")] = False,
+        host: Annotated[str, typer.Option(help="With --http: address to bind; loopback only (127.0.0.1, localhost, ::1): the server has no authentication.")] = "127.0.0.1",
+        port: Annotated[int, typer.Option(help="With --http: TCP port.", min=1, max=65535)] = 8000,
+        max_sessions: Annotated[int, typer.Option(help="With --http: episodes kept at once (the least recently used is closed first).", min=1)] = 256,
     ) -> None:
-        """Serve one environment as an MCP server over stdio (tools: the task's own, plus reset and
-        grade; grade answers only once the episode has ended)."""
+        """Serve one environment as an MCP server over stdio, or with --http over streamable HTTP
+        (tools: the task's own, plus reset and grade; grade answers only once the episode has
+        ended). With --http and --trace, TRACE is a folder: one trace file per MCP session."""
         from backoffice.envs import DOMAINS
-        from backoffice.training.mcp_server import make_session, serve_stdio
+        from backoffice.training.mcp_server import LOOPBACK, make_session, serve_stdio
 
         if env not in DOMAINS:
             raise typer.BadParameter(f"unknown domain {env!r}; choose from {', '.join(DOMAINS)}")
         if split not in ("train", "heldout"):
             raise typer.BadParameter("split must be train or heldout")
+        if http:
+            from backoffice.training.mcp_server import SessionPool, serve_http
+
+            if host not in LOOPBACK:
+                raise typer.BadParameter(f"--host must be a loopback address ({', '.join(LOOPBACK)}): the MCP server has no authentication")
+            if trace is not None:
+                trace.mkdir(parents=True, exist_ok=True)
+            counter = iter(range(1, 1 << 62))
+
+            def factory():  # one env (and trace file) per MCP session; all share the loaded release
+                path = str(trace / f"session-{next(counter):05d}.jsonl") if trace is not None else None
+                return make_session(env, task_id=task_id, split=split, seed=seed, trace_path=path,
+                                    max_steps=max_steps, lock_split=lock_split)
+
+            pool = SessionPool(factory, max_sessions=max_sessions, domain=env)
+            sys.stderr.write(f"backoffice MCP ({env}, {split}) on http://{host}:{port}/mcp\n")
+            serve_http(pool, host=host, port=port)
+            return
         session = make_session(env, task_id=task_id, split=split, seed=seed,
                                trace_path=str(trace) if trace else None, max_steps=max_steps, lock_split=lock_split)
         serve_stdio(session)

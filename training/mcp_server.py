@@ -37,7 +37,10 @@ RESET_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "task_id": {"type": "string", "description": "A released task id (e.g. APR-H0001); omit to draw one from the split by seed."},
-        "seed": {"type": "integer", "description": "Episode seed; default: the task's own seed, or 0 when no task_id is given."},
+        "seed": {"type": ["integer", "string"], "pattern": "^[0-9]{1,20}$",
+                 "description": "Episode seed (an integer, or its decimal digits as a string: seeds may exceed 2^53, which "
+                                "JavaScript numbers cannot hold; reset results carry seed_str); default: the task's own "
+                                "seed, or 0 when no task_id is given."},
     },
     "additionalProperties": False,
 }
@@ -97,8 +100,10 @@ class EpisodeSession(Session):
                 problem = f"unknown arguments {extra}"
             elif task_id is not None and not isinstance(task_id, str):
                 problem = "task_id must be a string"
-            elif seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
-                problem = "seed must be a non-negative integer"
+            elif isinstance(seed, str) and seed.isascii() and seed.isdigit() and len(seed) <= 20:
+                seed = int(seed)  # exact, whatever the client's number type (seeds may exceed 2^53)
+            if problem is None and seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+                problem = "seed must be a non-negative integer (or its decimal digits as a string)"
             if problem is None:
                 try:
                     out = self.reset(task_id=task_id, seed=seed)
@@ -188,7 +193,9 @@ def build_server(session: EpisodeSession | SessionPool, name: str | None = None)
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=[
-            types.Tool(name=s["name"], description=s["description"], input_schema=s["inputSchema"]) for s in current(ctx).tool_specs()
+            types.Tool(name=s["name"], description=s["description"], input_schema=s["inputSchema"],
+                       annotations=types.ToolAnnotations(read_only_hint=s["annotations"]["readOnlyHint"]) if "annotations" in s else None)
+            for s in current(ctx).tool_specs()
         ])
 
     async def call_tool(ctx: Any, params: Any) -> Any:

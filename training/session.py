@@ -103,11 +103,13 @@ class Session:
 
     @property
     def start(self) -> dict[str, Any]:
-        """The public start of the episode (what an MCP ``reset`` returns)."""
+        """The public start of the episode (what an MCP ``reset`` returns). Task seeds are 63-bit
+        integers (above 2^53, where JavaScript numbers and float-based JSON readers round), so
+        ``seed_str`` carries the same seed as decimal text; pass either back to ``reset``."""
         info = self.info
         return {"brief": loads(self.observation), "system_prompt": self.system_prompt, "task_id": info["task_id"],
-                "episode_id": info["episode_id"], "seed": info["seed"], "allowed_tools": info["allowed_tools"],
-                "max_steps": info["max_steps"]}
+                "episode_id": info["episode_id"], "seed": info["seed"], "seed_str": str(info["seed"]),
+                "allowed_tools": info["allowed_tools"], "max_steps": info["max_steps"]}
 
     @property
     def brief(self) -> dict[str, Any]:
