@@ -134,7 +134,7 @@ class Runner:
         unwrapped = env.unwrapped
         record: Record = {
             "run_id": job.run_id, "agent": job.agent, "agent_version": str(getattr(policy, "version", "1")),
-            "domain": job.domain, "task_id": job.task_id, "seed": res.seed, "split": job.split,
+            "domain": job.domain, "task_id": job.task_id, "seed": res.seed, "seed_str": str(res.seed), "split": job.split,
             "attempt": job.attempt, "pass": bool(grade["pass"]), "score": grade["score"],
             "failure_codes": grade["failure_codes"], "checks": grade["checks"],
             "process_metrics": grade["process_metrics"], "steps": res.steps,
