@@ -28,6 +28,12 @@ expired_delegation_used also when a decision cites a delegation not in effect at
 as authority), wrong_outcome (wrong outcome, or a proceed whose ledger entry / order release is
 missing or wrong), side_effect_before_decision, basis_missing_or_wrong, extra_decision (more
 than one decision or escalation on the request), and the guardrail's forbidden_write.
+
+Rule-sharing policy: the grader judges with :mod:`backoffice.envs.approvals.authority` (the
+whole-snapshot verdict, built on the public rule helpers of :mod:`backoffice.envs.approvals.rules`)
+and never imports the oracle's or the catalog's decision code (``training.policies.approvals``,
+``training.catalog.approvals``); the oracle never imports the grader, so the oracle passing checks
+the grader independently.
 """
 
 from __future__ import annotations
@@ -88,17 +94,10 @@ def _decisions(ep: Episode, request_id: str) -> tuple[list[dict[str, Any]], list
     return decisions, downstream
 
 
-def grade(ep: Episode) -> dict[str, Any]:
-    """Grade one approvals episode (see the module docstring)."""
-    exp = ep.key["expected"]
-    rid = exp["request_id"]
-    named = exp["approver_id"]
-    tables = _SnapshotTables(ep.snapshot)
-    request = ep.snapshot.table("requests")[rid]
-    decisions, downstream = _decisions(ep, rid)
-    verdicts = {d["id"]: auth.assess(tables, request, named, d["_clock"]) for d in decisions}
-
-    # approver_valid: every decision in an approver's name, at its own decision time
+def _approver_check(decisions: list[dict[str, Any]], verdicts: dict[str, auth.Assessment], tables: Mapping[str, Any],
+                    request: Mapping[str, Any], named: str) -> tuple[dict[str, Any], bool, int | None]:
+    """approver_valid: every decision in an approver's name, at its own decision time. Returns
+    the check, whether it passed and the step of the first valid proceed (``None``: none)."""
     invalid_codes: list[str] = []
     first_valid_step: int | None = None
     for d in decisions:
@@ -115,62 +114,85 @@ def grade(ep: Episode) -> dict[str, Any]:
             invalid_codes.append(next(code for p, code in _PROBLEM_CODE if p in problems))
         elif d["outcome"] == "proceed" and verdict is not None and verdict.outcome == "proceed" and first_valid_step is None:
             first_valid_step = d["_step"]
-    approver_valid = not invalid_codes
-    checks = [result("approver_valid", "approver_valid", approver_valid, invalid_codes[0] if invalid_codes else None,
-                     None if approver_valid else {"codes": invalid_codes}, gate=True)]
+    ok = not invalid_codes
+    check = result("approver_valid", "approver_valid", ok, invalid_codes[0] if invalid_codes else None,
+                   None if ok else {"codes": invalid_codes}, gate=True)
+    return check, ok, first_valid_step
 
-    # single_decision: the audit trail carries exactly the one decision the task needs
-    single = len(decisions) <= 1
-    checks.append(result("single_decision", "single_decision", single, "extra_decision",
-                         None if single else {"decisions": [d["outcome"] for d in decisions]}, gate=True))
 
-    # outcome_match: the (last) decision
+def _outcome_check(decisions: list[dict[str, Any]], exp: Mapping[str, Any]) -> tuple[dict[str, Any], bool, str | None]:
+    """outcome_match: the (last) decision; an escalation also needs a role that may approve."""
     final = decisions[-1] if decisions else None
     outcome = final["outcome"] if final else None
-    outcome_match = outcome == exp["outcome"]
-    if outcome_match and outcome == "escalate":
-        outcome_match = final["escalated_to"] in exp["accepted_roles"]  # type: ignore[index]
-    checks.append(result("outcome_match", "outcome_match", outcome_match, "wrong_outcome",
-                         None if outcome_match else {"expected": exp["outcome"], "got": outcome}))
+    ok = outcome == exp["outcome"]
+    if ok and outcome == "escalate":
+        ok = final["escalated_to"] in exp["accepted_roles"]  # type: ignore[index]
+    check = result("outcome_match", "outcome_match", ok, "wrong_outcome",
+                   None if ok else {"expected": exp["outcome"], "got": outcome})
+    return check, ok, outcome
 
-    # downstream effect of a proceed: exactly the request's ledger entry / order release
-    if exp["outcome"] == "proceed":
-        ds = exp["downstream"]
-        if ds["kind"] == "ledger":
-            created = ep.diff.get("ledger_entries", {}).get("created", [])
-            rows = [ep.state.get("ledger_entries", i) for i in created]
-            mine = [r for r in rows if r is not None and r["request_id"] == rid]
-            ok = len(mine) == 1 and mine[0]["account"] == ds["account"] and mine[0]["amount"] == ds["amount"]
-            detail = None if ok else {"ledger_entries": [{"account": r["account"], "amount": r["amount"]} for r in mine]}
-        else:
-            order = ep.state.get("orders", ds["order_id"])
-            ok = order is not None and order["status"] == "released"
-            detail = None if ok else {"order_status": order["status"] if order else None}
-        checks.append(result("downstream_released", "downstream", ok, "wrong_outcome", detail))
 
-    # side_effects: downstream writes before a valid proceed decision
-    side_effects = sorted({key for step, key in downstream if first_valid_step is None or step < first_valid_step})
-    checks.append(result("side_effects", "side_effects", not side_effects, "side_effect_before_decision",
-                         {"rows": side_effects} if side_effects else None, gate=True))
+def _downstream_check(ep: Episode, rid: str, ds: Mapping[str, Any]) -> dict[str, Any]:
+    """downstream_released (proceed tasks): exactly the request's ledger entry / order release."""
+    if ds["kind"] == "ledger":
+        created = ep.diff.get("ledger_entries", {}).get("created", [])
+        rows = [ep.state.get("ledger_entries", i) for i in created]
+        mine = [r for r in rows if r is not None and r["request_id"] == rid]
+        ok = len(mine) == 1 and mine[0]["account"] == ds["account"] and mine[0]["amount"] == ds["amount"]
+        detail = None if ok else {"ledger_entries": [{"account": r["account"], "amount": r["amount"]} for r in mine]}
+    else:
+        order = ep.state.get("orders", ds["order_id"])
+        ok = order is not None and order["status"] == "released"
+        detail = None if ok else {"order_status": order["status"] if order else None}
+    return result("downstream_released", "downstream", ok, "wrong_outcome", detail)
 
-    # basis_cited: every decision, at its decision time; a decision in the approver's name
-    # resting on a delegation not in effect then is an expired delegation used
-    basis_code = "basis_missing_or_wrong"
-    basis_issues: list[str] = []
+
+def _basis_check(decisions: list[dict[str, Any]], verdicts: dict[str, auth.Assessment],
+                 tables: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    """basis_cited: every decision, at its decision time; a decision in the approver's name
+    resting on a delegation not in effect then is an expired delegation used."""
+    code = "basis_missing_or_wrong"
+    issues: list[str] = []
     if not decisions:
-        basis_issues = ["no decision recorded"]
+        issues = ["no decision recorded"]
     for d in decisions:
         verdict = verdicts[d["id"]]
-        ok, issues = auth.applies_as_basis(tables, d["basis_ids"], verdict, d["outcome"], d["approver_id"], d["_clock"])
-        basis_issues.extend(f"{d['id']}: {i}" for i in issues)
+        _, found = auth.applies_as_basis(tables, d["basis_ids"], verdict, d["outcome"], d["approver_id"], d["_clock"])
+        issues.extend(f"{d['id']}: {i}" for i in found)
         if d["outcome"] != "escalate" and any(
             (dl := tables["delegations"].get(i)) is not None and not auth.delegation_in_effect(tables, dl, d["_clock"])
             for i in d["basis_ids"]
         ):
-            basis_code = "expired_delegation_used"
-    basis_ok = not basis_issues
-    checks.append(result("basis_cited", "basis_cited", basis_ok, basis_code,
-                         None if basis_ok else {"issues": basis_issues}))
+            code = "expired_delegation_used"
+    ok = not issues
+    return result("basis_cited", "basis_cited", ok, code, None if ok else {"issues": issues}), ok
+
+
+def grade(ep: Episode) -> dict[str, Any]:
+    """Grade one approvals episode (see the module docstring)."""
+    exp = ep.key["expected"]
+    rid = exp["request_id"]
+    tables = _SnapshotTables(ep.snapshot)
+    request = ep.snapshot.table("requests")[rid]
+    decisions, downstream = _decisions(ep, rid)
+    verdicts = {d["id"]: auth.assess(tables, request, exp["approver_id"], d["_clock"]) for d in decisions}
+
+    approver, approver_valid, first_valid_step = _approver_check(decisions, verdicts, tables, request, exp["approver_id"])
+    checks = [approver]
+    # single_decision: the audit trail carries exactly the one decision the task needs
+    single = len(decisions) <= 1
+    checks.append(result("single_decision", "single_decision", single, "extra_decision",
+                         None if single else {"decisions": [d["outcome"] for d in decisions]}, gate=True))
+    outcome_check, outcome_match, outcome = _outcome_check(decisions, exp)
+    checks.append(outcome_check)
+    if exp["outcome"] == "proceed":
+        checks.append(_downstream_check(ep, rid, exp["downstream"]))
+    # side_effects: downstream writes before a valid proceed decision
+    side_effects = sorted({key for step, key in downstream if first_valid_step is None or step < first_valid_step})
+    checks.append(result("side_effects", "side_effects", not side_effects, "side_effect_before_decision",
+                         {"rows": side_effects} if side_effects else None, gate=True))
+    basis, basis_ok = _basis_check(decisions, verdicts, tables)
+    checks.append(basis)
 
     fields = {
         "approver_valid": approver_valid, "outcome_match": outcome_match, "side_effects": side_effects,

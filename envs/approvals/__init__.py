@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from backoffice.envs.approvals.generator import DEFECT_TAGS, generate
+from backoffice.envs.approvals.tables import TABLES
 from backoffice.envs.approvals.tools import toolkit
-from backoffice.envs.core import BackofficeEnv, Domain, Episode
+from backoffice.envs.core import BackofficeEnv, Domain, lazy
 
 FAILURE_CODES = (
     "invalid_approver", "self_approval", "wrong_outcome", "side_effect_before_decision",
@@ -27,20 +26,15 @@ RULES = (
 )
 
 
-def _grade(episode: Episode) -> dict[str, Any]:
-    # imported lazily: the grader imports this package's authority module
-    from backoffice.graders.approvals import grade
-
-    return grade(episode)
-
-
 DOMAIN = Domain(
     name="approvals",
+    policies="backoffice.training.policies.approvals",
+    catalog="backoffice.training.catalog.approvals:ApprovalsCatalog",
     title="Approvals",
     prefix="APR",
     toolkit=toolkit,
     generate=generate,
-    grade=_grade,
+    grade=lazy("backoffice.graders.approvals:grade"),
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
     generator_version="2",
@@ -48,6 +42,7 @@ DOMAIN = Domain(
     default_max_steps=40,
     guardrail_code="forbidden_write",
     rules=RULES,
+    tables=TABLES,
 )
 
 

@@ -2,7 +2,9 @@
 
 Used by the generator (to check that each task's trap is the only one) and by the grader (to
 judge every recorded decision at the clock of its own trace line). Never by tools, never by
-policies: the oracle works from tool results alone.
+policies: the oracle works from tool results alone. The rules' arithmetic on single rows (band,
+missing fields, windows, candidate roles, delegated limit) is :mod:`.rules`, shared with the
+oracle and the catalog; the whole-snapshot verdict here is the grader's alone.
 
 ``tables`` is any mapping ``table name -> {id: row}`` (a :class:`Snapshot`'s tables or plain
 dicts). Times are ISO strings; dates compare as strings.
@@ -14,7 +16,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from backoffice.envs.approvals.tables import is_missing, today
+from backoffice.envs.approvals import rules
+from backoffice.envs.approvals.rules import role_sufficient, window_covers
+
+__all__ = [
+    "Assessment", "Authority", "accepted_roles", "applicable_rule", "applies_as_basis", "approver_rows", "assess",
+    "assignment_active", "authority", "delegation_in_effect", "holds_directly", "reporting_line", "role_sufficient",
+    "window_covers",
+]
 
 Row = Mapping[str, Any]
 Tables = Mapping[str, Mapping[str, Row]]
@@ -32,22 +41,11 @@ NO_AUTHORITY = "no_authority"
 def applicable_rule(tables: Tables, request_type: str, amount: int) -> Row | None:
     """The rule whose band holds ``amount``; above every band, the top band (its hard limit
     then decides). ``None`` if the type has no rules."""
-    rules = sorted((r for r in tables["rules"].values() if r["request_type"] == request_type), key=lambda r: r["min_amount"])
-    for rule in rules:
-        if rule["min_amount"] <= amount and (rule["max_amount"] is None or amount <= rule["max_amount"]):
-            return rule
-    if rules and amount > rules[-1]["min_amount"]:
-        return rules[-1]
-    return None
-
-
-def window_covers(valid_from: str | None, valid_to: str | None, day: str) -> bool:
-    """Inclusive date window check (``None`` bounds are open)."""
-    return (valid_from is None or valid_from <= day) and (valid_to is None or day <= valid_to)
+    return rules.applicable_rule((r for r in tables["rules"].values() if r["request_type"] == request_type), amount)
 
 
 def assignment_active(rh: Row, at: str) -> bool:
-    return window_covers(rh["valid_from"], rh["valid_to"], today(at))
+    return rules.in_window(rh, at)
 
 
 def holds_directly(tables: Tables, person_id: str, role_id: str, at: str) -> list[Row]:
@@ -60,11 +58,7 @@ def holds_directly(tables: Tables, person_id: str, role_id: str, at: str) -> lis
 
 def delegation_in_effect(tables: Tables, d: Row, at: str) -> bool:
     """Window covers the day, not revoked at or before ``at``, delegator still holds the role."""
-    if not window_covers(d["valid_from"], d["valid_to"], today(at)):
-        return False
-    if d["revoked_at"] is not None and d["revoked_at"] <= at:
-        return False
-    return bool(holds_directly(tables, d["delegator_id"], d["role_id"], at))
+    return rules.in_window(d, at) and bool(holds_directly(tables, d["delegator_id"], d["role_id"], at))
 
 
 def reporting_line(tables: Tables, person_id: str) -> list[str]:
@@ -76,10 +70,6 @@ def reporting_line(tables: Tables, person_id: str) -> list[str]:
         out.append(current["manager_id"])
         current = people.get(current["manager_id"])
     return out
-
-
-def role_sufficient(role: Row, request_type: str, level: int) -> bool:
-    return request_type in role["request_types"] and role["level"] >= level
 
 
 @dataclass
@@ -108,8 +98,7 @@ def authority(tables: Tables, person_id: str, request_type: str, amount: int, le
         role = roles.get(d["role_id"])
         if d["delegate_id"] != person_id or role is None or request_type not in role["request_types"]:
             continue
-        limit = role["amount_limit"] if d["cap"] is None else min(role["amount_limit"], d["cap"])
-        sufficient = role_sufficient(role, request_type, level) and limit >= amount
+        sufficient = role_sufficient(role, request_type, level) and rules.delegated_limit(role, d) >= amount
         if delegation_in_effect(tables, d, at):
             out.covering.append(d["id"])
             if sufficient:
@@ -142,10 +131,7 @@ class Assessment:
 
 def accepted_roles(tables: Tables, request_type: str, amount: int, level: int) -> list[str]:
     """Roles that could approve the request (escalation targets that count)."""
-    return sorted(
-        r["id"] for r in tables["roles"].values()
-        if role_sufficient(r, request_type, level) and r["amount_limit"] >= amount
-    )
+    return [r["id"] for r in rules.candidate_roles(tables["roles"].values(), request_type, amount, level)]
 
 
 def approver_rows(tables: Tables, person_id: str) -> list[str]:
@@ -154,6 +140,24 @@ def approver_rows(tables: Tables, person_id: str) -> list[str]:
         [rh["id"] for rh in tables["role_holders"].values() if rh["person_id"] == person_id]
         + [d["id"] for d in tables["delegations"].values() if d["delegate_id"] == person_id]
     )
+
+
+def _blocking(tables: Tables, rule: Row, request: Row, approver_id: str, auth: Authority) -> dict[str, list[str]]:
+    """The problems that keep the approver from deciding (procedure steps 2-3), in policy
+    order, each with the ids that show it (what an escalation cites)."""
+    blocking: dict[str, list[str]] = {}
+    if rule["sod_not_requester"] and approver_id == request["requester_id"]:
+        blocking[SELF] = [request["id"]]
+    if rules.line_breach(rule, request, reporting_line(tables, approver_id)):
+        blocking[REPORTING_LINE] = [request["requester_id"]]
+    if not auth.ids:
+        if auth.inactive:
+            blocking[INACTIVE_DELEGATION] = list(auth.inactive)
+        elif auth.covering:
+            blocking[LIMIT] = list(auth.covering)
+        else:
+            blocking[NO_AUTHORITY] = approver_rows(tables, approver_id) or [approver_id]
+    return blocking
 
 
 def assess(tables: Tables, request: Row, approver_id: str, at: str) -> Assessment:
@@ -168,30 +172,13 @@ def assess(tables: Tables, request: Row, approver_id: str, at: str) -> Assessmen
         return Assessment(None, "escalate", [NO_AUTHORITY], [NO_AUTHORITY], [], [], None, {},
                           {NO_AUTHORITY: approver_rows(tables, approver_id) or [approver_id]})
     amount = request["amount"]
-    problems: list[str] = []
-    approver: list[str] = []
-    blocking: dict[str, list[str]] = {}
-    if rule["sod_not_requester"] and approver_id == request["requester_id"]:
-        approver.append(SELF)
-        blocking[SELF] = [request["id"]]
-    if rule["sod_not_in_requester_line"] and request["requester_id"] in reporting_line(tables, approver_id):
-        approver.append(REPORTING_LINE)
-        blocking[REPORTING_LINE] = [request["requester_id"]]
     auth = authority(tables, approver_id, request["type"], amount, rule["required_level"], at)
-    if not auth.ids:
-        if auth.inactive:
-            approver.append(INACTIVE_DELEGATION)
-            blocking[INACTIVE_DELEGATION] = list(auth.inactive)
-        elif auth.covering:
-            approver.append(LIMIT)
-            blocking[LIMIT] = list(auth.covering)
-        else:
-            approver.append(NO_AUTHORITY)
-            blocking[NO_AUTHORITY] = approver_rows(tables, approver_id) or [approver_id]
-    problems.extend(approver)
+    blocking = _blocking(tables, rule, request, approver_id, auth)
+    approver = list(blocking)
+    problems = list(approver)
     if amount > rule["hard_limit"]:
         problems.append(HARD_LIMIT)
-    if any(is_missing(request.get(f)) for f in rule["required_fields"]):
+    if rules.missing_fields(request, rule):
         problems.append(MISSING_INFO)
     if approver:
         outcome = "escalate"

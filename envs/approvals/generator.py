@@ -19,14 +19,16 @@ from __future__ import annotations
 import datetime as dt
 import random
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from backoffice.envs.approvals import authority as auth
+from backoffice.envs.approvals.rules import is_ledger_type
 from backoffice.envs.approvals.tables import (
-    INFO_FIELDS, LEDGER_TYPES, ORDER_TYPES, REQUEST_TYPES, TYPE_LABELS, add_days, money,
+    INFO_FIELDS, ORDER_TYPES, REQUEST_TYPES, TYPE_LABELS, add_days, money,
 )
 from backoffice.envs.approvals.tools import ALL_TOOLS
-from backoffice.envs.core import Generated
+from backoffice.envs.core import Generated, retrying
 from backoffice.envs.core.canonical import derive_seed
 
 DEFECT_TAGS = (
@@ -237,6 +239,19 @@ def build_world(rng: random.Random) -> World:
     """The organisation, roles, rules and background assignments (no task yet)."""
     day = f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}"
     w = World(rng, f"{day}T{rng.randint(8, 16):02d}:{rng.choice((0, 15, 30, 45)):02d}:00")
+    _add_people(w)
+    factor = rng.choice((0.8, 1.0, 1.25, 1.5, 2.0))
+    _add_roles(w, factor)
+    _add_rules(w, factor)
+    for key, _, _, _, _, natural in ROLE_TEMPLATES:
+        for holder in natural:
+            w.assign(w.by_key[holder], w.role_by_key[key], w.past_day(120, 900), None)
+    return w
+
+
+def _add_people(w: World) -> None:
+    """The ``ORG`` chart with drawn names (surnames unique) and its reporting hierarchy."""
+    rng = w.rng
     names = rng.sample([(f, l) for f in FIRST for l in LAST], len(ORG))
     surnames_used: set[str] = set()
     for (key, title, dept, manager), (first, last) in zip(ORG, names):
@@ -252,14 +267,22 @@ def build_world(rng: random.Random) -> World:
     for row in w.people.values():
         mgr = row.pop("_mgr")
         row["manager_id"] = w.by_key[mgr] if mgr else None
-    factor = rng.choice((0.8, 1.0, 1.25, 1.5, 2.0))
+
+
+def _add_roles(w: World, factor: float) -> None:
+    """The nine approval roles of ``ROLE_TEMPLATES``, limits scaled by ``factor``."""
     for key, name, types, limit, level, _ in ROLE_TEMPLATES:
         rid = w.new_id("R", 3)
         w.role_by_key[key] = rid
         w.roles[rid] = {"id": rid, "name": name, "request_types": list(types), "amount_limit": _scale(limit, factor), "level": level}
+
+
+def _add_rules(w: World, factor: float) -> None:
+    """Per request type, one rule per band of ``RULE_TEMPLATES`` (the band ends at its role's
+    limit; the top band is open), hard limits scaled by ``factor``."""
     for rtype in REQUEST_TYPES:
         keys, hard, required = RULE_TEMPLATES[rtype]
-        line_flag = rng.random() < 0.75
+        line_flag = w.rng.random() < 0.75
         lo = 1
         bands = []
         for i, rkey in enumerate(keys):
@@ -275,10 +298,6 @@ def build_world(rng: random.Random) -> World:
             bands.append(rule)
             lo = (top or 0) + 1
         w.rules_by_type[rtype] = bands
-    for key, _, _, _, _, natural in ROLE_TEMPLATES:
-        for holder in natural:
-            w.assign(w.by_key[holder], w.role_by_key[key], w.past_day(120, 900), None)
-    return w
 
 
 def add_background(w: World, exclude: set[str]) -> None:
@@ -361,7 +380,7 @@ def add_queue_and_history(w: World, target: dict[str, Any]) -> None:
             "id": did, "request_id": req["id"], "outcome": "proceed", "approver_id": holder[0],
             "basis_ids": [rule["id"], rh["id"]], "escalated_to": None, "note": "", "decided_at": w.instant(day),
         }
-        if rtype in LEDGER_TYPES:
+        if is_ledger_type(rtype):
             lid = f"LE-{req['id']}-1"
             w.ledger_entries[lid] = {
                 "id": lid, "request_id": req["id"], "account": req["beneficiary_account"] or "ACC-000000",
@@ -451,6 +470,8 @@ def _minus_minutes(now: str, minutes: int) -> str:
 
 @dataclass
 class Plan:
+    """The target request to create once the approver's situation is planted."""
+
     rtype: str
     amount: int
     requester: str | None
@@ -458,107 +479,210 @@ class Plan:
     blank_field: str | None = None
 
 
-def scenario(w: World, tag: str) -> Plan:
-    """Set up the approver's authority for ``tag``; return the target request's plan."""
-    rng = w.rng
+@dataclass
+class Target:
+    """The first draw of every scenario: a request type, a band of its rules and an amount in
+    it (some planters draw their own instead, after this one)."""
+
+    rtype: str
+    bands: list[dict[str, Any]]
+    rule: dict[str, Any]
+    amount: int
+
+    @property
+    def role(self) -> str:
+        return self.rule["required_role_id"]
+
+
+def _draw_target(w: World) -> Target:
     rtype = _pick_type(w)
     bands = w.rules_by_type[rtype]
-    b = rng.randrange(len(bands))
-    rule = bands[b]
-    amount = w.amount_in(rule)
+    rule = bands[w.rng.randrange(len(bands))]
+    return Target(rtype, bands, rule, w.amount_in(rule))
+
+
+def _assign_current(w: World, approver: str, role: str) -> None:
+    """A current assignment of ``role`` (sometimes starting today, sometimes ending soon)."""
+    rng = w.rng
+    start = w.today if rng.random() < 0.1 else w.past_day(30, 700)
+    end = None if rng.random() < 0.7 else (w.today if rng.random() < 0.3 else add_days(w.today, rng.randint(1, 90)))
+    w.assign(approver, role, start, end)
+
+
+def _plant_clean(w: World, t: Target) -> Plan:
+    """The approver holds the rule's role (sometimes a more senior one) directly."""
+    role = t.role
+    if w.rng.random() < 0.2:  # a more senior role also authorises
+        role = w.rng.choice(auth.accepted_roles(w.tables(), t.rtype, t.amount, t.rule["required_level"]))
+    approver = _natural_or_any(w, role, set())
+    w.clear_person(approver)
+    _assign_current(w, approver, role)
+    return Plan(t.rtype, t.amount, None, approver)
+
+
+def _plant_self_approval(w: World, t: Target) -> Plan:
+    """The approver holds the role but is the requester."""
+    approver = _natural_or_any(w, t.role, set())
+    w.clear_person(approver)
+    _assign_current(w, approver, t.role)
+    return Plan(t.rtype, t.amount, approver, approver)
+
+
+def _plant_approver_is_requesters_subordinate(w: World, t: Target) -> Plan:
+    """The rule forbids approvers in the requester's line; the requester is the approver's manager."""
+    for r in w.rules_by_type[t.rtype]:
+        r["sod_not_in_requester_line"] = True
+    approver = _natural_or_any(w, t.role, set())
+    if not auth.reporting_line(w.tables(), approver):
+        approver = w.rng.choice(sorted(p for p in w.people if w.people[p]["manager_id"]))
+    w.clear_person(approver)
+    _assign_current(w, approver, t.role)
+    return Plan(t.rtype, t.amount, w.rng.choice(auth.reporting_line(w.tables(), approver)), approver)
+
+
+def _plant_missing_information(w: World, t: Target) -> Plan:
+    """The approver may decide (directly or by a delegation in effect); a required field is blank."""
+    rng = w.rng
+    approver = _natural_or_any(w, t.role, set())
+    w.clear_person(approver)
+    _assign_current(w, approver, t.role)
+    if rng.random() < 0.3:
+        w.clear_person(approver)
+        holder = rng.choice([h for h in w.holders(t.role) if h != approver] or [approver])
+        if holder == approver:
+            w.assign(approver, t.role, w.past_day(30, 700), None)
+        else:
+            w.delegate(holder, approver, t.role, w.past_day(0, 10), add_days(w.today, rng.randint(0, 20)))
+    return Plan(t.rtype, t.amount, None, approver, rng.choice(t.rule["required_fields"]))
+
+
+def _plant_role_ended(w: World, t: Target) -> Plan:
+    """The approver's assignment of the role ended yesterday (maybe moved to another role)."""
+    rng = w.rng
+    approver = _natural_or_any(w, t.role, set())
+    w.clear_person(approver)
+    w.assign(approver, t.role, w.past_day(100, 700), add_days(w.today, -1))
+    if rng.random() < 0.5:  # moved on to a role that does not cover this type
+        new = [r for r in w.roles.values() if t.rtype not in r["request_types"]]
+        if new:
+            w.assign(approver, rng.choice(new)["id"], w.today, None)
+    return Plan(t.rtype, t.amount, None, approver)
+
+
+def _delegated(w: World, t: Target, kind: str) -> Plan:
+    """A delegation of the rule's role to someone with no covering role; its window (``kind``:
+    valid, expired, future, revoked) is written once the submission date is known."""
+    delegator = w.rng.choice(w.holders(t.role))
+    approver = _non_authorised(w, t.rtype, {delegator})
+    # keep a natural role the approver may have (it covers other types only)
+    w.pending_delegation = (delegator, approver, t.role, kind)
+    return Plan(t.rtype, t.amount, None, approver)
+
+
+def _plant_valid_via_delegation(w: World, t: Target) -> Plan:
+    return _delegated(w, t, "valid")
+
+
+def _plant_expired_delegation(w: World, t: Target) -> Plan:
+    return _delegated(w, t, "expired")
+
+
+def _plant_future_delegation(w: World, t: Target) -> Plan:
+    return _delegated(w, t, "future")
+
+
+def _plant_revoked_delegation(w: World, t: Target) -> Plan:
+    return _delegated(w, t, "revoked")
+
+
+def _plant_over_limit(w: World, t: Target) -> Plan:
+    """A senior approver who may decide, but the amount is above the top band's hard limit."""
+    rng = w.rng
+    top = t.bands[-1]
+    over = [r for r in w.roles.values() if t.rtype in r["request_types"] and r["level"] >= top["required_level"] and r["amount_limit"] > top["hard_limit"]]
+    big = rng.choice(sorted(over, key=lambda r: r["id"]))
+    amount = rng.randint(top["hard_limit"] + 1, min(big["amount_limit"], int(top["hard_limit"] * 1.6)))
+    approver = _natural_or_any(w, big["id"], set())
+    w.clear_person(approver)
+    w.assign(approver, big["id"], w.past_day(60, 900), None)
+    return Plan(t.rtype, amount, None, approver)
+
+
+def _plant_wrong_request_type(w: World, t: Target) -> Plan:
+    """The approver holds a senior enough role that does not cover the request type (redrawn)."""
+    rng = w.rng
+    for _ in range(20):
+        rtype = _pick_type(w)
+        rule = rng.choice(w.rules_by_type[rtype])
+        amount = w.amount_in(rule)
+        others = [r for r in w.roles.values() if rtype not in r["request_types"] and r["level"] >= rule["required_level"] and r["amount_limit"] >= amount]
+        if others:
+            break
+    other = rng.choice(sorted(others, key=lambda r: r["id"]))
+    approver = _natural_or_any(w, other["id"], set())
+    w.clear_person(approver)
+    w.assign(approver, other["id"], w.past_day(60, 900), None)
+    return Plan(rtype, amount, None, approver)
+
+
+def _plant_needs_escalation(w: World, t: Target) -> Plan:
+    """The approver falls short: a lower band's role, or a delegation capped below the amount."""
+    rtype = _pick_type(w, 2)
+    bands = w.rules_by_type[rtype]
+    if w.rng.random() < 0.5:
+        return _lower_band_role(w, rtype, bands)
+    return _capped_delegation(w, rtype, bands)
+
+
+def _lower_band_role(w: World, rtype: str, bands: list[dict[str, Any]]) -> Plan:
+    """A lower role: the amount sits in a higher band."""
+    b = w.rng.randrange(1, len(bands))
+    amount = w.amount_in(bands[b])
+    low = bands[b - 1]["required_role_id"]
+    approver = _natural_or_any(w, low, set())
+    w.clear_person(approver)
+    w.assign(approver, low, w.past_day(60, 900), None)
+    return Plan(rtype, amount, None, approver)
+
+
+def _capped_delegation(w: World, rtype: str, bands: list[dict[str, Any]]) -> Plan:
+    """A delegation in effect but capped below the amount."""
+    rng = w.rng
+    rule = bands[rng.randrange(len(bands))]
+    amount = max(w.amount_in(rule), 200_00)
     role = rule["required_role_id"]
-    if tag in ("clean", "self_approval", "approver_is_requesters_subordinate", "missing_information", "role_ended"):
-        if tag == "clean" and rng.random() < 0.2:  # a more senior role also authorises
-            role = rng.choice(auth.accepted_roles(w.tables(), rtype, amount, rule["required_level"]))
-        if tag == "approver_is_requesters_subordinate":
-            for r in w.rules_by_type[rtype]:
-                r["sod_not_in_requester_line"] = True
-        approver = _natural_or_any(w, role, set())
-        if tag == "approver_is_requesters_subordinate" and not auth.reporting_line(w.tables(), approver):
-            approver = rng.choice(sorted(p for p in w.people if w.people[p]["manager_id"]))
-        w.clear_person(approver)
-        if tag == "role_ended":
-            w.assign(approver, role, w.past_day(100, 700), add_days(w.today, -1))
-            if rng.random() < 0.5:  # moved on to a role that does not cover this type
-                new = [r for r in w.roles.values() if rtype not in r["request_types"]]
-                if new:
-                    w.assign(approver, rng.choice(new)["id"], w.today, None)
-        else:
-            start = w.today if rng.random() < 0.1 else w.past_day(30, 700)
-            end = None if rng.random() < 0.7 else (w.today if rng.random() < 0.3 else add_days(w.today, rng.randint(1, 90)))
-            w.assign(approver, role, start, end)
-            if tag == "missing_information" and rng.random() < 0.3:
-                w.clear_person(approver)
-                holder = rng.choice([h for h in w.holders(role) if h != approver] or [approver])
-                if holder == approver:
-                    w.assign(approver, role, w.past_day(30, 700), None)
-                else:
-                    w.delegate(holder, approver, role, w.past_day(0, 10), add_days(w.today, rng.randint(0, 20)))
-        requester: str | None
-        if tag == "self_approval":
-            requester = approver
-        elif tag == "approver_is_requesters_subordinate":
-            requester = rng.choice(auth.reporting_line(w.tables(), approver))
-        else:
-            requester = None
-        blank = rng.choice(rule["required_fields"]) if tag == "missing_information" else None
-        return Plan(rtype, amount, requester, approver, blank)
-    if tag in ("valid_via_delegation", "expired_delegation", "future_delegation", "revoked_delegation"):
-        holders = w.holders(role)
-        delegator = rng.choice(holders)
-        approver = _non_authorised(w, rtype, {delegator})
-        # keep a natural role the approver may have (it covers other types only)
-        kind = {"valid_via_delegation": "valid", "expired_delegation": "expired",
-                "future_delegation": "future", "revoked_delegation": "revoked"}[tag]
-        w.pending_delegation = (delegator, approver, role, kind)
-        return Plan(rtype, amount, None, approver)
-    if tag == "over_limit":
-        top = bands[-1]
-        over = [r for r in w.roles.values() if rtype in r["request_types"] and r["level"] >= top["required_level"] and r["amount_limit"] > top["hard_limit"]]
-        big = rng.choice(sorted(over, key=lambda r: r["id"]))
-        amount = rng.randint(top["hard_limit"] + 1, min(big["amount_limit"], int(top["hard_limit"] * 1.6)))
-        approver = _natural_or_any(w, big["id"], set())
-        w.clear_person(approver)
-        w.assign(approver, big["id"], w.past_day(60, 900), None)
-        return Plan(rtype, amount, None, approver)
-    if tag == "wrong_request_type":
-        for _ in range(20):
-            rtype = _pick_type(w)
-            rule = rng.choice(w.rules_by_type[rtype])
-            amount = w.amount_in(rule)
-            others = [r for r in w.roles.values() if rtype not in r["request_types"] and r["level"] >= rule["required_level"] and r["amount_limit"] >= amount]
-            if others:
-                break
-        other = rng.choice(sorted(others, key=lambda r: r["id"]))
-        approver = _natural_or_any(w, other["id"], set())
-        w.clear_person(approver)
-        w.assign(approver, other["id"], w.past_day(60, 900), None)
-        return Plan(rtype, amount, None, approver)
-    if tag == "needs_escalation":
-        rtype = _pick_type(w, 2)
-        bands = w.rules_by_type[rtype]
-        if rng.random() < 0.5:  # a lower role: the amount sits in a higher band
-            b = rng.randrange(1, len(bands))
-            rule = bands[b]
-            amount = w.amount_in(rule)
-            low = bands[b - 1]["required_role_id"]
-            approver = _natural_or_any(w, low, set())
-            w.clear_person(approver)
-            w.assign(approver, low, w.past_day(60, 900), None)
-            return Plan(rtype, amount, None, approver)
-        # a delegation in effect but capped below the amount
-        b = rng.randrange(len(bands))
-        rule = bands[b]
-        amount = max(w.amount_in(rule), 200_00)
-        role = rule["required_role_id"]
-        delegator = rng.choice(w.holders(role))
-        approver = _non_authorised(w, rtype, {delegator})
-        w.clear_person(approver)
-        cap = max(100_00, (amount * rng.randint(30, 90) // 100) // 100_00 * 100_00)
-        window = _delegation_window(w, w.today, "valid")
-        w.delegate(delegator, approver, role, window["valid_from"], window["valid_to"], cap=min(cap, amount - 1))
-        return Plan(rtype, amount, None, approver)
-    raise ValueError(f"unknown defect tag {tag!r}")
+    delegator = rng.choice(w.holders(role))
+    approver = _non_authorised(w, rtype, {delegator})
+    w.clear_person(approver)
+    cap = max(100_00, (amount * rng.randint(30, 90) // 100) // 100_00 * 100_00)
+    window = _delegation_window(w, w.today, "valid")
+    w.delegate(delegator, approver, role, window["valid_from"], window["valid_to"], cap=min(cap, amount - 1))
+    return Plan(rtype, amount, None, approver)
+
+
+#: defect tag -> the function planting its trap (after the common :func:`_draw_target`)
+PLANTERS: dict[str, Callable[[World, Target], Plan]] = {
+    "clean": _plant_clean,
+    "valid_via_delegation": _plant_valid_via_delegation,
+    "self_approval": _plant_self_approval,
+    "approver_is_requesters_subordinate": _plant_approver_is_requesters_subordinate,
+    "expired_delegation": _plant_expired_delegation,
+    "future_delegation": _plant_future_delegation,
+    "revoked_delegation": _plant_revoked_delegation,
+    "over_limit": _plant_over_limit,
+    "wrong_request_type": _plant_wrong_request_type,
+    "role_ended": _plant_role_ended,
+    "needs_escalation": _plant_needs_escalation,
+    "missing_information": _plant_missing_information,
+}
+
+
+def scenario(w: World, tag: str) -> Plan:
+    """Set up the approver's authority for ``tag``; return the target request's plan."""
+    target = _draw_target(w)
+    if tag not in PLANTERS:
+        raise ValueError(f"unknown defect tag {tag!r}")
+    return PLANTERS[tag](w, target)
 
 
 #: Tags whose trap is sometimes only a decoy, with the chance of it: the approver also has a
@@ -636,19 +760,50 @@ EXPECTED_APPROVER = {
 
 
 def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:
+    """One task whose trap is ``defect_tag`` (pure in its arguments)."""
     rng = random.Random(derive_seed("approvals", seed, attempt))
     w = build_world(rng)
     plan = scenario(w, tag)
     rule = auth.applicable_rule(w.tables(), plan.rtype, plan.amount)
     assert rule is not None
     decoy = tag in DECOY_RATE and rng.random() < DECOY_RATE[tag]
+    look_alike = _separation_decoy(w, tag, plan, rule) if decoy else None
+    request, submitted_day = _target_request(w, plan, rule)
+    _write_pending_delegation(w, plan, submitted_day)
+    if decoy and tag not in ("self_approval", "approver_is_requesters_subordinate"):
+        add_other_authority(w, plan.approver, request, rule)
+    approver_problems = [] if decoy else EXPECTED_APPROVER[tag]
+    blank = _blank_field(w, tag, plan, rule, request, approver_problems)
+    if rng.random() < DISTRACTOR_RATE:
+        add_distractor_assignments(w, plan.approver, request)
+    add_background(w, {plan.approver, request["requester_id"]})
+    add_queue_and_history(w, request)
+    if look_alike is None and rng.random() < 0.7:
+        add_look_alike(w, plan.approver, request, rule)
+    verdict = auth.assess(w.tables(), request, plan.approver, w.now)
+    if not _consistent(w, tag, plan, verdict, approver_problems, blank):
+        return None
+    key = _key(tag, decoy, blank, request, plan, verdict)
+    return Generated(task=_task(w, request, plan), snapshot=_snapshot(w), key=key)
+
+
+def _separation_decoy(w: World, tag: str, plan: Plan, rule: dict[str, Any]) -> str | None:
+    """The decoy of a separation-of-duties tag: the requester only shares the approver's name
+    (self_approval; returns the look-alike), or the rule allows approvers in the requester's
+    line (approver_is_requesters_subordinate)."""
     look_alike: str | None = None
-    if decoy and tag == "self_approval":  # the requester only shares the approver's name
+    if tag == "self_approval":
         look_alike = add_look_alike(w, plan.approver, None, rule)
         plan.requester = look_alike
-    if decoy and tag == "approver_is_requesters_subordinate":  # the rule allows it
+    if tag == "approver_is_requesters_subordinate":
         for r in w.rules_by_type[plan.rtype]:
             r["sod_not_in_requester_line"] = False
+    return look_alike
+
+
+def _target_request(w: World, plan: Plan, rule: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The target request (every field the rule requires filled in) and its submission day."""
+    rng = w.rng
     requester = plan.requester or _requester_for(w, plan.rtype, plan.approver, rule)
     submitted_day = w.past_day(2, 12)
     request = make_request(w, plan.rtype, plan.amount, requester, w.instant(submitted_day))
@@ -656,48 +811,62 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:
         if request[f] is None or request[f] == "":
             request[f] = {"beneficiary_account": f"ACC-{rng.randrange(100000, 999999)}", "cost_center": f"CC-{rng.randrange(100, 999)}",
                           "invoice_ref": f"INV-{rng.randrange(10000, 99999)}", "justification": rng.choice(JUSTIFICATIONS[plan.rtype])}[f]
-    pending = w.pending_delegation
-    if pending is not None:
-        delegator, delegate, role, kind = pending
-        window = _delegation_window(w, submitted_day, kind)
-        limit = w.roles[role]["amount_limit"]
-        cap = None if rng.random() < 0.5 else (plan.amount if rng.random() < 0.3 else min(limit, _scale(plan.amount * 1.5, 1.0)))
-        w.delegate(delegator, delegate, role, window["valid_from"], window["valid_to"], cap=cap, revoked_at=window.get("revoked_at"))
-    if decoy and tag not in ("self_approval", "approver_is_requesters_subordinate"):
-        add_other_authority(w, plan.approver, request, rule)
-    approver_problems = [] if decoy else EXPECTED_APPROVER[tag]
+    return request, submitted_day
+
+
+def _write_pending_delegation(w: World, plan: Plan, submitted_day: str) -> None:
+    """The delegation tags' delegation, its window relative to the submission (maybe capped)."""
+    if w.pending_delegation is None:
+        return
+    rng = w.rng
+    delegator, delegate, role, kind = w.pending_delegation
+    window = _delegation_window(w, submitted_day, kind)
+    limit = w.roles[role]["amount_limit"]
+    cap = None if rng.random() < 0.5 else (plan.amount if rng.random() < 0.3 else min(limit, _scale(plan.amount * 1.5, 1.0)))
+    w.delegate(delegator, delegate, role, window["valid_from"], window["valid_to"], cap=cap, revoked_at=window.get("revoked_at"))
+
+
+def _blank_field(w: World, tag: str, plan: Plan, rule: dict[str, Any], request: dict[str, Any],
+                 approver_problems: list[str]) -> str | None:
+    """The required field left empty (the missing_information trap, or an overlay), if any."""
+    rng = w.rng
     blank = plan.blank_field
     if blank is None and tag != "over_limit":
         if rng.random() < (NOISE_OVERLAY if approver_problems else HOLD_OVERLAY):
             blank = rng.choice(rule["required_fields"])
     if blank:
         request[blank] = None if rng.random() < 0.7 else ""
-    if rng.random() < DISTRACTOR_RATE:
-        add_distractor_assignments(w, plan.approver, request)
-    add_background(w, {plan.approver, requester})
-    add_queue_and_history(w, request)
-    if look_alike is None and rng.random() < 0.7:
-        add_look_alike(w, plan.approver, request, rule)
-    tables = w.tables()
-    verdict = auth.assess(tables, request, plan.approver, w.now)
+    return blank
+
+
+def _consistent(w: World, tag: str, plan: Plan, verdict: auth.Assessment, approver_problems: list[str],
+                blank: str | None) -> bool:
+    """The world says what the key will say: exactly the planted problems, the authority of the
+    expected kind, and one person with the approver's name in their department."""
     if verdict.approver_problems != approver_problems:
-        return None
+        return False
     if (auth.HARD_LIMIT in verdict.problems) != (tag == "over_limit") or (auth.MISSING_INFO in verdict.problems) != bool(blank):
-        return None
+        return False
     if tag == "clean" and any(i.startswith("DLG") for i in verdict.authority_ids):
-        return None
+        return False
     if tag == "valid_via_delegation" and any(not i.startswith("DLG") for i in verdict.authority_ids):
-        return None
-    if len([p for p in w.people.values() if p["name"] == w.people[plan.approver]["name"] and p["department"] == w.people[plan.approver]["department"]]) != 1:
-        return None
+        return False
     approver = w.people[plan.approver]
+    same = [p for p in w.people.values() if p["name"] == approver["name"] and p["department"] == approver["department"]]
+    return len(same) == 1
+
+
+def _key(tag: str, decoy: bool, blank: str | None, request: dict[str, Any], plan: Plan,
+         verdict: auth.Assessment) -> dict[str, Any]:
+    """The answer key: tags, targets (the rows the task may write) and the expected decision."""
     rid = request["id"]
-    downstream: dict[str, Any] = {"kind": "ledger" if plan.rtype in LEDGER_TYPES else "order",
+    ledger = is_ledger_type(plan.rtype)
+    downstream: dict[str, Any] = {"kind": "ledger" if ledger else "order",
                                   "order_id": request["order_id"], "account": request["beneficiary_account"], "amount": request["amount"]}
     targets = [f"requests:{rid}", f"decisions:DEC-{rid}-*"]
-    targets.append(f"ledger_entries:LE-{rid}-*" if plan.rtype in LEDGER_TYPES else f"orders:{request['order_id']}")
+    targets.append(f"ledger_entries:LE-{rid}-*" if ledger else f"orders:{request['order_id']}")
     tags = [tag] + (["missing_information"] if blank and tag != "missing_information" else [])
-    key = {
+    return {
         "defect_tags": tags, "decoy": decoy, "targets": targets, "outcome_class": verdict.outcome, "needs_action": True,
         "expected": {
             "request_id": rid, "approver_id": plan.approver, "outcome": verdict.outcome, "rule_id": verdict.rule_id,
@@ -706,23 +875,23 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:
             "downstream": downstream,
         },
     }
-    task = {
-        "instructions": _instructions(w, rng, request, approver),
+
+
+def _task(w: World, request: dict[str, Any], plan: Plan) -> dict[str, Any]:
+    """The brief: the colleague's instructions naming the request and the approver."""
+    approver = w.people[plan.approver]
+    return {
+        "instructions": _instructions(w, w.rng, request, approver),
         "allowed_tools": list(ALL_TOOLS),
-        "params": {"request_id": rid, "approver_name": approver["name"], "approver_department": approver["department"]},
+        "params": {"request_id": request["id"], "approver_name": approver["name"], "approver_department": approver["department"]},
         "max_steps": 40,
     }
-    snapshot = {name: list(rows.values()) for name, rows in tables.items()}
+
+
+def _snapshot(w: World) -> dict[str, list[dict[str, Any]]]:
+    snapshot = {name: list(rows.values()) for name, rows in w.tables().items()}
     snapshot["clock"] = [{"id": "clock", "now": w.now}]
-    return Generated(task=task, snapshot=snapshot, key=key)
+    return snapshot
 
 
-def generate(seed: int, defect_tag: str) -> Generated:
-    """One task whose trap is ``defect_tag`` (pure in its arguments)."""
-    if defect_tag not in DEFECT_TAGS:
-        raise ValueError(f"unknown defect tag {defect_tag!r}; choose from {', '.join(DEFECT_TAGS)}")
-    for attempt in range(200):
-        gen = _attempt(seed, defect_tag, attempt)
-        if gen is not None:
-            return gen
-    raise RuntimeError(f"could not generate a {defect_tag} task from seed {seed}")
+generate = retrying(_attempt, DEFECT_TAGS, tries=200)

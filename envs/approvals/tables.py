@@ -42,9 +42,10 @@ from __future__ import annotations
 
 import datetime as dt
 
+#: The world's tables (every snapshot also has ``clock``), named by the ``Domain`` declaration.
 TABLES = (
     "people", "roles", "role_holders", "delegations", "rules", "requests", "decisions",
-    "ledger_entries", "orders", "clock",
+    "ledger_entries", "orders",
 )
 
 #: Request types and where a proceed decision takes effect downstream.

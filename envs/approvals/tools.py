@@ -13,10 +13,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
+from backoffice.envs.approvals.rules import in_window, is_ledger_type, window_covers
 from backoffice.envs.approvals.tables import (
-    DECISION_STATUS, LEDGER_TYPES, OPEN_STATUSES, POLICY, REQUEST_TYPES, normalise_instant, today,
+    DECISION_STATUS, OPEN_STATUSES, POLICY, REQUEST_TYPES, normalise_instant, today,
 )
-from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
+from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit, require_row
 
 toolkit = Toolkit()
 
@@ -38,10 +39,7 @@ def _as_of(ctx: ToolContext, value: str | None) -> str:
 
 
 def _request(ctx: ToolContext, request_id: str) -> dict[str, Any]:
-    row = ctx.store.get("requests", request_id)
-    if row is None:
-        raise ToolError("not_found", f"no request {request_id[:64]!r}")
-    return row
+    return require_row(ctx.store, "requests", request_id, f"no request {request_id[:64]!r}")
 
 
 def _person_summary(row: dict[str, Any]) -> dict[str, Any]:
@@ -53,7 +51,7 @@ class ListPendingArgs(ToolArgs):
     page: int = Field(1, ge=1, le=100, description="Page number (10 requests per page).")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def list_pending(ctx: ToolContext, args: ListPendingArgs) -> dict:
     """List the requests waiting for a decision (status pending or on_hold), oldest first, with the desk clock."""
     rows = sorted(
@@ -75,7 +73,7 @@ class RequestArgs(ToolArgs):
     request_id: Id = Field(description="Request id, e.g. REQ-4821.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_request(ctx: ToolContext, args: RequestArgs) -> dict:
     """Return one request with every field (empty fields are null) and its order, if any."""
     row = _request(ctx, args.request_id)
@@ -87,14 +85,14 @@ class RulesArgs(ToolArgs):
     request_type: Literal[REQUEST_TYPES] = Field(description="Request type whose approval rules to return.")  # type: ignore[valid-type]
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_rules(ctx: ToolContext, args: RulesArgs) -> dict:
     """Return the approval rules (amount bands, required role and level, hard limit, separation-of-duties flags, required fields) of a request type, and the desk procedure."""
     rules = sorted(ctx.store.rows("rules", request_type=args.request_type), key=lambda r: r["min_amount"])
     return {"request_type": args.request_type, "rules": rules, "procedure": list(POLICY)}
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def list_roles(ctx: ToolContext, args: NoArgs) -> dict:
     """Return every approval role: request types covered, amount limit (cents) and level."""
     return {"roles": ctx.store.rows("roles")}
@@ -105,7 +103,7 @@ class FindPeopleArgs(ToolArgs):
         description="A person's name or part of it (case-insensitive).")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def find_people(ctx: ToolContext, args: FindPeopleArgs) -> dict:
     """Find people by name (substring or shared surname): id, name, title, department, email."""
     query = args.name.strip().lower()
@@ -121,12 +119,10 @@ class PersonArgs(ToolArgs):
     person_id: Id = Field(description="Person id, e.g. EMP-1234.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_person(ctx: ToolContext, args: PersonArgs) -> dict:
     """Return one person with their manager, full reporting line (managers from the direct one upwards) and every role assignment they have or had (any window)."""
-    row = ctx.store.get("people", args.person_id)
-    if row is None:
-        raise ToolError("not_found", f"no person {args.person_id[:64]!r}")
+    row = require_row(ctx.store, "people", args.person_id, f"no person {args.person_id[:64]!r}")
     line: list[str] = []
     current = row
     while current is not None and current.get("manager_id") and current["manager_id"] not in line and len(line) < 20:
@@ -146,16 +142,15 @@ class RoleHoldersArgs(ToolArgs):
         None, description="ISO date or datetime; default: now (the desk clock).")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def lookup_role_holders(ctx: ToolContext, args: RoleHoldersArgs) -> dict:
     """Return the people holding a role as of a date (assignments whose valid_from <= date <= valid_to)."""
-    if ctx.store.get("roles", args.role_id) is None:
-        raise ToolError("not_found", f"no role {args.role_id[:64]!r}")
+    require_row(ctx.store, "roles", args.role_id, f"no role {args.role_id[:64]!r}")
     at = _as_of(ctx, args.as_of)
     day = today(at)
     holders = []
     for rh in ctx.store.iter_rows("role_holders"):
-        if rh["role_id"] != args.role_id or rh["valid_from"] > day or (rh["valid_to"] is not None and rh["valid_to"] < day):
+        if rh["role_id"] != args.role_id or not window_covers(rh["valid_from"], rh["valid_to"], day):
             continue
         person = ctx.store.get("people", rh["person_id"])
         holders.append({
@@ -173,22 +168,14 @@ class DelegationsArgs(ToolArgs):
         False, description="Also return delegations not in effect at as_of (expired, future or revoked).")
 
 
-def _in_effect(row: dict[str, Any], at: str) -> bool:
-    day = today(at)
-    if row["valid_from"] > day or (row["valid_to"] is not None and row["valid_to"] < day):
-        return False
-    return row["revoked_at"] is None or row["revoked_at"] > at
-
-
-@toolkit.tool
+@toolkit.tool(writes=False)
 def lookup_delegations(ctx: ToolContext, args: DelegationsArgs) -> dict:
     """Return delegations received and given by a person that are in effect as of a date/time (window covers the date, not revoked by then), or all of them with include_inactive."""
-    if ctx.store.get("people", args.person_id) is None:
-        raise ToolError("not_found", f"no person {args.person_id[:64]!r}")
+    require_row(ctx.store, "people", args.person_id, f"no person {args.person_id[:64]!r}")
     at = _as_of(ctx, args.as_of)
     received, given = [], []
     for d in ctx.store.iter_rows("delegations"):
-        if not args.include_inactive and not _in_effect(d, at):
+        if not args.include_inactive and not in_window(d, at):
             continue
         if d["delegate_id"] == args.person_id:
             received.append(d)
@@ -229,12 +216,12 @@ def _write_decision(ctx: ToolContext, request: dict[str, Any], outcome: str, app
     return row
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def record_decision(ctx: ToolContext, args: DecisionArgs) -> dict:
     """Record the named approver's decision on an open request (pending or on_hold) and set its status (approved / on_hold / rejected). Every decision names its approver."""
     request = _open_request(ctx, args.request_id)
-    if args.approver_id is not None and ctx.store.get("people", args.approver_id) is None:
-        raise ToolError("not_found", f"no person {args.approver_id[:64]!r}")
+    if args.approver_id is not None:
+        require_row(ctx.store, "people", args.approver_id, f"no person {args.approver_id[:64]!r}")
     if args.approver_id is None:
         raise ToolError("precondition_failed", "a decision needs approver_id (the person whose decision it is)")
     row = _write_decision(ctx, request, args.outcome, args.approver_id, args.basis_ids, args.note, None)
@@ -248,12 +235,11 @@ class EscalateArgs(ToolArgs):
     note: Annotated[str, StringConstraints(max_length=500)] = Field("", description="Short note for the audit trail.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def escalate(ctx: ToolContext, args: EscalateArgs) -> dict:
     """Route an open request to a role's holders: records an 'escalate' decision and sets the status to escalated."""
     request = _open_request(ctx, args.request_id)
-    if ctx.store.get("roles", args.role_id) is None:
-        raise ToolError("not_found", f"no role {args.role_id[:64]!r}")
+    require_row(ctx.store, "roles", args.role_id, f"no role {args.role_id[:64]!r}")
     row = _write_decision(ctx, request, "escalate", None, args.basis_ids, args.note, args.role_id)
     return {"decision": row, "request_status": "escalated"}
 
@@ -265,11 +251,11 @@ class LedgerArgs(ToolArgs):
     memo: Annotated[str, StringConstraints(max_length=200)] = Field("", description="Ledger memo.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def post_ledger_entry(ctx: ToolContext, args: LedgerArgs) -> dict:
     """Post the ledger entry that pays out a refund, credit adjustment, write-off or expense claim. One entry per request."""
     request = _request(ctx, args.request_id)
-    if request["type"] not in LEDGER_TYPES:
+    if not is_ledger_type(request["type"]):
         raise ToolError("precondition_failed", f"{request['type']} requests are released with release_order")
     if any(e["request_id"] == request["id"] for e in ctx.store.iter_rows("ledger_entries")):
         raise ToolError("conflict", f"a ledger entry for {request['id']} already exists")
@@ -284,19 +270,17 @@ class OrderArgs(ToolArgs):
     order_id: Id = Field(description="Order id, e.g. PO-30117.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def release_order(ctx: ToolContext, args: OrderArgs) -> dict:
     """Release an order awaiting approval (purchase orders and vendor payments) to the supplier."""
-    row = ctx.store.get("orders", args.order_id)
-    if row is None:
-        raise ToolError("not_found", f"no order {args.order_id[:64]!r}")
+    row = require_row(ctx.store, "orders", args.order_id, f"no order {args.order_id[:64]!r}")
     if row["status"] != "awaiting_approval":
         raise ToolError("conflict", f"order {args.order_id} is {row['status']}")
     new = ctx.store.update("orders", args.order_id, {"status": "released", "released_at": _now(ctx)})
     return {"order": new}
 
 
-@toolkit.tool(terminal=True)
+@toolkit.tool(terminal=True, writes=False)
 def submit(ctx: ToolContext, args: NoArgs) -> dict:
     """Finish the task (ends the episode)."""
     return {"submitted": True}

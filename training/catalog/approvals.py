@@ -43,6 +43,12 @@ too early, on the wrong outcome, deciding without an authority to cite (the deci
 the rule alone), escalating before the blocking fact is known (``escalate`` then cites the rule
 alone) or releasing money before a decision are the agent's mistakes to avoid, learned from
 the features.
+
+Rule-sharing policy: the catalog computes the rules with the domain's public rule helpers,
+:mod:`backoffice.envs.approvals.rules` (band lookup, missing fields, windows, candidate roles,
+ledger types, the order of blocking facts), shared with the oracle; it never imports the grader
+nor :mod:`backoffice.envs.approvals.authority` (the grader's whole-snapshot verdict), and the
+grader never imports the catalog.
 """
 
 from __future__ import annotations
@@ -53,16 +59,14 @@ from typing import Any
 
 import numpy as np
 
+from backoffice.envs.approvals.rules import (
+    ORDER_TYPES, applicable_rule, blocking_fact, candidate_roles, in_window, is_ledger_type, is_missing, line_breach,
+    missing_fields,
+)
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpec, FeatureDef, slots
 
-LEDGER_TYPES = ("refund", "credit_adjustment", "write_off", "expense_claim")
-ORDER_TYPES = ("purchase_order", "vendor_payment")
 #: candidate-role slots: at most 5 roles cover one request type (credit adjustments)
 N_ROLE_SLOTS = 5
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
 
 
 ACTIONS: tuple[ActionDef, ...] = (
@@ -212,19 +216,10 @@ class ApprovalsCatalog(CatalogSpec):
     def _candidates(self) -> list[dict[str, Any]]:
         if self.request is None or self.rule is None or self.roles is None:
             return []
-        rtype, amount, level = self.request["type"], self.request["amount"], self.rule["required_level"]
-        return sorted(
-            (r for r in self.roles if rtype in r["request_types"] and r["level"] >= level and r["amount_limit"] >= amount),
-            key=lambda r: r["id"],
-        )
+        return candidate_roles(self.roles, self.request["type"], self.request["amount"], self.rule["required_level"])
 
     def _in_window(self, row: dict[str, Any]) -> bool:
-        if self.now is None:
-            return False
-        day = self.now[:10]
-        if row["valid_from"] > day or (row.get("valid_to") is not None and row["valid_to"] < day):
-            return False
-        return row.get("revoked_at") is None or row["revoked_at"] > self.now
+        return self.now is not None and in_window(row, self.now)
 
     @property
     def received(self) -> list[dict[str, Any]] | None:
@@ -303,12 +298,12 @@ class ApprovalsCatalog(CatalogSpec):
             if role is not None and req["type"] in role["request_types"] and self._in_window(rh):
                 covering.append(rh["id"])
         rows = sorted([rh["id"] for rh in self.assignments] + [d["id"] for d in self.received_all])
-        return (inactive or sorted(covering) or rows or [self.approver_id])[0]
+        return blocking_fact(inactive, sorted(covering), rows, self.approver_id)
 
     def _missing_fields(self) -> int:
         if self.request is None or self.rule is None:
             return 0
-        return sum(_missing(self.request.get(f)) for f in self.rule["required_fields"])
+        return len(missing_fields(self.request, self.rule))
 
     # -- the interface ------------------------------------------------------------------------
     def to_call(self, action: int) -> dict[str, Any] | None:
@@ -352,7 +347,7 @@ class ApprovalsCatalog(CatalogSpec):
             return {"tool": "escalate", "args": {"request_id": rid, "role_id": rule["required_role_id"], "basis_ids": basis,
                                                  "note": "named approver may not decide this request"}}
         if action == A_LEDGER:
-            if req is None or _missing(req.get("beneficiary_account")):
+            if req is None or is_missing(req.get("beneficiary_account")):
                 return None
             return {"tool": "post_ledger_entry", "args": {"request_id": req["id"], "account": req["beneficiary_account"],
                                                           "amount": req["amount"], "memo": f"{req['type']} {req['id']}"}}
@@ -400,12 +395,7 @@ class ApprovalsCatalog(CatalogSpec):
     def _applicable_rule(self) -> dict[str, Any] | None:
         if not self.rules or self.request is None:
             return None
-        amount = self.request["amount"]
-        rules = sorted(self.rules, key=lambda r: r["min_amount"])
-        for r in rules:
-            if r["min_amount"] <= amount and (r["max_amount"] is None or amount <= r["max_amount"]):
-                return r
-        return rules[-1] if amount > rules[-1]["min_amount"] else None
+        return applicable_rule(self.rules, self.request["amount"])
 
     def mask(self) -> np.ndarray:
         """Legality only (see the module docstring): groundable, not a repeated read, not a
@@ -431,7 +421,7 @@ class ApprovalsCatalog(CatalogSpec):
             m[A_REJECT] = m[A_HOLD] = m[A_PROCEED] = self.approver_id is not None
         # the downstream release: the request's own kind, once, whenever it can be grounded
         if self.request is not None and not self.downstream_done:
-            ledger = self.request["type"] in LEDGER_TYPES
+            ledger = is_ledger_type(self.request["type"])
             m[A_LEDGER] = ledger and self.to_call(A_LEDGER) is not None
             awaiting = self.order is None or self.order.get("status") == "awaiting_approval"
             m[A_ORDER] = not ledger and awaiting and self.to_call(A_ORDER) is not None
@@ -439,7 +429,7 @@ class ApprovalsCatalog(CatalogSpec):
 
     def _line_breach(self) -> bool:
         return (self.request is not None and self.rule is not None and self.line is not None
-                and bool(self.rule["sod_not_in_requester_line"]) and self.request["requester_id"] in self.line)
+                and line_breach(self.rule, self.request, self.line))
 
     def _is_self(self) -> bool:
         return self.request is not None and self.approver_id is not None and self.request["requester_id"] == self.approver_id
@@ -495,7 +485,7 @@ class ApprovalsCatalog(CatalogSpec):
         put("person_read", self.line is not None)
         put("delegations_read", self.received_all is not None)
         if req is not None:
-            put("is_ledger_type", req["type"] in LEDGER_TYPES)
+            put("is_ledger_type", is_ledger_type(req["type"]))
             put("is_order_type", req["type"] in ORDER_TYPES)
             put("amount_log", min(1.0, math.log10(max(1, req["amount"])) / 10))
             if self.approver_id is not None:

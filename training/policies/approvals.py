@@ -11,6 +11,14 @@ proceed.
 
 Each wrong policy overrides one judgement of the oracle and so commits one kind of mistake
 (``WRONG_POLICIES`` maps the failure code to it).
+
+Rule-sharing policy: the oracle and the catalog (``training.catalog.approvals``) share the
+domain's public rule helpers, :mod:`backoffice.envs.approvals.rules` (the band lookup, the
+missing-field test, date windows, delegated limits, ledger types, the order of blocking facts),
+each computing what the rules document says from rows the tools returned. The oracle never
+imports the grader (``backoffice.graders.approvals``) nor the whole-snapshot verdict it judges
+with (``backoffice.envs.approvals.authority``), and the grader never imports this module: the
+oracle passing checks the grader independently.
 """
 
 from __future__ import annotations
@@ -18,26 +26,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from backoffice.envs.approvals.rules import (
+    applicable_rule, blocking_fact, delegated_limit, in_window, is_ledger_type, line_breach, missing_fields,
+)
 from backoffice.training.exploits import repeat_last_write
 from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call
 
-LEDGER_TYPES = ("refund", "credit_adjustment", "write_off", "expense_claim")
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
-
 
 def _applicable(rules: list[dict[str, Any]], amount: int) -> dict[str, Any]:
-    rules = sorted(rules, key=lambda r: r["min_amount"])
-    for r in rules:
-        if r["min_amount"] <= amount and (r["max_amount"] is None or amount <= r["max_amount"]):
-            return r
-    return rules[-1]
-
-
-def _covers_day(row: Mapping[str, Any], day: str) -> bool:
-    return row["valid_from"] <= day and (row["valid_to"] is None or day <= row["valid_to"])
+    """The applicable rule (procedure step 1); below every band (never generated), the top band."""
+    rule = applicable_rule(rules, amount)
+    return rule if rule is not None else sorted(rules, key=lambda r: r["min_amount"])[-1]
 
 
 class Oracle(ScriptedPolicy):
@@ -50,7 +49,7 @@ class Oracle(ScriptedPolicy):
         return request["amount"] > rule["hard_limit"]
 
     def fields_missing(self, request: dict[str, Any], rule: dict[str, Any]) -> bool:
-        return any(_missing(request.get(f)) for f in rule["required_fields"])
+        return bool(missing_fields(request, rule))
 
     def covers(self, role: dict[str, Any], request: dict[str, Any]) -> bool:
         return request["type"] in role["request_types"]
@@ -63,14 +62,14 @@ class Oracle(ScriptedPolicy):
         return request["requester_id"] == approver_id
 
     def line_breach(self, rule: dict[str, Any], request: dict[str, Any], line: list[str]) -> bool:
-        return bool(rule["sod_not_in_requester_line"]) and request["requester_id"] in line
+        return line_breach(rule, request, line)
 
     def assignment_active(self, rh: dict[str, Any], now: str) -> bool:
-        return _covers_day(rh, now[:10])
+        return in_window(rh, now)
 
     def delegation_in_window(self, d: dict[str, Any], now: str) -> bool:
         """Window covers today and not revoked at or before now."""
-        return _covers_day(d, now[:10]) and (d["revoked_at"] is None or d["revoked_at"] > now)
+        return in_window(d, now)
 
     def no_authority(self, facts: dict[str, Any]) -> tuple[str, str | None]:
         """What to do when the approver has no authority: escalate (with the blocking fact)."""
@@ -132,7 +131,7 @@ class Oracle(ScriptedPolicy):
             yield release
 
     def _release_call(self, request: dict[str, Any], order: dict[str, Any] | None) -> dict[str, Any]:
-        if request["type"] in LEDGER_TYPES:
+        if is_ledger_type(request["type"]):
             return call("post_ledger_entry", request_id=request["id"], account=request["beneficiary_account"],
                         amount=request["amount"], memo=f"{request['type']} {request['id']}")
         return call("release_order", order_id=order["id"] if order else request["order_id"])
@@ -172,8 +171,7 @@ class Oracle(ScriptedPolicy):
             role = by_id.get(d["role_id"])
             if role is None or not self.covers(role, request):
                 continue
-            limit = role["amount_limit"] if d["cap"] is None else min(role["amount_limit"], d["cap"])
-            ok = self.sufficient(role, request, rule, limit)
+            ok = self.sufficient(role, request, rule, delegated_limit(role, d))
             in_effect = self.delegation_in_window(d, now) and d["delegator_id"] in (yield from holders_of(d["role_id"]))
             if in_effect:
                 covering.append(d["id"])
@@ -189,7 +187,7 @@ class Oracle(ScriptedPolicy):
                 authority = cited
             else:
                 rows = sorted([r["id"] for r in person["assignments"]] + [d["id"] for d in got["result"]["received"]])
-                return "escalate", (inactive or covering or rows or [approver])[0]
+                return "escalate", blocking_fact(inactive, covering, rows, approver)
         if self.hard_limit_exceeded(request, rule):
             return "reject", authority
         if self.fields_missing(request, rule):
@@ -468,7 +466,7 @@ class ApproveAsAsked(_Blind):
         first = [person["assignments"][0]["id"]] if person["assignments"] else []
         yield call("record_decision", request_id=request["id"], outcome="proceed", approver_id=approver,
                    basis_ids=[rule["id"], *first])
-        if request["type"] in LEDGER_TYPES:
+        if is_ledger_type(request["type"]):
             yield call("post_ledger_entry", request_id=request["id"], account=request["beneficiary_account"] or "ACC-000000",
                        amount=request["amount"])
         else:
@@ -481,7 +479,7 @@ class ReleaseWithoutDeciding(_Blind):
     name = "blind:release_at_once"
 
     def act_on(self, request, order, rule, approver, person):
-        if request["type"] in LEDGER_TYPES:
+        if is_ledger_type(request["type"]):
             yield call("post_ledger_entry", request_id=request["id"], account=request["beneficiary_account"] or "ACC-000000",
                        amount=request["amount"])
         else:
