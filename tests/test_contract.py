@@ -387,3 +387,19 @@ def test_every_tool_declares_whether_it_writes_and_read_tools_never_do(domain: s
             for call in read_calls:
                 env.step(call)
                 assert env.state.content_hash() == before, (task_id, call)
+
+
+def test_the_declaration_names_tables_policies_and_catalog(domain: str) -> None:
+    """One ``Domain`` declaration names everything the engine and the tools around it use."""
+    import importlib
+
+    dom = get_domain(domain)
+    assert dom.tables, "declare the world's tables (Domain.tables)"
+    rel = load_release(domain)
+    first = rel.task(rel.split_ids["train"][0])
+    assert set(rel.snapshot(first.snapshot_id).table_names) - {"clock"} == set(dom.tables)
+    assert dom.policies and hasattr(importlib.import_module(dom.policies), "Oracle")
+    if dom.catalog is not None:
+        from backoffice.training.catalog import spec_class
+
+        assert spec_class(domain).domain == domain

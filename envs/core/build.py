@@ -42,6 +42,11 @@ def make_task(domain: Domain, split: str, index: int) -> tuple[Task, Snapshot, d
     bad = [t for t in task.allowed_tools if t not in domain.toolkit.tools]
     if bad:
         raise ValueError(f"{task_id}: allowed_tools names unknown tools {bad}")
+    if domain.tables:
+        drawn = set(gen.snapshot) - {"clock"}
+        if drawn != set(domain.tables):
+            raise ValueError(f"{task_id}: the snapshot's tables differ from the domain's declared tables: "
+                             f"{sorted(drawn ^ set(domain.tables))}")
     key = {"task_id": task_id, **gen.key}
     return task, Snapshot(task_id, gen.snapshot), key
 
