@@ -30,15 +30,24 @@ replies processed, an end-state field the task must change); a prohibition is a 
 (premature release, over / duplicate requests, ignored held records, irrelevant attachments,
 duplicate decisions, an end-state field the task must leave as it was, the guardrail): holding
 it earns nothing, failing it caps the score.
+
+Rule-sharing policy: the oracle and the catalog share the domain's public rule helpers
+(:mod:`backoffice.envs.sufficiency.rules`, what the rules document says about documents, computed
+from observed rows); the grader shares none of them. It judges each round with its own reading of
+the requirement rows (:func:`document_valid`, :func:`review`) and the end state against the answer
+key, and imports no policy, catalog or rules code, so the oracle passing checks the grader
+independently.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from backoffice.envs.core.domain import Episode
-from backoffice.envs.sufficiency.rules import assess
+from backoffice.envs.sufficiency import FAILURE_CODES
 from backoffice.envs.sufficiency.tables import add_days
 from backoffice.graders import finalize, result
 
@@ -46,11 +55,72 @@ ROUND_SCORERS = ("premature_release", "over_request", "under_request", "ignored_
                  "duplicate_request", "irrelevant_attachment")
 END_SCORERS = ("end_status_wrong", "clock_state_wrong", "wrong_queue")
 TRAIL_SCORERS = ("event_not_processed", "duplicate_decision")
-FAILURE_CODES = ROUND_SCORERS + END_SCORERS + TRAIL_SCORERS + ("forbidden_write",)
+__all__ = ["FAILURE_CODES", "ROUND_SCORERS", "END_SCORERS", "TRAIL_SCORERS", "grade", "review", "score_round", "split_rounds"]
 #: round scorers that are prohibitions (gates); under_request is work when the task has a gap
 GATE_SCORERS = frozenset(ROUND_SCORERS) - {"under_request"}
 
 
+# -- the grader's own reading of the requirements ------------------------------------------------
+def _same_name(a: Any, b: Any) -> bool:
+    """Names match ignoring letter case and runs of spaces."""
+    return " ".join(str(a or "").split()).casefold() == " ".join(str(b or "").split()).casefold()
+
+
+def document_valid(doc: Mapping[str, Any], req: Mapping[str, Any], applicant_name: str, day: str) -> bool:
+    """Whether ``doc`` (a document, or a held record once attached: ``source == "held_record"``)
+    meets requirement row ``req`` on ``day``: the right item, a held record only where the item
+    accepts one, legible, signed and in the applicant's name where required, issued on or before
+    ``day`` and no older than ``max_age_days``."""
+    if doc.get("item_type") != req["item_type"]:
+        return False
+    if doc.get("source") == "held_record" and not req["accept_held_record"]:
+        return False
+    if not doc.get("legible") or (req["signature_required"] and not doc.get("signed")):
+        return False
+    if req["name_must_match"] and not _same_name(doc.get("name_on_document"), applicant_name):
+        return False
+    age = (date.fromisoformat(day[:10]) - date.fromisoformat(str(doc.get("issued_on"))[:10])).days
+    return age >= 0 and (req["max_age_days"] is None or age <= req["max_age_days"])
+
+
+@dataclass(frozen=True)
+class Review:
+    """One review of a case: each required item is satisfied, satisfiable from held records, or missing."""
+
+    satisfied_items: tuple[str, ...]
+    satisfiable_from_records: dict[str, tuple[str, ...]]  # item -> valid held record ids, sorted
+    missing_items: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "satisfied_items": list(self.satisfied_items),
+            "satisfiable_from_records": sorted(self.satisfiable_from_records),
+            "missing_items": list(self.missing_items),
+        }
+
+
+def review(reqs: Iterable[Mapping[str, Any]], docs: Sequence[Mapping[str, Any]],
+           held: Iterable[Mapping[str, Any]], applicant_name: str, day: str) -> Review:
+    """Review a case on ``day`` from its requirement rows, documents and the applicant's held
+    records (items by item type, record ids sorted)."""
+    records = sorted(held, key=lambda r: r["id"])
+    satisfied: list[str] = []
+    missing: list[str] = []
+    satisfiable: dict[str, tuple[str, ...]] = {}
+    for req in sorted(reqs, key=lambda r: r["item_type"]):
+        item = req["item_type"]
+        if any(document_valid(d, req, applicant_name, day) for d in docs):
+            satisfied.append(item)
+            continue
+        usable = tuple(r["id"] for r in records if document_valid({**r, "source": "held_record"}, req, applicant_name, day))
+        if usable:
+            satisfiable[item] = usable
+        else:
+            missing.append(item)
+    return Review(tuple(satisfied), satisfiable, tuple(missing))
+
+
+# -- the rounds ----------------------------------------------------------------------------------
 def split_rounds(trace: Sequence[Mapping[str, Any]], case_id: str, start: str) -> list[dict[str, Any]]:
     """The successful calls of each review round and the date-time the round opened."""
     rounds: list[dict[str, Any]] = [{"at": start, "calls": []}]
@@ -76,8 +146,8 @@ def score_round(index: int, at: str, calls: Sequence[Mapping[str, Any]], case: M
     cid, name, today = case["id"], case["applicant_name"], at[:10]
     start_docs = [d for d in docs if d["review_round"] < index or (d["review_round"] == index and d["source"] == "applicant")]
     attached = [d for d in docs if d["review_round"] == index and d["source"] == "held_record"]
-    before = assess(reqs, start_docs, held, name, today)
-    after = assess(reqs, [*start_docs, *attached], (), name, today)
+    before = review(reqs, start_docs, held, name, today)
+    after = review(reqs, [*start_docs, *attached], (), name, today)
     requests = _for_case(calls, "request_items", cid)
     requested = sorted({i for c in requests for i in c["args"]["items"]})
     released = bool(_for_case(calls, "release_case", cid))
@@ -108,6 +178,61 @@ def score_round(index: int, at: str, calls: Sequence[Mapping[str, Any]], case: M
     }
 
 
+def _round_checks(rounds: Sequence[Mapping[str, Any]], expected: Mapping[str, Any]) -> tuple[dict[str, list[str]], list[dict[str, Any]]]:
+    """What each round scorer found over the rounds, and its check (a gate, except
+    under_request when the answer key's rounds have a gap to cover)."""
+    found = {code: sorted({i for rd in rounds for i in rd["failures"][code]}) for code in ROUND_SCORERS}
+    needs_cover = any(rd["missing_items"] or rd["satisfiable_from_records"] for rd in expected["rounds"])
+    checks = [
+        result(code, "round_scorer", not found[code], code,
+               {"items": found[code], "rounds": [rd["round"] for rd in rounds if rd["failures"][code]]} if found[code] else None,
+               gate=code in GATE_SCORERS or (code == "under_request" and not needs_cover))
+        for code in ROUND_SCORERS
+    ]
+    return found, checks
+
+
+def _trail_checks(ep: Episode, cid: str, start: str) -> tuple[list[str], list[Mapping[str, Any]], list[dict[str, Any]]]:
+    """The whole trail: every scripted reply of the answer key's rounds delivered (and then
+    reviewed: the rounds), and the case routed at most once. Returns the undelivered event ids,
+    the route calls and the checks."""
+    checks = []
+    events = [e for e in ep.state.rows("_events", case_id=cid)]
+    undelivered = sorted(e["id"] for e in events if not e["delivered"])
+    if events:
+        checks.append(result("replies_processed", "count_is", not undelivered, "event_not_processed",
+                             {"undelivered": len(undelivered)} if undelivered else None))
+    routes = [c for rd in split_rounds(ep.trace, cid, start) for c in _for_case(rd["calls"], "route_case", cid)]
+    checks.append(result("one_decision", "count_is", len(routes) <= 1, "duplicate_decision",
+                         {"routes": len(routes)} if len(routes) > 1 else None, gate=True))
+    return undelivered, routes, checks
+
+
+def _end_checks(case: Mapping[str, Any], snap_case: Mapping[str, Any], expected: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, bool], list[dict[str, Any]]]:
+    """The end state against the key: work when the task must change the field, a gate when it
+    must stay as it was. Returns the end state, which checks passed, and the checks."""
+    end = {"end_status": case["status"], "clock_state": case["clock_state"], "queue": case["queue"],
+           "sla_due_on": case["sla_due_on"], "paused_at": case["paused_at"]}
+    start_state = {"end_status": snap_case["status"], "clock_state": snap_case["clock_state"],
+                   "queue": snap_case["queue"], "sla_due_on": snap_case["sla_due_on"], "paused_at": snap_case["paused_at"]}
+    # the SLA due date moves by the days each answered request paused the clock
+    expected_end = {**expected, "sla_due_on": add_days(snap_case["sla_due_on"], expected["sla_paused_days"])}
+    end_ok: dict[str, bool] = {}
+    checks = []
+    for check_id, fields_, code in (("end_status", ("end_status",), "end_status_wrong"),
+                                    ("clock_state", ("clock_state",), "clock_state_wrong"),
+                                    ("sla_dates", ("sla_due_on", "paused_at"), "clock_state_wrong"),
+                                    ("queue", ("queue",), "wrong_queue")):
+        want = {f: expected_end[f] for f in fields_}
+        got = {f: end[f] for f in fields_}
+        ok = want == got
+        end_ok[check_id] = ok
+        is_gate = want == {f: start_state[f] for f in fields_}
+        checks.append(result(check_id, "field_equals", ok, code,
+                             None if ok else {"got": got}, gate=is_gate))
+    return end, end_ok, checks
+
+
 def grade(ep: Episode) -> dict[str, Any]:
     """Grade one episode (pure in ``ep``)."""
     key = ep.key
@@ -123,43 +248,11 @@ def grade(ep: Episode) -> dict[str, Any]:
         score_round(i, rd["at"], rd["calls"], case, reqs, held, docs)
         for i, rd in enumerate(split_rounds(ep.trace, cid, start))
     ]
-    found = {code: sorted({i for rd in rounds for i in rd["failures"][code]}) for code in ROUND_SCORERS}
-    snap_case = ep.snapshot.table("cases")[cid]
-    needs_cover = any(rd["missing_items"] or rd["satisfiable_from_records"] for rd in expected["rounds"])
-    checks = [
-        result(code, "round_scorer", not found[code], code,
-               {"items": found[code], "rounds": [rd["round"] for rd in rounds if rd["failures"][code]]} if found[code] else None,
-               gate=code in GATE_SCORERS or (code == "under_request" and not needs_cover))
-        for code in ROUND_SCORERS
-    ]
-    # every scripted reply of the answer key's rounds delivered (and then reviewed: the rounds above)
-    events = [e for e in ep.state.rows("_events", case_id=cid)]
-    undelivered = sorted(e["id"] for e in events if not e["delivered"])
-    if events:
-        checks.append(result("replies_processed", "count_is", not undelivered, "event_not_processed",
-                             {"undelivered": len(undelivered)} if undelivered else None))
-    routes = [c for rd in split_rounds(ep.trace, cid, start) for c in _for_case(rd["calls"], "route_case", cid)]
-    checks.append(result("one_decision", "count_is", len(routes) <= 1, "duplicate_decision",
-                         {"routes": len(routes)} if len(routes) > 1 else None, gate=True))
-    # the end state: work when the task must change the field, a gate when it must stay as it was
-    end = {"end_status": case["status"], "clock_state": case["clock_state"], "queue": case["queue"],
-           "sla_due_on": case["sla_due_on"], "paused_at": case["paused_at"]}
-    start_state = {"end_status": snap_case["status"], "clock_state": snap_case["clock_state"],
-                   "queue": snap_case["queue"], "sla_due_on": snap_case["sla_due_on"], "paused_at": snap_case["paused_at"]}
-    # the SLA due date moves by the days each answered request paused the clock
-    expected_end = {**expected, "sla_due_on": add_days(snap_case["sla_due_on"], expected["sla_paused_days"])}
-    end_ok = {}
-    for check_id, fields_, code in (("end_status", ("end_status",), "end_status_wrong"),
-                                    ("clock_state", ("clock_state",), "clock_state_wrong"),
-                                    ("sla_dates", ("sla_due_on", "paused_at"), "clock_state_wrong"),
-                                    ("queue", ("queue",), "wrong_queue")):
-        want = {f: expected_end[f] for f in fields_}
-        got = {f: end[f] for f in fields_}
-        ok = want == got
-        end_ok[check_id] = ok
-        is_gate = want == {f: start_state[f] for f in fields_}
-        checks.append(result(check_id, "field_equals", ok, code,
-                             None if ok else {"got": got}, gate=is_gate))
+    found, checks = _round_checks(rounds, expected)
+    undelivered, routes, trail_checks = _trail_checks(ep, cid, start)
+    checks.extend(trail_checks)
+    end, end_ok, end_checks = _end_checks(case, ep.snapshot.table("cases")[cid], expected)
+    checks.extend(end_checks)
     total_gaps = sum(len(rd["gaps"]) for rd in rounds)
     covered = sum(len(rd["gaps_covered"]) for rd in rounds)
     scores = {code: 0.0 if found[code] else 1.0 for code in ROUND_SCORERS}

@@ -5,10 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from backoffice.envs.core import BackofficeEnv, Domain
+from backoffice.envs.core import BackofficeEnv, Domain, lazy
 from backoffice.envs.sufficiency.generator import DEFECT_TAGS, generate
+from backoffice.envs.sufficiency.tables import TABLES
 from backoffice.envs.sufficiency.tools import toolkit
-from backoffice.graders.sufficiency import FAILURE_CODES, grade
+
+#: the grader's failure codes: per review round, then the end state, the trail and the guardrail
+FAILURE_CODES = (
+    "premature_release", "over_request", "under_request", "ignored_held_record", "duplicate_request",
+    "irrelevant_attachment", "end_status_wrong", "clock_state_wrong", "wrong_queue", "event_not_processed",
+    "duplicate_decision", "forbidden_write",
+)
 
 
 def report_fields(key: Mapping[str, Any], grade: Mapping[str, Any]) -> dict[str, Any]:
@@ -35,11 +42,13 @@ def terminal_shaping(grade: Mapping[str, Any]) -> float:
 
 DOMAIN = Domain(
     name="sufficiency",
+    policies="backoffice.training.policies.sufficiency",
+    catalog="backoffice.training.catalog.sufficiency:SufficiencyCatalog",
     title="Sufficiency",
     prefix="SUF",
     toolkit=toolkit,
     generate=generate,
-    grade=grade,
+    grade=lazy("backoffice.graders.sufficiency:grade"),
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
     generator_version="2.1.0",
@@ -48,6 +57,7 @@ DOMAIN = Domain(
     default_max_steps=60,
     report_fields=report_fields,
     terminal_shaping=terminal_shaping,
+    tables=TABLES,
     rules=(
         "presence", "legibility", "signature", "name_match", "age", "held_record_acceptance",
         "held_record_validity", "use_held_records", "request_only_uncovered", "wait_for_replies",

@@ -5,16 +5,25 @@ state of every required item (valid, valid but suspicious-looking, absent, faili
 condition, covered by a held record, with a held record that fails a condition), scripts the
 applicant's replies, then *simulates the correct review rounds* with :func:`rules.assess` to
 write the answer key (per-round missing / satisfied / satisfiable items and the end state).
+
+Reading order: :func:`build_world` draws the review date, the id pools, the case type and the
+applicant (a :class:`CaseFile`); :data:`PLANTERS` holds one ``_plant_<tag>`` per defect tag,
+which sets the state of the items at the first review; then the case, its documents and held
+records, notes and neighbours are drawn, the replies scripted (:func:`_reply_script`) and the
+rounds simulated; :func:`_key` and :func:`_task` assemble the answer key and the brief. Every
+random draw happens in that order (the release is pinned to it). One attempt per task
+(``retrying(..., tries=1)``): a draw whose rounds miss the trap is a bug, not a redraw.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-from backoffice.envs.core import Generated
+from backoffice.envs.core import Generated, retrying
 from backoffice.envs.sufficiency.rules import assess
 from backoffice.envs.sufficiency.tables import (
     CASE_TYPES, INTAKE_QUEUE, SLA_DAYS, add_days, days_between, decision_queue, queue_rows, requirement_rows, routing_rows,
@@ -275,11 +284,90 @@ def _simulate(world: _World, case: dict[str, Any], reqs: list[dict[str, Any]], r
     return {"rounds": rounds, "outcome": outcome}
 
 
-# -- the task ----------------------------------------------------------------------------------
+# -- the task's case: the world builder --------------------------------------------------------
 #: outcome classes by the number of replies the case needs before its release
 RELEASE_CLASSES = ("release_now", "release_after_reply", "release_after_two_replies", "release_after_three_replies")
 #: defect tags whose trap is a flaw of one document at the first review
 FLAW_TAGS = ("missing_item", "expired_document", "unsigned_document", "name_mismatch", "illegible_document")
+
+Requirement = dict[str, Any]
+
+
+def _any_item(req: Requirement) -> bool:
+    return True
+
+
+def _accepts_held(req: Requirement) -> bool:
+    return bool(req["accept_held_record"])
+
+
+def _ages(req: Requirement) -> bool:
+    return req["max_age_days"] is not None
+
+
+@dataclass
+class CaseFile:
+    """The task's case while it is drawn: who applies for what, and the state of every required
+    item at the first review (``valid``, ``boundary`` (valid today, expired after a reply), a
+    flaw of :data:`FLAW_TAG`, ``held_valid`` or ``held_stale``)."""
+
+    rng: _Rng
+    world: _World
+    tag: str
+    number: int
+    case_type: str
+    reqs: list[Requirement]
+    routing: dict[str, Any]
+    name: str
+    applicant: str
+    state: dict[str, str] = field(default_factory=dict)
+    #: how many unusable replies come first, and the kind of each ("incomplete" or "invalid")
+    bad_replies: int = 0
+    bad_kinds: list[str] = field(default_factory=list)
+    amount: int = 0
+    opened: str = ""
+
+    @property
+    def cid(self) -> str:
+        return f"CASE-{self.number}"
+
+    @property
+    def today(self) -> str:
+        return self.world.today
+
+    @property
+    def single_round(self) -> bool:
+        return self.tag == "complete_on_arrival"
+
+    @property
+    def never_complete(self) -> bool:
+        return self.tag == "awaiting_applicant"
+
+    def gap_items(self, n: int, eligible: Callable[[Requirement], bool] = _any_item) -> list[Requirement]:
+        """``n`` random items still valid (and ``eligible``)."""
+        pool = [r for r in self.reqs if self.state[r["item_type"]] == "valid" and eligible(r)]
+        return self.rng.sample(pool, min(n, len(pool)))
+
+    def add_gap(self, req: Requirement, flaw: str | None = None) -> None:
+        """Make ``req`` fail ``flaw`` (a random one of its flaws if not given)."""
+        self.state[req["item_type"]] = flaw or self.rng.pick(_flaws_for(req))
+
+
+def build_world(seed: int, tag: str) -> CaseFile:
+    """The review date, the world's id pools and the task's case type and applicant."""
+    rng = _Rng(seed)
+    today = (date(2026, 1, 5) + timedelta(days=rng.int(0, 330))).isoformat()
+    world = _World(rng, today)
+    # the task's own case number comes from the task seed (9 digits, neighbours have 5), so a
+    # case id names one task of the release: ``reset(options={"case_id": ...})`` relies on it
+    number = 100_000_000 + seed % 900_000_000
+    case_type = rng.pick(sorted(CASE_TYPES))
+    reqs = _items(case_type)
+    routing = next(r for r in routing_rows() if r["id"] == case_type)
+    name, applicant = world.person()
+    c = CaseFile(rng, world, tag, number, case_type, reqs, routing, name, applicant)
+    c.state = {r["item_type"]: "valid" for r in reqs}
+    return c
 
 
 def _bad_replies(rng: _Rng, tag: str) -> int:
@@ -293,163 +381,215 @@ def _bad_replies(rng: _Rng, tag: str) -> int:
     return rng.pick((0, 0, 0, 0, 0, 1, 1, 1, 2, 2))
 
 
-def generate(seed: int, defect_tag: str) -> Generated:
-    """One case whose trap is ``defect_tag`` (see ``DEFECT_TAGS``), with its answer key."""
-    if defect_tag not in DEFECT_TAGS:
-        raise ValueError(f"unknown defect tag {defect_tag!r}")
-    rng = _Rng(seed)
-    today = (date(2026, 1, 5) + timedelta(days=rng.int(0, 330))).isoformat()
-    world = _World(rng, today)
-    # the task's own case number comes from the task seed (9 digits, neighbours have 5), so a
-    # case id names one task of the release: ``reset(options={"case_id": ...})`` relies on it
-    number = 100_000_000 + seed % 900_000_000
-    cid = f"CASE-{number}"
-    case_type = rng.pick(sorted(CASE_TYPES))
-    reqs = _items(case_type)
-    routing = next(r for r in routing_rows() if r["id"] == case_type)
-    name, applicant = world.person()
-    tag = defect_tag
-
-    # 1. the state of every required item at the first review, and the shape of the replies
-    state = {r["item_type"]: "valid" for r in reqs}
-    single_round = tag == "complete_on_arrival"
-    bad_replies = 0 if single_round else _bad_replies(rng, tag)
-    #: the kind of each unusable reply: "incomplete" (an item left out) or "invalid" (one is flawed)
-    bad_kinds = [
+def _shape_replies(c: CaseFile) -> None:
+    """How many unusable replies come first, and what is wrong with each."""
+    tag = c.tag
+    c.bad_replies = 0 if c.single_round else _bad_replies(c.rng, tag)
+    c.bad_kinds = [
         "incomplete" if (tag == "reply_incomplete" and k == 0) else
-        "invalid" if (tag == "reply_invalid" and k == 0) else rng.pick(("incomplete", "invalid"))
-        for k in range(bad_replies)
+        "invalid" if (tag == "reply_invalid" and k == 0) else c.rng.pick(("incomplete", "invalid"))
+        for k in range(c.bad_replies)
     ]
-    never_complete = tag == "awaiting_applicant"
 
-    def gap_items(n: int, eligible: Callable[[dict[str, Any]], bool] = lambda r: True) -> list[dict[str, Any]]:
-        pool = [r for r in reqs if state[r["item_type"]] == "valid" and eligible(r)]
-        return rng.sample(pool, min(n, len(pool)))
 
-    def add_gap(req: dict[str, Any], flaw: str | None = None) -> None:
-        state[req["item_type"]] = flaw or rng.pick(_flaws_for(req))
+# -- one planter per defect tag: the state of the items at the first review ---------------------
+def _plant_complete_on_arrival(c: CaseFile) -> None:
+    if c.rng.chance(0.3):  # complete once a valid held record is attached
+        c.state[c.gap_items(1, _accepts_held)[0]["item_type"]] = "held_valid"
 
-    if tag == "complete_on_arrival":
-        if rng.chance(0.3):  # complete once a valid held record is attached
-            state[gap_items(1, lambda r: r["accept_held_record"])[0]["item_type"]] = "held_valid"
-    elif tag == "missing_item":
-        add_gap(gap_items(1)[0], "absent")
-    elif tag == "expired_document":
-        if rng.chance(0.4):  # valid today, expired by the time the reply to another request arrives
-            first = gap_items(1, lambda r: r["max_age_days"] is not None)[0]
-            state[first["item_type"]] = "boundary"
-            add_gap(gap_items(1)[0])
-        else:
-            add_gap(gap_items(1, lambda r: r["max_age_days"] is not None)[0], "expired")
-    elif tag == "unsigned_document":
-        add_gap(gap_items(1, lambda r: r["signature_required"])[0], "unsigned")
-    elif tag == "name_mismatch":
-        add_gap(gap_items(1, lambda r: r["name_must_match"])[0], "name")
-    elif tag == "illegible_document":
-        add_gap(gap_items(1)[0], "illegible")
-    elif tag == "held_record_available":
-        state[gap_items(1, lambda r: r["accept_held_record"])[0]["item_type"]] = "held_valid"
-        add_gap(gap_items(1)[0])
-    elif tag == "stale_held_record":
-        state[gap_items(1)[0]["item_type"]] = "held_stale"
-    elif tag in ("reply_incomplete", "awaiting_applicant"):
-        for req in gap_items(2 if tag == "reply_incomplete" or rng.chance(0.5) else 1):
-            add_gap(req)
-    elif tag == "reply_invalid":
-        for req in gap_items(rng.int(1, 2)):
-            add_gap(req)
-    elif tag == "wrong_queue_route":
-        add_gap(gap_items(1)[0])
-    if not single_round:
-        # a second, independent trap now and then: a held record covers another item, or a
-        # document valid today expires before the reply arrives (the next review is on a new date)
-        if tag not in ("wrong_queue_route",) and rng.chance(0.25):
-            extra = gap_items(1, lambda r: r["accept_held_record"])
-            if extra:
-                state[extra[0]["item_type"]] = "held_valid"
-        if "boundary" not in state.values() and rng.chance(0.12):
-            extra = gap_items(1, lambda r: r["max_age_days"] is not None)
-            if extra:
-                state[extra[0]["item_type"]] = "boundary"
 
-    # 2. the case and its documents
-    if tag == "wrong_queue_route":
-        threshold = routing["senior_threshold_cents"]
-        amount = rng.pick((threshold, threshold + rng.int(1, 900), threshold - rng.int(1, 900)))
+def _plant_missing_item(c: CaseFile) -> None:
+    c.add_gap(c.gap_items(1)[0], "absent")
+
+
+def _plant_expired_document(c: CaseFile) -> None:
+    if c.rng.chance(0.4):  # valid today, expired by the time the reply to another request arrives
+        first = c.gap_items(1, _ages)[0]
+        c.state[first["item_type"]] = "boundary"
+        c.add_gap(c.gap_items(1)[0])
     else:
-        amount = rng.int(15_000, 2 * routing["senior_threshold_cents"])
-    opened = add_days(today, -rng.int(1, 6))
+        c.add_gap(c.gap_items(1, _ages)[0], "expired")
+
+
+def _plant_unsigned_document(c: CaseFile) -> None:
+    c.add_gap(c.gap_items(1, lambda r: r["signature_required"])[0], "unsigned")
+
+
+def _plant_name_mismatch(c: CaseFile) -> None:
+    c.add_gap(c.gap_items(1, lambda r: r["name_must_match"])[0], "name")
+
+
+def _plant_illegible_document(c: CaseFile) -> None:
+    c.add_gap(c.gap_items(1)[0], "illegible")
+
+
+def _plant_held_record_available(c: CaseFile) -> None:
+    c.state[c.gap_items(1, _accepts_held)[0]["item_type"]] = "held_valid"
+    c.add_gap(c.gap_items(1)[0])
+
+
+def _plant_stale_held_record(c: CaseFile) -> None:
+    c.state[c.gap_items(1)[0]["item_type"]] = "held_stale"
+
+
+def _plant_reply_incomplete(c: CaseFile) -> None:
+    for req in c.gap_items(2):
+        c.add_gap(req)
+
+
+def _plant_awaiting_applicant(c: CaseFile) -> None:
+    for req in c.gap_items(2 if c.rng.chance(0.5) else 1):
+        c.add_gap(req)
+
+
+def _plant_reply_invalid(c: CaseFile) -> None:
+    for req in c.gap_items(c.rng.int(1, 2)):
+        c.add_gap(req)
+
+
+def _plant_wrong_queue_route(c: CaseFile) -> None:
+    c.add_gap(c.gap_items(1)[0])
+
+
+PLANTERS: dict[str, Callable[[CaseFile], None]] = {
+    "complete_on_arrival": _plant_complete_on_arrival,
+    "missing_item": _plant_missing_item,
+    "expired_document": _plant_expired_document,
+    "unsigned_document": _plant_unsigned_document,
+    "name_mismatch": _plant_name_mismatch,
+    "illegible_document": _plant_illegible_document,
+    "held_record_available": _plant_held_record_available,
+    "stale_held_record": _plant_stale_held_record,
+    "reply_incomplete": _plant_reply_incomplete,
+    "reply_invalid": _plant_reply_invalid,
+    "awaiting_applicant": _plant_awaiting_applicant,
+    "wrong_queue_route": _plant_wrong_queue_route,
+}
+
+
+def _plant_second_trap(c: CaseFile) -> None:
+    """Now and then a second, independent trap: a held record covers another item, or a
+    document valid today expires before the reply arrives (the next review is on a new date)."""
+    if c.single_round:
+        return
+    if c.tag not in ("wrong_queue_route",) and c.rng.chance(0.25):
+        extra = c.gap_items(1, _accepts_held)
+        if extra:
+            c.state[extra[0]["item_type"]] = "held_valid"
+    if "boundary" not in c.state.values() and c.rng.chance(0.12):
+        extra = c.gap_items(1, _ages)
+        if extra:
+            c.state[extra[0]["item_type"]] = "boundary"
+
+
+# -- the case, its documents and held records --------------------------------------------------
+def _open_case(c: CaseFile) -> dict[str, Any]:
+    """The case row (the amount straddles the routing threshold for wrong_queue_route)."""
+    rng = c.rng
+    if c.tag == "wrong_queue_route":
+        threshold = c.routing["senior_threshold_cents"]
+        c.amount = rng.pick((threshold, threshold + rng.int(1, 900), threshold - rng.int(1, 900)))
+    else:
+        c.amount = rng.int(15_000, 2 * c.routing["senior_threshold_cents"])
+    c.opened = add_days(c.today, -rng.int(1, 6))
     case = {
-        "id": cid, "case_type": case_type, "applicant_id": applicant, "applicant_name": name,
-        "amount_cents": amount, "status": "in_review", "queue": INTAKE_QUEUE, "clock_state": "running",
-        "opened_on": opened, "sla_due_on": add_days(opened, SLA_DAYS), "paused_at": None, "review_round": 0,
+        "id": c.cid, "case_type": c.case_type, "applicant_id": c.applicant, "applicant_name": c.name,
+        "amount_cents": c.amount, "status": "in_review", "queue": INTAKE_QUEUE, "clock_state": "running",
+        "opened_on": c.opened, "sla_due_on": add_days(c.opened, SLA_DAYS), "paused_at": None, "review_round": 0,
         "released_at": None,
     }
-    world.tables["cases"].append(case)
+    c.world.tables["cases"].append(case)
+    return case
+
+
+def _usable_flaw(rng: _Rng, req: Requirement, among: tuple[str, ...] | None = None) -> str:
+    """A flaw of ``req`` other than absence (one of ``among`` if given)."""
+    return rng.pick([f for f in _flaws_for(req) if (f in among if among else f != "absent")])
+
+
+def _draw_files(c: CaseFile) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The fields of the case's documents and of the applicant's held records, item by item."""
+    rng, name, today, opened = c.rng, c.name, c.today, c.opened
     docs: list[dict[str, Any]] = []
     held: list[dict[str, Any]] = []
-    for req in reqs:
-        item, st = req["item_type"], state[req["item_type"]]
+    for req in c.reqs:
+        st = c.state[req["item_type"]]
         if st in ("valid", "boundary"):
             lookalike = rng.chance(0.5)
-            boundary = st == "boundary" or (single_round and lookalike and req["max_age_days"] is not None and rng.chance(0.5))
+            boundary = st == "boundary" or (c.single_round and lookalike and req["max_age_days"] is not None and rng.chance(0.5))
             if lookalike and rng.chance(0.4):  # an old unusable copy beside the good one
-                docs.append(_doc_fields(rng, req, name, opened, rng.pick([f for f in _flaws_for(req) if f != "absent"])))
+                docs.append(_doc_fields(rng, req, name, opened, _usable_flaw(rng, req)))
             docs.append(_doc_fields(rng, req, name, today, None, lookalike=lookalike, boundary=boundary, received=opened))
         elif st in FLAW_TAG and st != "absent":
             docs.append(_doc_fields(rng, req, name, today, st, received=opened))
         elif st == "held_valid":
             if rng.chance(0.4):
-                docs.append(_doc_fields(rng, req, name, today, rng.pick([f for f in _flaws_for(req) if f != "absent"]), received=opened))
+                docs.append(_doc_fields(rng, req, name, today, _usable_flaw(rng, req), received=opened))
             held.append(_doc_fields(rng, req, name, today, None))
         elif st == "held_stale":
             bad = [f for f in _flaws_for(req) if f in ("expired", "name", "illegible")]
             flaw = None if not req["accept_held_record"] else rng.pick(bad)
             held.append(_doc_fields(rng, req, name, today, flaw))
-    # held records that cover nothing (attaching them is an irrelevant attachment):
-    # a valid record of an item already covered, an otherwise valid record of an item the
-    # rules do not let held records cover, a stale record of an item that is still needed
+    return docs, held
+
+
+def _draw_irrelevant_records(c: CaseFile, held: list[dict[str, Any]]) -> None:
+    """Held records that cover nothing (attaching them is an irrelevant attachment): a valid
+    record of an item already covered, an otherwise valid record of an item the rules do not
+    let held records cover, a stale record of an item that is still needed."""
+    rng, name, today = c.rng, c.name, c.today
     if rng.chance(0.6):
-        for req in rng.sample([r for r in reqs if r["accept_held_record"] and state[r["item_type"]] == "valid"], 1):
+        for req in rng.sample([r for r in c.reqs if r["accept_held_record"] and c.state[r["item_type"]] == "valid"], 1):
             held.append(_doc_fields(rng, req, name, today, None))
-    gaps = [r for r in reqs if state[r["item_type"]] in FLAW_TAG]
+    gaps = [r for r in c.reqs if c.state[r["item_type"]] in FLAW_TAG]
     if rng.chance(0.45):
         for req in rng.sample([r for r in gaps if not r["accept_held_record"]], 1):
             held.append(_doc_fields(rng, req, name, today, None))
     if rng.chance(0.4):
         for req in rng.sample([r for r in gaps if r["accept_held_record"]], 1):
-            held.append(_doc_fields(rng, req, name, today, rng.pick([f for f in _flaws_for(req) if f in ("expired", "name", "illegible")])))
+            held.append(_doc_fields(rng, req, name, today, _usable_flaw(rng, req, ("expired", "name", "illegible"))))
+
+
+def _write_files(c: CaseFile, docs: list[dict[str, Any]], held: list[dict[str, Any]]) -> None:
+    """The document rows of the case and the held record rows of its applicant."""
     for k, fields in enumerate(docs, start=1):
-        world.tables["documents"].append({
-            "id": f"DOC-{number}-{k:02d}", "case_id": cid, **fields, "source": "applicant",
-            "held_record_id": None, "received_at": f"{opened}T{rng.int(9, 17):02d}:00:00", "review_round": 0,
+        c.world.tables["documents"].append({
+            "id": f"DOC-{c.number}-{k:02d}", "case_id": c.cid, **fields, "source": "applicant",
+            "held_record_id": None, "received_at": f"{c.opened}T{c.rng.int(9, 17):02d}:00:00", "review_round": 0,
         })
     for fields in held:
-        world.tables["held_records"].append({
-            "id": world.held_id(), "applicant_id": applicant, **fields,
+        c.world.tables["held_records"].append({
+            "id": c.world.held_id(), "applicant_id": c.applicant, **fields,
             "source_system": SOURCE_SYSTEMS[fields["item_type"]],
         })
-    expected_queue = decision_queue(routing, amount)
-    if tag == "wrong_queue_route":
-        wrong = routing["standard_queue"] if expected_queue == routing["senior_queue"] else routing["senior_queue"]
-        world.tables["notes"].append({
-            "id": f"NT-{number}-01", "case_id": cid, "author": "intake_desk", "written_at": f"{opened}T18:00:00",
-            "text": f"Phoned the applicant about the amount. Once the papers are in order this goes to {wrong}.",
-        })
-    elif rng.chance(0.3):
-        world.tables["notes"].append({
-            "id": f"NT-{number}-01", "case_id": cid, "author": "intake_desk", "written_at": f"{opened}T18:00:00",
-            "text": "Applicant prefers contact by email.",
-        })
-    for n in world.numbers[1:1 + rng.int(3, 5)]:
-        _neighbour(world, n)
 
-    # 3. the scripted replies, then the correct rounds
-    by_item = {q["item_type"]: q for q in reqs}
+
+def _write_note(c: CaseFile, expected_queue: str) -> None:
+    """A note on the case: for wrong_queue_route, one naming the wrong decision queue."""
+    if c.tag == "wrong_queue_route":
+        routing = c.routing
+        wrong = routing["standard_queue"] if expected_queue == routing["senior_queue"] else routing["senior_queue"]
+        text = f"Phoned the applicant about the amount. Once the papers are in order this goes to {wrong}."
+    elif c.rng.chance(0.3):
+        text = "Applicant prefers contact by email."
+    else:
+        return
+    c.world.tables["notes"].append({
+        "id": f"NT-{c.number}-01", "case_id": c.cid, "author": "intake_desk", "written_at": f"{c.opened}T18:00:00",
+        "text": text,
+    })
+
+
+# -- the scripted replies ----------------------------------------------------------------------
+def _reply_script(c: CaseFile) -> ReplyPlan:
+    """The applicant's reply to the request of round ``r``: the bad replies first (an item left
+    out, or one item flawed), then complete ones (None: no further reply for awaiting_applicant)."""
+    rng = c.rng
+    by_item = {q["item_type"]: q for q in c.reqs}
 
     def reply(r: int, missing: list[str]) -> list[tuple[str, str | None]] | None:
-        if r < bad_replies:
-            if bad_kinds[r] == "incomplete":
+        if r < c.bad_replies:
+            if c.bad_kinds[r] == "incomplete":
                 keep = rng.sample(missing, len(missing) - 1)
                 out = [(i, None) for i in sorted(keep)]
                 unasked = [i for i in sorted(by_item) if i not in missing]
@@ -457,8 +597,8 @@ def generate(seed: int, defect_tag: str) -> Generated:
                     out.append((rng.pick(unasked), None))
                 return out
             bad = rng.pick(missing)
-            return [(i, rng.pick([f for f in _flaws_for(by_item[i]) if f != "absent"]) if i == bad else None) for i in missing]
-        if never_complete:
+            return [(i, _usable_flaw(rng, by_item[i]) if i == bad else None) for i in missing]
+        if c.never_complete:
             return None
         out = [(i, None) for i in missing]
         unasked = [i for i in sorted(by_item) if i not in missing]
@@ -466,24 +606,18 @@ def generate(seed: int, defect_tag: str) -> Generated:
             out.append((rng.pick(unasked), None))
         return out
 
-    sim = _simulate(world, case, reqs, reply)
-    rounds = sim["rounds"]
-    _check_shape(tag, rounds, bad_replies)
+    return reply
 
-    # 4. the answer key
+
+# -- the answer key and the task ----------------------------------------------------------------
+def _expected(rounds: list[dict[str, Any]], expected_queue: str) -> dict[str, Any]:
+    """The end state the correct review reaches, and the rounds that lead to it."""
     last = rounds[-1]
     released = last["action"] == "release"
-    seen_tags = _tags_seen(rounds, world, applicant)
-    tags = [tag] + sorted(t for t in seen_tags if t != tag)
-    conditions = sorted({c for rd in rounds for cs in rd["failures"].values() for c in cs})
-    if any(rd["satisfiable_from_records"] for rd in rounds):
-        conditions.append("held_record")
-    if tag == "wrong_queue_route":
-        conditions.append("routing_threshold")
     # the SLA: each answered request pauses the clock from the request to the reply (then resumed)
     # (a count of days, so that no date the tools will compute is written in the key)
     sla_paused_days = sum(days_between(prev["review_at"], nxt["review_at"]) for prev, nxt in zip(rounds, rounds[1:]))
-    expected = {
+    return {
         "end_status": "released" if released else "awaiting_info",
         "clock_state": "running" if released else "paused",
         "queue": expected_queue if released else INTAKE_QUEUE,
@@ -495,11 +629,24 @@ def generate(seed: int, defect_tag: str) -> Generated:
         "satisfiable_from_records": rounds[0]["satisfiable_from_records"],
         "rounds": [{k: v for k, v in rd.items() if k not in ("failures", "replied_items")} for rd in rounds],
     }
-    if released:
+
+
+def _key(c: CaseFile, rounds: list[dict[str, Any]], expected_queue: str) -> dict[str, Any]:
+    """The answer key: the defect tags the rounds show, the outcome class and the expected state."""
+    tag, cid, number = c.tag, c.cid, c.number
+    seen_tags = _tags_seen(rounds, c.world, c.applicant)
+    tags = [tag] + sorted(t for t in seen_tags if t != tag)
+    conditions = sorted({cond for rd in rounds for cs in rd["failures"].values() for cond in cs})
+    if any(rd["satisfiable_from_records"] for rd in rounds):
+        conditions.append("held_record")
+    if tag == "wrong_queue_route":
+        conditions.append("routing_threshold")
+    expected = _expected(rounds, expected_queue)
+    if rounds[-1]["action"] == "release":
         outcome = RELEASE_CLASSES[min(len(rounds) - 1, len(RELEASE_CLASSES) - 1)]
     else:
         outcome = "awaiting_applicant"
-    key = {
+    return {
         "defect_tags": tags,
         "targets": [f"cases:{cid}", f"documents:DOC-{number}-*", f"item_requests:IR-{number}-*",
                     f"notes:NT-{number}-*", f"_events:EV-{number}-*", "clock:clock"],
@@ -510,8 +657,13 @@ def generate(seed: int, defect_tag: str) -> Generated:
         "item_types": sorted({i for rd in rounds for i in rd["failures"]}),
         "expected": expected,
     }
-    label = CASE_TYPES[case_type]["label"]
-    task = {
+
+
+def _task(c: CaseFile) -> dict[str, Any]:
+    """The brief: the same instructions and tools for every task."""
+    cid, name = c.cid, c.name
+    label = CASE_TYPES[c.case_type]["label"]
+    return {
         "instructions": (
             f"Case {cid} ({label}, applicant {name}) is in the intake queue. Check that it holds every "
             f"document its case type requires, each valid on the review date (get_requirements gives the "
@@ -530,9 +682,33 @@ def generate(seed: int, defect_tag: str) -> Generated:
         ],
         "params": {"case_id": cid},
     }
-    snapshot = dict(world.tables)
-    snapshot["clock"] = [{"id": "clock", "now": f"{today}T09:00:00"}]
-    return Generated(task=task, snapshot=snapshot, key=key)
+
+
+def _attempt(seed: int, defect_tag: str, attempt: int) -> Generated:
+    """One case whose trap is ``defect_tag`` (see ``DEFECT_TAGS``), with its answer key.
+
+    A single attempt (``attempt`` is unused: the draw is fully determined by ``seed``); a draw
+    whose rounds do not show the trap is a generator bug (``AssertionError``), not a redraw."""
+    c = build_world(seed, defect_tag)
+    _shape_replies(c)
+    PLANTERS[defect_tag](c)
+    _plant_second_trap(c)
+    case = _open_case(c)
+    docs, held = _draw_files(c)
+    _draw_irrelevant_records(c, held)
+    _write_files(c, docs, held)
+    expected_queue = decision_queue(c.routing, c.amount)
+    _write_note(c, expected_queue)
+    for n in c.world.numbers[1:1 + c.rng.int(3, 5)]:
+        _neighbour(c.world, n)
+    rounds = _simulate(c.world, case, c.reqs, _reply_script(c))["rounds"]
+    _check_shape(defect_tag, rounds, c.bad_replies)
+    snapshot = dict(c.world.tables)
+    snapshot["clock"] = [{"id": "clock", "now": f"{c.today}T09:00:00"}]
+    return Generated(task=_task(c), snapshot=snapshot, key=_key(c, rounds, expected_queue))
+
+
+generate = retrying(_attempt, DEFECT_TAGS, tries=1)
 
 
 def _tags_seen(rounds: list[dict[str, Any]], world: _World, applicant: str) -> set[str]:

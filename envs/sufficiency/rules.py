@@ -1,8 +1,10 @@
 """The sufficiency rule: which required items a case's documents (and held records) cover.
 
-Pure functions over plain row dicts, shared by the generator (to write the answer key), the
-grader (to assess each review round on the state of that round) and the oracle (which feeds
-them only what tools returned). Nothing here reads a store.
+The domain's public rule helpers: what the rules document (``get_requirements``) says about a
+document's validity, computed from observed rows. Pure functions over plain row dicts, shared by
+the generator (to write the answer key), the oracle and the catalog (which feed them only what
+tools returned). The grader does not use them: it has its own reading of the requirement rows, so
+the oracle passing checks the grader independently. Nothing here reads a store.
 """
 
 from __future__ import annotations

@@ -41,9 +41,10 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Any
 
+#: The world's tables (every snapshot also has ``clock``), named by the ``Domain`` declaration.
 TABLES = (
     "cases", "requirements", "routing_rules", "queues", "documents", "held_records",
-    "item_requests", "notes", "_events", "_uploads", "clock",
+    "item_requests", "notes", "_events", "_uploads",
 )
 
 CASE_STATUSES = ("in_review", "awaiting_info", "released")

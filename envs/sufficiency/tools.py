@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
-from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
+from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit, require_row
 from backoffice.envs.sufficiency.tables import (
     INTAKE_QUEUE, RULES_TEXT, add_days, case_number, days_between,
 )
@@ -27,10 +27,7 @@ _CASE_SUMMARY = ("id", "case_type", "applicant_name", "status", "queue", "clock_
 
 
 def _case(ctx: ToolContext, case_id: str) -> dict[str, Any]:
-    row = ctx.store.get("cases", case_id)
-    if row is None:
-        raise ToolError("not_found", f"no case {case_id[:40]!r}")
-    return row
+    return require_row(ctx.store, "cases", case_id, f"no case {case_id[:40]!r}")
 
 
 def _doc_view(row: dict[str, Any]) -> dict[str, Any]:
@@ -64,7 +61,7 @@ class CaseArgs(ToolArgs):
     case_id: str = _CASE_ID
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_case(ctx: ToolContext, args: CaseArgs) -> dict:
     """Return one case (type, applicant, amount, status in_review/awaiting_info/released, queue,
     SLA clock_state running/paused, SLA due date, review round), its item requests and the
@@ -76,7 +73,7 @@ class ListCasesArgs(ToolArgs):
     queue: str = Field(INTAKE_QUEUE, description="Queue to list, e.g. intake.", max_length=40)
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def list_cases(ctx: ToolContext, args: ListCasesArgs) -> dict:
     """List the cases in one queue (summaries, at most 20, by id)."""
     rows = ctx.store.rows("cases", queue=args.queue)
@@ -87,7 +84,7 @@ class RequirementsArgs(ToolArgs):
     case_type: str = Field(description="Case type, e.g. income_support_claim (see get_case).", max_length=60)
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_requirements(ctx: ToolContext, args: RequirementsArgs) -> dict:
     """Return the items a case type requires with their validity conditions (max_age_days,
     signature_required, name_must_match, accept_held_record), its routing rule (standard and
@@ -99,7 +96,7 @@ def get_requirements(ctx: ToolContext, args: RequirementsArgs) -> dict:
     return {"case_type": args.case_type, "items": items, "routing": routing, "rules": RULES_TEXT}
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def list_documents(ctx: ToolContext, args: CaseArgs) -> dict:
     """List every document on a case with its raw fields: item_type, issued_on, signed,
     name_on_document, legible, source (applicant or held_record), received_at, review_round."""
@@ -113,7 +110,7 @@ class HeldSearchArgs(ToolArgs):
     item_type: str | None = Field(None, description="Only records of this item type.", max_length=60)
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def search_held_records(ctx: ToolContext, args: HeldSearchArgs) -> dict:
     """Search the records the organisation already holds about the case's applicant
     (optionally of one item type). Records are not on the case until attached."""
@@ -130,7 +127,7 @@ class AttachArgs(ToolArgs):
     record_id: str = Field(description="Held record id from search_held_records, e.g. HR-10234.", max_length=40)
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def attach_held_record(ctx: ToolContext, args: AttachArgs) -> dict:
     """Attach a record the organisation holds to the case as a document (source held_record).
     Errors: not_found (no such record for this applicant), conflict (already attached, or the
@@ -157,7 +154,7 @@ class RequestArgs(ToolArgs):
     message: str | None = Field(None, description="Optional message to the applicant.", max_length=1000)
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def request_items(ctx: ToolContext, args: RequestArgs) -> dict:
     """Ask the applicant for items. The case goes to awaiting_info and its SLA clock is paused
     until the reply has been received. Errors: not_found (an item the case type does not
@@ -180,7 +177,7 @@ def request_items(ctx: ToolContext, args: RequestArgs) -> dict:
     return {"request": request, "case": {k: case[k] for k in ("id", "status", "clock_state", "paused_at")}}
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def wait(ctx: ToolContext, args: CaseArgs) -> dict:
     """Advance the clock to the applicant's next reply on a case that awaits information. The
     uploaded documents join the case and the case returns to in_review (the SLA clock stays
@@ -217,7 +214,7 @@ def wait(ctx: ToolContext, args: CaseArgs) -> dict:
     }
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def resume_clock(ctx: ToolContext, args: CaseArgs) -> dict:
     """Restart a paused SLA clock once the applicant's reply has been received; the SLA due
     date moves by the days the clock was paused. Errors: conflict (the clock is running, or
@@ -234,7 +231,7 @@ def resume_clock(ctx: ToolContext, args: CaseArgs) -> dict:
     return {"case": {k: case[k] for k in ("id", "status", "clock_state", "sla_due_on")}}
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def release_case(ctx: ToolContext, args: CaseArgs) -> dict:
     """Release a case for decision (status released). It stays in its queue until routed.
     Errors: conflict (already released, or a request to the applicant is outstanding)."""
@@ -250,7 +247,7 @@ class RouteArgs(ToolArgs):
     queue: str = Field(description="Target queue, e.g. support_decision (see get_requirements routing).", max_length=40)
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def route_case(ctx: ToolContext, args: RouteArgs) -> dict:
     """Move a case to a queue. Errors: not_found (no such queue), conflict (the case already
     sits in that queue)."""
@@ -268,7 +265,7 @@ class NoteArgs(ToolArgs):
     text: str = Field(min_length=1, max_length=2000, description="The note.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def add_note(ctx: ToolContext, args: NoteArgs) -> dict:
     """Add a note to a case."""
     case = _case(ctx, args.case_id)
@@ -279,7 +276,7 @@ def add_note(ctx: ToolContext, args: NoteArgs) -> dict:
     return {"note": note}
 
 
-@toolkit.tool(terminal=True)
+@toolkit.tool(terminal=True, writes=False)
 def submit(ctx: ToolContext, args: NoArgs) -> dict:
     """Finish the episode, leaving every case as it is."""
     return {"submitted": True}

@@ -4,6 +4,12 @@ policies, one policy per documented rule (the oracle ignoring that rule) and the
 The oracle reads only tool results: the case, its type's requirements (the rules), the
 documents and the applicant's held records. It applies :func:`rules.assess` to what it was
 shown, on the date the tools report, every review round.
+
+Rule-sharing policy: the oracle and the catalog share the domain's public rule helpers
+(:mod:`backoffice.envs.sufficiency.rules`: what the rules document says about a document's
+validity, computed from observed rows). Neither imports the grader, and the grader imports
+neither them nor the rules module (it has its own reading of the requirement rows and judges the
+end state against the answer key), so the oracle passing checks the grader independently.
 """
 
 from __future__ import annotations
