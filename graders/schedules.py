@@ -20,7 +20,11 @@ the target account); the grader runs them and adds computed checks over the whol
 :func:`finalize` adds the guardrail (``collateral_change``). Gates earn nothing when held and cap
 the score when broken; the score is the share of work checks passed.
 
-Failure codes: rounding_drift, outstanding_wrong, prior_not_superseded, paid_instalment_altered,
+Rule sharing: the grader reads only the answer key, the episode and the engine's checks; it
+imports nothing from the oracle (``training/policies/schedules.py``) or the catalog, whose
+decision code may share only the domain's public rule helpers in ``envs/schedules/tables.py``.
+
+Failure codes (declared in ``backoffice.envs.schedules``): rounding_drift, outstanding_wrong, prior_not_superseded, paid_instalment_altered,
 wrong_due_dates, approval_missing, commit_before_approval, collateral_change, reminder_mismatch,
 mandate_not_updated, unneeded_approval, extra_schedule, reminder_on_cancelled.
 """
@@ -30,18 +34,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from backoffice.envs.schedules import FAILURE_CODES, GUARDRAIL_CODE
 from backoffice.graders.checks import result, run_checks
 from backoffice.graders.grade import finalize
 
 if TYPE_CHECKING:
     from backoffice.envs.core.domain import Episode
 
-GUARDRAIL_CODE = "collateral_change"
-FAILURE_CODES = (
-    "rounding_drift", "outstanding_wrong", "prior_not_superseded", "paid_instalment_altered", "wrong_due_dates",
-    "approval_missing", "commit_before_approval", "collateral_change", "reminder_mismatch", "mandate_not_updated",
-    "unneeded_approval", "extra_schedule", "reminder_on_cancelled",
-)
+__all__ = ["FAILURE_CODES", "GUARDRAIL_CODE", "grade"]
 
 
 def _created(ep: Episode, table: str, policy_id: str) -> list[dict[str, Any]]:

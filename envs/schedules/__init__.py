@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from backoffice.envs.core import BackofficeEnv, Domain
+from backoffice.envs.core import BackofficeEnv, Domain, lazy
 from backoffice.envs.schedules.generator import DEFECT_TAGS, generate
+from backoffice.envs.schedules.tables import TABLES
 from backoffice.envs.schedules.tools import toolkit
-from backoffice.graders.schedules import FAILURE_CODES, GUARDRAIL_CODE, grade
+
+GUARDRAIL_CODE = "collateral_change"
+FAILURE_CODES = (
+    "rounding_drift", "outstanding_wrong", "prior_not_superseded", "paid_instalment_altered", "wrong_due_dates",
+    "approval_missing", "commit_before_approval", "collateral_change", "reminder_mismatch", "mandate_not_updated",
+    "unneeded_approval", "extra_schedule", "reminder_on_cancelled",
+)
 
 #: the documented rules that decide a task's answer (each proven to bind by a rule policy)
 RULES = (
@@ -20,7 +27,7 @@ DOMAIN = Domain(
     prefix="SCH",
     toolkit=toolkit,
     generate=generate,
-    grade=grade,
+    grade=lazy("backoffice.graders.schedules:grade"),
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
     generator_version="3",
@@ -28,6 +35,7 @@ DOMAIN = Domain(
     default_max_steps=60,
     guardrail_code=GUARDRAIL_CODE,
     rules=RULES,
+    tables=TABLES,
 )
 
 
@@ -116,4 +124,4 @@ class SchedulesEnv(BackofficeEnv):
     domain = DOMAIN
 
 
-__all__ = ["DOMAIN", "SchedulesEnv"]
+__all__ = ["DOMAIN", "FAILURE_CODES", "GUARDRAIL_CODE", "SchedulesEnv"]

@@ -4,15 +4,34 @@
 or unrelated neighbour accounts, a rules document that varies per task) and a request whose
 trap is ``tag``, and writes the answer key: the expected new instalments, the declarative
 ``checks`` the grader runs, and the ``targets`` the guardrail allows.
+
+How one attempt reads (:func:`_draw`; every draw comes from the task's one stream, in this
+order, which the released seeds depend on):
+
+1. :func:`build_world` -> :class:`World`: today, the request kind, the collection day(s), the
+   rules document (:func:`_draw_rules`) and the target policy's booked schedule
+   (:func:`_book_target`), shaped by the tag's :class:`Trap` (:data:`TRAPS`).
+2. :func:`_plan_change`: the request's start, parts or pause, the minimum instalment and the
+   expected new instalments; :func:`_time_first_instalment`: the reminder lead time.
+3. The tag's planter (:data:`PLANTERS`, one ``_plant_<tag>`` per tag): rejects a world that does
+   not show the trap and names the approval trigger that must apply first;
+   :func:`_settle_approval` fits the approval thresholds to it.
+4. :func:`_snapshot` (the people, lookalike and unrelated neighbours, the request, every table),
+   :func:`_key` (the answer key and its :func:`_checks`) and the brief.
+
+A rejected attempt does not restart the stream: the next one continues it (:func:`_stream`).
+:func:`generate` is the engine's retry loop (:func:`~backoffice.envs.core.retrying`, 2000 tries).
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-from backoffice.envs.core import Generated
+from backoffice.envs.core import Generated, retrying
 from backoffice.envs.schedules.tables import (
     ACCOUNT_TABLES, ROLES, ROUNDING_RULES, LATE_REMINDER_RULES, APPROVAL_TRIGGERS,
     add_months, approval_needed, days_between, due_date, last_period_of, months_between, period_of,
@@ -25,15 +44,6 @@ DEFECT_TAGS = (
     "collection_day_change", "other_accounts_nearby", "short_notice",
 )
 SPLIT_KINDS = ("to_monthly", "to_quarterly", "split", "deferral")
-KINDS_BY_TAG = {
-    "rounding_remainder": SPLIT_KINDS,
-    "month_end_dates": ("to_monthly", "split", "deferral", "collection_day"),
-    "paid_instalments_present": SPLIT_KINDS,
-    "approval_needed": ("to_monthly", "split", "deferral", "deferral"),
-    "collection_day_change": ("collection_day",),
-    "other_accounts_nearby": (*SPLIT_KINDS, "collection_day"),
-    "short_notice": ("to_monthly", "split", "collection_day"),
-}
 PRIOR_FREQUENCIES = {
     "to_monthly": ("annual", "quarterly"),
     "to_quarterly": ("annual", "monthly"),
@@ -87,21 +97,79 @@ def ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
+# -- the traps -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Trap:
+    """What a defect tag asks of the world before its planter runs (each field is read at the
+    point of the draw where it always was)."""
+
+    kinds: tuple[str, ...]
+    #: the collection day is always 29-31 (else in LATE_DAY_SHARE of tasks)
+    late_day: bool = False
+    #: share of monthly/quarterly policies with a paid earlier version, of annual ones with a deposit
+    history_share: float = 0.15
+    deposit_share: float = 0.2
+    #: the policy must hold paid instalments
+    needs_paid: bool = False
+    #: the change starts with the first due period (no drawn offset), the first instalment falls
+    #: due within 13 days and the reminder lead time always reaches back before today
+    short_notice: bool = False
+    #: neighbours sharing the holder's surname, address, dates and nearby ids
+    lookalikes: int = 0
+
+
+TRAPS = {
+    "rounding_remainder": Trap(SPLIT_KINDS),
+    "month_end_dates": Trap(("to_monthly", "split", "deferral", "collection_day"), late_day=True),
+    "paid_instalments_present": Trap(SPLIT_KINDS, history_share=0.5, deposit_share=0.6, needs_paid=True),
+    "approval_needed": Trap(("to_monthly", "split", "deferral", "deferral")),
+    "collection_day_change": Trap(("collection_day",)),
+    "other_accounts_nearby": Trap((*SPLIT_KINDS, "collection_day"), lookalikes=2),
+    "short_notice": Trap(("to_monthly", "split", "collection_day"), short_notice=True),
+}
+KINDS_BY_TAG = {tag: trap.kinds for tag, trap in TRAPS.items()}
+
+
 class _Reject(Exception):
     """The drawn world does not fit the tag: draw again (from the same rng stream)."""
 
 
-def generate(seed: int, defect_tag: str) -> Generated:
-    """One task whose trap is ``defect_tag``; pure in ``(seed, defect_tag)``."""
-    if defect_tag not in DEFECT_TAGS:
-        raise ValueError(f"unknown defect tag {defect_tag!r}")
+#: ``(seed, tag) -> (attempts rejected so far, state of the stream after them)``: the draws of a
+#: task form ONE stream (attempt ``k`` continues where attempt ``k - 1`` was rejected, as the
+#: release was drawn); the engine's retry loop asks for attempt ``k`` right after ``k - 1``, so
+#: the stream is resumed from here instead of replayed.
+_PAUSED: dict[tuple[int, str], tuple[int, Any]] = {}
+
+
+def _stream(seed: int, tag: str, attempt: int) -> random.Random:
+    """The task's one stream, positioned after ``attempt`` rejected draws (pure: replayed when
+    the paused state is not that attempt's)."""
     rng = random.Random(seed)
-    for _ in range(2000):
+    paused = _PAUSED.pop((seed, tag), None)
+    if paused is not None and paused[0] == attempt:
+        rng.setstate(paused[1])
+        return rng
+    for _ in range(attempt):
         try:
-            return _draw(rng, defect_tag)
+            _draw(rng, tag)
         except _Reject:
             continue
-    raise RuntimeError(f"could not draw a {defect_tag} task from seed {seed}")  # pragma: no cover
+    return rng
+
+
+def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:
+    """One task whose trap is ``defect_tag``; pure in ``(seed, defect_tag)``."""
+    rng = _stream(seed, tag, attempt)
+    try:
+        return _draw(rng, tag)
+    except _Reject:
+        if len(_PAUSED) > 256:  # pragma: no cover - only abandoned streams pile up
+            _PAUSED.clear()
+        _PAUSED[(seed, tag)] = (attempt + 1, rng.getstate())
+        return None
+
+
+generate = retrying(_attempt, DEFECT_TAGS, tries=2000)
 
 
 # -- the target policy's history -----------------------------------------------------------
@@ -183,198 +251,285 @@ def _reminders(pn: str, acc: str, instalments: list[dict[str, Any]], lead: int, 
     return out
 
 
-# -- the draw ------------------------------------------------------------------------------
-def _draw(rng: random.Random, tag: str) -> Generated:
+# -- the world -----------------------------------------------------------------------------
+@dataclass
+class World:
+    """One task's book as it is drawn: the target policy (with its history), the rules document,
+    then the change request, its approval and the people around it."""
+
+    rng: random.Random
+    tag: str
+    trap: Trap
+    today: str
+    kind: str
+    frequency: str
+    day: int
+    new_day: int
+    rules: dict[str, Any]
+    m0: str = ""
+    last: str = ""
+    premium: int = 0
+    pn_int: int = 0
+    acc: str = ""
+    schedules: list[dict[str, Any]] = field(default_factory=list)
+    instalments: list[dict[str, Any]] = field(default_factory=list)
+    due_rows: list[dict[str, Any]] = field(default_factory=list)
+    paid_rows: list[dict[str, Any]] = field(default_factory=list)
+    outstanding: int = 0
+    # the change
+    start: str = ""
+    parts: int | None = None
+    pause: int | None = None
+    expected: list[dict[str, Any]] = field(default_factory=list)
+    days_first: int = 0
+    need: tuple[str, str] | None = None
+    approvers: list[dict[str, Any]] = field(default_factory=list)
+    send_on: str | None = None
+    reminders: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def pn(self) -> str:
+        return str(self.pn_int)
+
+    @property
+    def prior(self) -> dict[str, Any]:
+        return self.schedules[-1]
+
+    @property
+    def first_due(self) -> str:
+        return self.expected[0]["due_date"]
+
+    @property
+    def uneven(self) -> bool:
+        return self.kind in SPLIT_KINDS and self.outstanding % len(self.expected) != 0
+
+    @property
+    def month_end_hit(self) -> bool:
+        return any(int(r["due_date"][8:10]) != self.new_day for r in self.expected)
+
+
+def build_world(rng: random.Random, tag: str) -> World:
+    """Today, the request kind, the collection day(s), the rules document and the target policy's
+    booked schedule (``_Reject`` when it has nothing due, or nothing paid for a tag that needs it)."""
+    trap = TRAPS[tag]
     today_d = START + timedelta(days=rng.randrange(0, 330))
-    today = today_d.isoformat()
-    kind = rng.choice(KINDS_BY_TAG[tag])
+    kind = rng.choice(trap.kinds)
     frequency = rng.choice(PRIOR_FREQUENCIES[kind])
-    month_end_tag = tag == "month_end_dates"
     # a collection day of 29-31 (month-end handling applies) in every tag, always in month_end_dates
-    late_day = month_end_tag or rng.random() < LATE_DAY_SHARE
+    late_day = trap.late_day or rng.random() < LATE_DAY_SHARE
     if kind == "collection_day":
         day = rng.randint(1, 31) if rng.random() < 0.3 else rng.randint(1, 28)
-        choices = [d for d in ((29, 30, 31) if late_day else range(1, 29)) if d != day]
-        new_day = rng.choice(choices)
+        new_day = rng.choice([d for d in ((29, 30, 31) if late_day else range(1, 29)) if d != day])
     else:
         day = rng.choice((29, 30, 31)) if late_day else rng.randint(1, 28)
         new_day = day
+    w = World(rng, tag, trap, today_d.isoformat(), kind, frequency, day, new_day, _draw_rules(rng))
+    _book_target(w, period_of(today_d))
+    return w
+
+
+def _draw_rules(rng: random.Random) -> dict[str, Any]:
     rules: dict[str, Any] = {
         "id": "RULES",
         "rounding": rng.choice(ROUNDING_RULES),
         "month_end": "first_day_of_next_month" if rng.random() < NEXT_MONTH_SHARE else "last_day_of_month",
-        "reminder_lead_days": rng.choice(LEAD_VALUES),  # redrawn below once the first due date is known
+        "reminder_lead_days": rng.choice(LEAD_VALUES),  # redrawn once the first due date is known
         "late_reminder": rng.choice(LATE_REMINDER_RULES),
         "approval_order": rng.sample(APPROVAL_TRIGGERS, 3),
     }
     roles = rng.sample(ROLES, 3)
     for trigger, role in zip(APPROVAL_TRIGGERS, roles):
         rules[f"approval_role_{trigger}"] = role
+    return rules
 
+
+def _book_target(w: World, this_period: str) -> None:
+    """The target policy's year, premium, ids and booked schedule(s)."""
+    rng, trap = w.rng, w.trap
     # the policy year: an annual schedule is drawn before the year starts, others during it
-    this_period = period_of(today_d)
-    if frequency == "annual":
-        m0 = add_months(this_period, rng.randint(1, 2))
+    if w.frequency == "annual":
+        w.m0 = add_months(this_period, rng.randint(1, 2))
     else:
-        m0 = add_months(this_period, -rng.randint(0, 8 if frequency == "monthly" else 6))
-    last = last_period_of(m0 + "-01")
-    term_start, term_end = f"{m0}-01", f"{add_months(m0, 12)}-01"
-    premium = rng.randint(24_000, 480_000)
-    paid_tag = tag == "paid_instalments_present"
-    with_history = frequency != "annual" and months_between(m0, this_period) >= 3 and rng.random() < (0.5 if paid_tag else 0.15)
-    deposit = frequency == "annual" and rng.random() < (0.6 if paid_tag else 0.2)
-    rules["minimum_instalment_cents"] = 0  # set below, once the amounts are known
-    pn_int = rng.randrange(1100, 9700)
-    pn = str(pn_int)
-    acc = f"ACC-{rng.randrange(1000, 9999)}"
-    schedules, instalments = _book_schedule(pn, acc, premium, frequency, m0, day, today, rules, rng, with_history, deposit)
-    prior = schedules[-1]
-    prior_rows = [r for r in instalments if r["schedule_id"] == prior["id"]]
-    due_rows = sorted((r for r in prior_rows if r["status"] == "due"), key=lambda r: r["due_date"])
-    paid_rows = [r for r in instalments if r["status"] == "paid"]
-    if not due_rows or (paid_tag and not paid_rows):
+        w.m0 = add_months(this_period, -rng.randint(0, 8 if w.frequency == "monthly" else 6))
+    w.last = last_period_of(w.m0 + "-01")
+    w.premium = rng.randint(24_000, 480_000)
+    with_history = (w.frequency != "annual" and months_between(w.m0, this_period) >= 3
+                    and rng.random() < trap.history_share)
+    deposit = w.frequency == "annual" and rng.random() < trap.deposit_share
+    w.rules["minimum_instalment_cents"] = 0  # set once the amounts are known
+    w.pn_int = rng.randrange(1100, 9700)
+    w.acc = f"ACC-{rng.randrange(1000, 9999)}"
+    w.schedules, w.instalments = _book_schedule(w.pn, w.acc, w.premium, w.frequency, w.m0, w.day, w.today, w.rules,
+                                                rng, with_history, deposit)
+    prior_rows = [r for r in w.instalments if r["schedule_id"] == w.prior["id"]]
+    w.due_rows = sorted((r for r in prior_rows if r["status"] == "due"), key=lambda r: r["due_date"])
+    w.paid_rows = [r for r in w.instalments if r["status"] == "paid"]
+    if not w.due_rows or (trap.needs_paid and not w.paid_rows):
         raise _Reject
-    outstanding = premium - sum(r["amount"] for r in paid_rows)
-    assert outstanding == sum(r["amount"] for r in due_rows)
-    first_due_period = due_rows[0]["period"]
+    w.outstanding = w.premium - sum(r["amount"] for r in w.paid_rows)
+    assert w.outstanding == sum(r["amount"] for r in w.due_rows)
 
-    # the request
-    parts = pause = None
-    if kind == "collection_day":
-        start = first_due_period
-        rules["minimum_instalment_cents"] = _pick_minimum(rng, min(r["amount"] for r in due_rows))
-        expected = redate_instalments(rules, due_rows, new_day)
-    else:
-        if kind == "deferral":
-            if frequency != "monthly" or len(due_rows) < 3:
-                raise _Reject
-            pause = rng.randint(1, 3)
-            start = add_months(first_due_period, pause)
-        else:
-            start = add_months(first_due_period, rng.choice((0, 0, 1, 2)) if tag != "short_notice" else 0)
-        span = months_between(start, last) + 1
-        if kind == "split":
-            if span < 2:
-                raise _Reject
-            parts = rng.randint(2, min(12, span))
-        if kind == "to_quarterly" and span < 4:
-            raise _Reject
-        if kind in ("to_monthly", "deferral") and span < 2:
-            raise _Reject
-        probe = plan_instalments({**rules, "minimum_instalment_cents": 0}, kind, outstanding, day, start, last, parts)
-        smallest = outstanding // len(probe)
-        binding = rng.random() < MINIMUM_BINDING_SHARE and len(probe) >= 4
-        if binding:
-            options = [m for m in (2_500, 5_000, 10_000, 15_000, 20_000, 25_000, 40_000) if smallest < m <= outstanding // 2]
-            if not options:
-                raise _Reject
-            rules["minimum_instalment_cents"] = rng.choice(options)
-        else:
-            rules["minimum_instalment_cents"] = _pick_minimum(rng, min([smallest] + [r["amount"] for r in due_rows]))
-        expected = plan_instalments(rules, kind, outstanding, day, start, last, parts)
-    first_due = expected[0]["due_date"]
-    days_first = days_between(today, first_due)
-    if days_first < 2 or (tag == "short_notice" and days_first > 13):
-        raise _Reject
-    # the reminder lead time: in short_notice tasks (and some others, when the first instalment is
-    # close enough) it reaches back before today, so the late_reminder rule decides
-    late_leads = [v for v in LEAD_VALUES if v > days_first]
-    if late_leads and (tag == "short_notice" or rng.random() < LATE_REMINDER_SHARE):
-        rules["reminder_lead_days"] = rng.choice(late_leads)
-    else:
-        rules["reminder_lead_days"] = rng.choice(LEAD_VALUES)
-    n_new = len(expected)
-    uneven = kind in SPLIT_KINDS and outstanding % n_new != 0
-    month_end_hit = any(int(r["due_date"][8:10]) != new_day for r in expected)
-    if tag == "rounding_remainder" and not uneven:
-        raise _Reject
-    if month_end_tag and not month_end_hit:
-        raise _Reject
-    if tag == "collection_day_change" and new_day == day:
-        raise _Reject  # pragma: no cover - excluded above
 
-    # approval triggers, fitted to the tag: the target trigger applies first (others may apply after it)
-    target = _approval_target(rng, tag, kind, n_new, days_first)
-    _fit_approval_rules(rng, rules, target, kind, n_new, days_first)
-    need = approval_needed(rules, kind, n_new, first_due, today)
-    if (need[0] if need else None) != target:  # pragma: no cover - _fit_approval_rules guarantees it
+# -- the change request --------------------------------------------------------------------
+def _plan_change(w: World) -> None:
+    """The request's start, parts or pause, the minimum instalment and the expected instalments."""
+    if w.kind == "collection_day":
+        w.start = w.due_rows[0]["period"]
+        w.rules["minimum_instalment_cents"] = _pick_minimum(w.rng, min(r["amount"] for r in w.due_rows))
+        w.expected = redate_instalments(w.rules, w.due_rows, w.new_day)
+    else:
+        _plan_resplit(w)
+
+
+def _plan_resplit(w: World) -> None:
+    """A new frequency, a split or a deferral of the outstanding premium."""
+    rng, kind, first_due_period = w.rng, w.kind, w.due_rows[0]["period"]
+    if kind == "deferral":
+        if w.frequency != "monthly" or len(w.due_rows) < 3:
+            raise _Reject
+        w.pause = rng.randint(1, 3)
+        w.start = add_months(first_due_period, w.pause)
+    else:
+        w.start = add_months(first_due_period, rng.choice((0, 0, 1, 2)) if not w.trap.short_notice else 0)
+    span = months_between(w.start, w.last) + 1
+    if kind == "split":
+        if span < 2:
+            raise _Reject
+        w.parts = rng.randint(2, min(12, span))
+    if kind == "to_quarterly" and span < 4:
         raise _Reject
-    approvers = [
+    if kind in ("to_monthly", "deferral") and span < 2:
+        raise _Reject
+    probe = plan_instalments({**w.rules, "minimum_instalment_cents": 0}, kind, w.outstanding, w.day, w.start, w.last, w.parts)
+    smallest = w.outstanding // len(probe)
+    binding = rng.random() < MINIMUM_BINDING_SHARE and len(probe) >= 4
+    if binding:
+        options = [m for m in (2_500, 5_000, 10_000, 15_000, 20_000, 25_000, 40_000) if smallest < m <= w.outstanding // 2]
+        if not options:
+            raise _Reject
+        w.rules["minimum_instalment_cents"] = rng.choice(options)
+    else:
+        w.rules["minimum_instalment_cents"] = _pick_minimum(rng, min([smallest] + [r["amount"] for r in w.due_rows]))
+    w.expected = plan_instalments(w.rules, kind, w.outstanding, w.day, w.start, w.last, w.parts)
+
+
+def _time_first_instalment(w: World) -> None:
+    """Days to the first new instalment and the reminder lead time: in short_notice tasks (and
+    some others, when the first instalment is close enough) it reaches back before today, so the
+    late_reminder rule decides."""
+    w.days_first = days_between(w.today, w.first_due)
+    if w.days_first < 2 or (w.trap.short_notice and w.days_first > 13):
+        raise _Reject
+    late_leads = [v for v in LEAD_VALUES if v > w.days_first]
+    if late_leads and (w.trap.short_notice or w.rng.random() < LATE_REMINDER_SHARE):
+        w.rules["reminder_lead_days"] = w.rng.choice(late_leads)
+    else:
+        w.rules["reminder_lead_days"] = w.rng.choice(LEAD_VALUES)
+
+
+def _settle_approval(w: World, target: str | None) -> None:
+    """Approval thresholds fitted to ``target`` (the trigger that applies first), the scripted
+    approvers and the reminder's send date."""
+    rng = w.rng
+    n_new = len(w.expected)
+    _fit_approval_rules(rng, w.rules, target, w.kind, n_new, w.days_first)
+    w.need = approval_needed(w.rules, w.kind, n_new, w.first_due, w.today)
+    if (w.need[0] if w.need else None) != target:  # pragma: no cover - _fit_approval_rules guarantees it
+        raise _Reject
+    w.approvers = [
         {"id": role, "name": f"{rng.choice(FIRST)} {rng.choice(SURNAMES)}", "delay_hours": rng.randint(1, 6), "decision": "granted"}
         for role in ROLES
     ]
     # approvers decide within the day, so "today" is the same date when the reminder is set
-    send_on = reminder_send_on(rules, first_due, today)
+    w.send_on = reminder_send_on(w.rules, w.first_due, w.today)
 
-    # people and neighbours
+
+# -- one attempt ---------------------------------------------------------------------------
+def _draw(rng: random.Random, tag: str) -> Generated:
+    """One attempt: the world, the change, the trap's planter (which also picks the approval
+    trigger), the approval, then the people, the snapshot, the key and the brief."""
+    w = build_world(rng, tag)
+    _plan_change(w)
+    _time_first_instalment(w)
+    _settle_approval(w, PLANTERS[tag](w))
+    snapshot = _snapshot(w)
+    key = _key(w)
+    policy_id, req_id = f"POL-{w.pn}", snapshot["requests"][0]["id"]
+    # the same tools in every task: what a clerk is given never hints at the answer
+    task = {"instructions": _brief(rng, snapshot["policies"][0]["holder"], w.acc, policy_id, req_id, w.kind),
+            "allowed_tools": list(ALLOWED_TOOLS), "params": {"request_id": req_id, "policy_id": policy_id}, "max_steps": 60}
+    return Generated(task=task, snapshot=snapshot, key=key)
+
+
+def _snapshot(w: World) -> dict[str, Any]:
+    """The people (holder, lookalike and unrelated neighbours), the request and every table."""
+    rng, pn, acc, kind = w.rng, w.pn, w.acc, w.kind
     surname = rng.choice(SURNAMES)
     holder = f"{rng.choice(FIRST)} {surname}"
     address = f"{rng.randint(1, 120)} {rng.choice(STREETS)}, {rng.choice(TOWNS)}"
     product = rng.choice(PRODUCTS)
-    lookalikes = 2 if tag == "other_accounts_nearby" else 0
-    neighbours = _neighbours(rng, rules, today, pn_int, acc, surname, address, frequency, m0, day, lookalikes)
-
-    reminders = _reminders(pn, acc, instalments, rules["reminder_lead_days"], today)
+    neighbours = _neighbours(rng, w.rules, w.today, w.pn_int, acc, surname, address, w.frequency, w.m0, w.day, w.trap.lookalikes)
+    w.reminders = _reminders(pn, acc, w.instalments, w.rules["reminder_lead_days"], w.today)
     policy_id, man = f"POL-{pn}", f"MAN-{pn}"
     req_id = f"REQ-{rng.randrange(10000, 99999)}"
-    words = _customer_words(kind, frequency, start, parts, pause, new_day)
+    words = _customer_words(kind, w.frequency, w.start, w.parts, w.pause, w.new_day)
     request = {
-        "id": req_id, "policy_id": policy_id, "account_id": acc, "received_on": today,
+        "id": req_id, "policy_id": policy_id, "account_id": acc, "received_on": w.today,
         "channel": rng.choice(("phone", "email", "web_form")), "kind": kind,
-        "start_period": None if kind == "collection_day" else start, "parts": parts, "pause_months": pause,
-        "new_collection_day": new_day if kind == "collection_day" else None, "customer_words": words,
+        "start_period": None if kind == "collection_day" else w.start, "parts": w.parts, "pause_months": w.pause,
+        "new_collection_day": w.new_day if kind == "collection_day" else None, "customer_words": words,
     }
     snapshot = {
-        "policies": [_policy(policy_id, acc, holder, product, premium, term_start, term_end, man)],
+        "policies": [_policy(policy_id, acc, holder, product, w.premium, f"{w.m0}-01", f"{add_months(w.m0, 12)}-01", man)],
         "accounts": [_account(acc, holder, address, rng)],
-        "schedules": schedules,
-        "instalments": instalments,
-        "reminders": reminders,
-        "instructions": [_instruction(man, policy_id, acc, day, rng)],
+        "schedules": w.schedules,
+        "instalments": w.instalments,
+        "reminders": w.reminders,
+        "instructions": [_instruction(man, policy_id, acc, w.day, rng)],
         "approvals": [],
         "requests": [request],
-        "rules": [rules],
-        "_approvers": approvers,
-        "clock": [{"id": "clock", "now": f"{today}T09:00:00"}],
+        "rules": [w.rules],
+        "_approvers": w.approvers,
+        "clock": [{"id": "clock", "now": f"{w.today}T09:00:00"}],
     }
     for table, rows in neighbours.items():
         snapshot[table] = snapshot[table] + rows  # new lists: the target's own lists stay its own
+    return snapshot
 
-    # the same tools in every task: what a clerk is given never hints at the answer
-    allowed = list(ALLOWED_TOOLS)
 
-    secondary = []
-    for flag, name in ((uneven, "rounding_remainder"), (month_end_hit, "month_end_dates"),
-                       (bool(paid_rows), "paid_instalments_present"),
-                       (need is not None and need[0] != "short_notice", "approval_needed"),
-                       (kind == "collection_day", "collection_day_change"), (lookalikes > 0, "other_accounts_nearby"),
-                       (days_first < rules["min_notice_days"], "short_notice")):
-        if flag and name != tag:
-            secondary.append(name)
+def _key(w: World) -> dict[str, Any]:
+    """The answer key: defect tags (the trap's first, then any other the task shows), targets,
+    the expected outcome and the declarative checks."""
+    pn, kind, need, expected = w.pn, w.kind, w.need, w.expected
+    policy_id, man = f"POL-{pn}", f"MAN-{pn}"
+    shown = ((w.uneven, "rounding_remainder"), (w.month_end_hit, "month_end_dates"),
+             (bool(w.paid_rows), "paid_instalments_present"),
+             (need is not None and need[0] != "short_notice", "approval_needed"),
+             (kind == "collection_day", "collection_day_change"), (w.trap.lookalikes > 0, "other_accounts_nearby"),
+             (w.days_first < w.rules["min_notice_days"], "short_notice"))
+    secondary = [name for flag, name in shown if flag and name != w.tag]
     expected_rows = [{"seq": r["seq"], "due_date": r["due_date"], "amount": r["amount"]} for r in expected]
-    key = {
-        "defect_tags": [tag, *secondary],
+    scheduled_before = sorted(r["id"] for r in w.reminders if r["status"] == "scheduled")
+    return {
+        "defect_tags": [w.tag, *secondary],
         "targets": [f"schedules:SCD-{pn}V*", f"instalments:INS-{pn}V*", f"reminders:REM-{pn}-*",
                     f"approvals:APV-{pn}-*", "clock:clock"] + ([f"instructions:{man}"] if kind == "collection_day" else []),
         "outcome_class": kind + ("+approval" if need else ""),
         "needs_action": True,
         "expected": {
-            "kind": kind, "policy_id": policy_id, "account_id": acc, "outstanding": outstanding,
-            "count": n_new, "split": kind in SPLIT_KINDS, "uneven_split": uneven, "instalments": expected_rows,
-            "prior_schedule_id": prior["id"], "prior_due_ids": [r["id"] for r in due_rows],
-            "paid_ids": sorted(r["id"] for r in paid_rows),
+            "kind": kind, "policy_id": policy_id, "account_id": w.acc, "outstanding": w.outstanding,
+            "count": len(expected), "split": kind in SPLIT_KINDS, "uneven_split": w.uneven, "instalments": expected_rows,
+            "prior_schedule_id": w.prior["id"], "prior_due_ids": [r["id"] for r in w.due_rows],
+            "paid_ids": sorted(r["id"] for r in w.paid_rows),
             "approval_trigger": need[0] if need else None, "approval_role": need[1] if need else None,
-            "reminder_send_on": send_on, "first_due": first_due, "first_amount": expected[0]["amount"],
-            "new_collection_day": new_day if kind == "collection_day" else None,
-            "scheduled_reminders_before": sorted(r["id"] for r in reminders if r["status"] == "scheduled"),
-            "month_end_adjusted": month_end_hit,
+            "reminder_send_on": w.send_on, "first_due": w.first_due, "first_amount": expected[0]["amount"],
+            "new_collection_day": w.new_day if kind == "collection_day" else None,
+            "scheduled_reminders_before": scheduled_before,
+            "month_end_adjusted": w.month_end_hit,
         },
-        "checks": _checks(policy_id, acc, man, prior["id"], due_rows, paid_rows, expected_rows, send_on, kind, new_day, need,
-                          sorted(r["id"] for r in reminders if r["status"] == "scheduled")),
+        "checks": _checks(policy_id, w.acc, man, w.prior["id"], w.due_rows, w.paid_rows, expected_rows, w.send_on, kind,
+                          w.new_day, need, scheduled_before),
     }
-    brief = _brief(rng, holder, acc, policy_id, req_id, kind)
-    task = {"instructions": brief, "allowed_tools": allowed, "params": {"request_id": req_id, "policy_id": policy_id}, "max_steps": 60}
-    return Generated(task=task, snapshot=snapshot, key=key)
 
 
 def _pick_minimum(rng: random.Random, ceiling: int) -> int:
@@ -388,22 +543,71 @@ NOTICE_VALUES = (3, 5, 7, 10, 14, 21, 28)
 COUNT_VALUES = (2, 3, 4, 6, 8, 10, 12)
 
 
-def _approval_target(rng: random.Random, tag: str, kind: str, n_new: int, days_first: int) -> str | None:
-    """The trigger that must apply first (names the approver), or ``None`` (no approval)."""
-    feasible = [t for t, ok in (("deferral", kind == "deferral"), ("instalment_count", n_new > COUNT_VALUES[0]),
-                                ("short_notice", days_first < NOTICE_VALUES[-1])) if ok]
-    if tag == "short_notice":
-        if "short_notice" not in feasible:
-            raise _Reject
-        return "short_notice" if rng.random() < SHORT_NOTICE_APPROVAL_SHARE else None
-    if tag == "approval_needed":
-        options = [t for t in feasible if t != "short_notice"]
-        if not options:
-            raise _Reject
-        return "deferral" if "deferral" in options else options[-1]
-    if feasible and rng.random() < EXTRA_APPROVAL_SHARE:
-        return rng.choice(feasible)
+# -- one planter per defect tag ------------------------------------------------------------
+# Each runs once the change is planned and the reminder lead time drawn: it rejects a world that
+# does not show its trap and returns the approval trigger that must apply first (or None).
+def _feasible_triggers(w: World) -> list[str]:
+    n_new = len(w.expected)
+    return [t for t, ok in (("deferral", w.kind == "deferral"), ("instalment_count", n_new > COUNT_VALUES[0]),
+                            ("short_notice", w.days_first < NOTICE_VALUES[-1])) if ok]
+
+
+def _extra_approval(w: World) -> str | None:
+    """Outside approval_needed / short_notice, a few tasks need an approval anyway."""
+    feasible = _feasible_triggers(w)
+    if feasible and w.rng.random() < EXTRA_APPROVAL_SHARE:
+        return w.rng.choice(feasible)
     return None
+
+
+def _plant_rounding_remainder(w: World) -> str | None:
+    if not w.uneven:
+        raise _Reject
+    return _extra_approval(w)
+
+
+def _plant_month_end_dates(w: World) -> str | None:
+    if not w.month_end_hit:
+        raise _Reject
+    return _extra_approval(w)
+
+
+def _plant_paid_instalments_present(w: World) -> str | None:
+    return _extra_approval(w)  # the world holds paid instalments (Trap.needs_paid)
+
+
+def _plant_approval_needed(w: World) -> str | None:
+    options = [t for t in _feasible_triggers(w) if t != "short_notice"]
+    if not options:
+        raise _Reject
+    return "deferral" if "deferral" in options else options[-1]
+
+
+def _plant_collection_day_change(w: World) -> str | None:
+    if w.new_day == w.day:
+        raise _Reject  # pragma: no cover - excluded when the day is drawn
+    return _extra_approval(w)
+
+
+def _plant_other_accounts_nearby(w: World) -> str | None:
+    return _extra_approval(w)  # the lookalike neighbours come with the people (Trap.lookalikes)
+
+
+def _plant_short_notice(w: World) -> str | None:
+    if "short_notice" not in _feasible_triggers(w):
+        raise _Reject
+    return "short_notice" if w.rng.random() < SHORT_NOTICE_APPROVAL_SHARE else None
+
+
+PLANTERS: dict[str, Callable[[World], str | None]] = {
+    "rounding_remainder": _plant_rounding_remainder,
+    "month_end_dates": _plant_month_end_dates,
+    "paid_instalments_present": _plant_paid_instalments_present,
+    "approval_needed": _plant_approval_needed,
+    "collection_day_change": _plant_collection_day_change,
+    "other_accounts_nearby": _plant_other_accounts_nearby,
+    "short_notice": _plant_short_notice,
+}
 
 
 def _fit_approval_rules(rng: random.Random, rules: dict[str, Any], target: str | None, kind: str, n_new: int, days_first: int) -> None:

@@ -39,9 +39,10 @@ from collections.abc import Mapping, Sequence
 from datetime import date, timedelta
 from typing import Any
 
+#: the world's tables (``clock`` aside), named by the ``Domain`` declaration
 TABLES = (
     "policies", "accounts", "schedules", "instalments", "reminders", "instructions",
-    "approvals", "requests", "rules", "_approvers", "clock",
+    "approvals", "requests", "rules", "_approvers",
 )
 #: tables with an ``account_id`` column: the ones a change outside the target account may touch
 ACCOUNT_TABLES = ("policies", "accounts", "schedules", "instalments", "reminders", "instructions", "approvals", "requests")

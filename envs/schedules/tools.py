@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
+from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit, require_row
 from backoffice.envs.schedules.tables import (
     RULE_TEXT, STATUSES, approval_needed, parse_date, period_of,
 )
@@ -27,13 +27,6 @@ toolkit = Toolkit()
 
 def _today(ctx: ToolContext) -> str:
     return ctx.now[:10]
-
-
-def _get(ctx: ToolContext, table: str, rid: str, what: str) -> dict[str, Any]:
-    row = ctx.store.get(table, rid)
-    if row is None:
-        raise ToolError("not_found", f"no {what} {rid}")
-    return row
 
 
 def _number(policy_id: str) -> str:
@@ -49,10 +42,7 @@ def _next_suffix(ctx: ToolContext, table: str, prefix: str) -> str:
 
 
 def _rules(ctx: ToolContext) -> dict[str, Any]:
-    row = ctx.store.get("rules", "RULES")
-    if row is None:  # pragma: no cover - every snapshot has the rules row
-        raise ToolError("not_found", "no rules document")
-    return row
+    return require_row(ctx.store, "rules", "RULES", "no rules document")  # every snapshot has it
 
 
 def _instalments(ctx: ToolContext, schedule_id: str) -> list[dict[str, Any]]:
@@ -76,23 +66,23 @@ class RequestArgs(ToolArgs):
     request_id: str = Field(min_length=1, max_length=40, description="Id of the customer's change request, e.g. REQ-30417.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_request(ctx: ToolContext, args: RequestArgs) -> dict:
     """Return a customer's change request: kind (to_monthly, to_quarterly, split, deferral,
     collection_day), start_period, parts, pause_months, new_collection_day, received_on and the
     customer's own words."""
-    return _get(ctx, "requests", args.request_id, "request")
+    return require_row(ctx.store, "requests", args.request_id, f"no request {args.request_id}")
 
 
 class PolicyArgs(ToolArgs):
     policy_id: str = Field(min_length=1, max_length=40, description="Id of the policy, e.g. POL-4821.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_policy(ctx: ToolContext, args: PolicyArgs) -> dict:
     """Return a policy (premium in cents, policy year, holder, account, debit instruction id) and
     the versions of its instalment schedule (id, version, status, frequency)."""
-    policy = _get(ctx, "policies", args.policy_id, "policy")
+    policy = require_row(ctx.store, "policies", args.policy_id, f"no policy {args.policy_id}")
     schedules = [
         {k: s[k] for k in ("id", "version", "status", "frequency", "change_type")}
         for s in ctx.store.rows("schedules", policy_id=args.policy_id)
@@ -101,7 +91,7 @@ def get_policy(ctx: ToolContext, args: PolicyArgs) -> dict:
     return {"policy": policy, "schedules": schedules}
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_rules(ctx: ToolContext, args: NoArgs) -> dict:
     """Return the portfolio's rules document (rounding of remainder cents, month-end handling,
     minimum instalment, reminder lead time, approval triggers and roles) and today's date."""
@@ -113,10 +103,10 @@ class ScheduleArgs(ToolArgs):
     schedule_id: str = Field(min_length=1, max_length=40, description="Id of the schedule, e.g. SCD-4821V2.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
     """Return one schedule version with a summary of its instalments by status (count, cents)."""
-    schedule = _get(ctx, "schedules", args.schedule_id, "schedule")
+    schedule = require_row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
     summary: dict[str, dict[str, int]] = {}
     for row in _instalments(ctx, args.schedule_id):
         s = summary.setdefault(row["status"], {"count": 0, "amount": 0})
@@ -130,7 +120,7 @@ class ListInstalmentsArgs(ToolArgs):
     policy_id: str | None = Field(None, max_length=40, description="Every instalment of this policy, across all schedule versions.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def list_instalments(ctx: ToolContext, args: ListInstalmentsArgs) -> dict:
     """List instalments of a schedule version or of a whole policy (id, schedule_id, seq, period,
     due_date, amount in cents, status, paid_on), ordered by schedule version and seq."""
@@ -153,10 +143,10 @@ class InstructionArgs(ToolArgs):
     instruction_id: str = Field(min_length=1, max_length=40, description="Id of the debit instruction (mandate), e.g. MAN-4821.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_instruction(ctx: ToolContext, args: InstructionArgs) -> dict:
     """Return a direct-debit instruction (mandate) with its collection day of the month."""
-    return _get(ctx, "instructions", args.instruction_id, "instruction")
+    return require_row(ctx.store, "instructions", args.instruction_id, f"no instruction {args.instruction_id}")
 
 
 class ListRemindersArgs(ToolArgs):
@@ -165,7 +155,7 @@ class ListRemindersArgs(ToolArgs):
     status: Literal["scheduled", "sent", "cancelled"] | None = Field(None, description="Only reminders with this status.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def list_reminders(ctx: ToolContext, args: ListRemindersArgs) -> dict:
     """List payment reminders (any policy unless filtered), ordered by send date, at most 25."""
     equals = {k: v for k, v in (("policy_id", args.policy_id), ("due_date", args.due_date), ("status", args.status)) if v}
@@ -174,7 +164,7 @@ def list_reminders(ctx: ToolContext, args: ListRemindersArgs) -> dict:
     return {"reminders": rows[:25], "total": len(rows)}
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def list_approvals(ctx: ToolContext, args: PolicyArgs) -> dict:
     """List the approval requests of a policy and their status (pending, granted, declined)."""
     rows = ctx.store.rows("approvals", policy_id=args.policy_id)
@@ -189,10 +179,10 @@ class CreateDraftArgs(ToolArgs):
         description="The kind of change requested (decides which approval triggers apply).")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def create_draft_schedule(ctx: ToolContext, args: CreateDraftArgs) -> dict:
     """Create an empty draft schedule (next version) for a policy. Add instalments to it, then commit it."""
-    policy = _get(ctx, "policies", args.policy_id, "policy")
+    policy = require_row(ctx.store, "policies", args.policy_id, f"no policy {args.policy_id}")
     versions = [s["version"] for s in ctx.store.rows("schedules", policy_id=args.policy_id)]
     version = max(versions, default=0) + 1
     sid = f"SCD-{_number(args.policy_id)}V{version}"
@@ -212,10 +202,10 @@ class AddInstalmentArgs(ToolArgs):
     period: str | None = Field(None, max_length=7, description="Month the instalment pays for (YYYY-MM); defaults to the due date's month.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def add_instalment(ctx: ToolContext, args: AddInstalmentArgs) -> dict:
     """Add one instalment to a draft schedule. Sequence numbers are assigned in due-date order at commit."""
-    schedule = _get(ctx, "schedules", args.schedule_id, "schedule")
+    schedule = require_row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
     if schedule["status"] != "draft":
         raise ToolError("conflict", f"{args.schedule_id} is {schedule['status']}; instalments can only be added to a draft")
     due = _valid_date(args.due_date, "due_date")
@@ -241,10 +231,10 @@ class InstalmentArgs(ToolArgs):
     instalment_id: str = Field(min_length=1, max_length=40, description="Id of the instalment, e.g. INS-4821V3-02.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def remove_instalment(ctx: ToolContext, args: InstalmentArgs) -> dict:
     """Remove an instalment from a draft schedule (only draft instalments can be removed)."""
-    row = _get(ctx, "instalments", args.instalment_id, "instalment")
+    row = require_row(ctx.store, "instalments", args.instalment_id, f"no instalment {args.instalment_id}")
     if row["status"] != "draft":
         raise ToolError("conflict", f"{args.instalment_id} is {row['status']}; only draft instalments can be removed")
     ctx.store.delete("instalments", args.instalment_id)
@@ -259,15 +249,13 @@ class RequestApprovalArgs(ToolArgs):
     schedule_id: str | None = Field(None, max_length=40, description="The draft schedule to approve.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def request_approval(ctx: ToolContext, args: RequestApprovalArgs) -> dict:
     """Ask an approver role to approve a schedule change. The decision arrives later: call wait."""
-    policy = _get(ctx, "policies", args.policy_id, "policy")
-    approver = ctx.store.get("_approvers", args.role)
-    if approver is None:
-        raise ToolError("not_found", f"no approver holds the role {args.role[:60]!r}")
+    policy = require_row(ctx.store, "policies", args.policy_id, f"no policy {args.policy_id}")
+    require_row(ctx.store, "_approvers", args.role, f"no approver holds the role {args.role[:60]!r}")
     if args.schedule_id is not None:
-        _get(ctx, "schedules", args.schedule_id, "schedule")
+        require_row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
     for row in ctx.store.rows("approvals", policy_id=args.policy_id, role=args.role):
         if row["status"] in ("pending", "granted"):
             raise ToolError("conflict", f"approval {row['id']} by {args.role} is already {row['status']}")
@@ -285,7 +273,7 @@ def _decision_time(ctx: ToolContext, row: dict[str, Any]) -> str:
     return (datetime.fromisoformat(row["requested_at"]) + timedelta(hours=delay)).isoformat()
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def wait(ctx: ToolContext, args: NoArgs) -> dict:
     """Advance the clock to the next scripted event (an approver's decision) and return what happened.
     Fails with precondition_failed when nothing is pending."""
@@ -306,12 +294,12 @@ def wait(ctx: ToolContext, args: NoArgs) -> dict:
 
 
 # -- commit and supersede ------------------------------------------------------------------
-@toolkit.tool
+@toolkit.tool(writes=True)
 def commit_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
     """Make a draft schedule active: its instalments become due, numbered in due-date order.
     Refuses (approval_required) while a required approval is not granted. It does not retire the
     prior version: call supersede_schedule for that."""
-    schedule = _get(ctx, "schedules", args.schedule_id, "schedule")
+    schedule = require_row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
     if schedule["status"] != "draft":
         raise ToolError("conflict", f"{args.schedule_id} is {schedule['status']}, not a draft")
     rows = sorted(_instalments(ctx, args.schedule_id), key=lambda r: (r["due_date"], r["id"]))
@@ -340,11 +328,11 @@ def commit_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
     return {"schedule_id": args.schedule_id, "status": "active", "instalments": committed}
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def supersede_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
     """Mark an active schedule version superseded. Needs a newer active version of the same
     policy. Its instalments are left as they are (cancel the due ones with cancel_instalments)."""
-    schedule = _get(ctx, "schedules", args.schedule_id, "schedule")
+    schedule = require_row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
     if schedule["status"] != "active":
         raise ToolError("conflict", f"{args.schedule_id} is {schedule['status']}, not active")
     newer = [s for s in ctx.store.rows("schedules", policy_id=schedule["policy_id"], status="active") if s["version"] > schedule["version"]]
@@ -357,13 +345,13 @@ class CancelInstalmentsArgs(ToolArgs):
     instalment_ids: list[str] = Field(min_length=1, max_length=40, description="Ids of the instalments to cancel.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def cancel_instalments(ctx: ToolContext, args: CancelInstalmentsArgs) -> dict:
     """Cancel instalments (status becomes cancelled). Cancelling a paid instalment reverses the
     payment: the customer is refunded. Draft instalments are removed with remove_instalment."""
     out = []
     for iid in dict.fromkeys(args.instalment_ids):
-        row = _get(ctx, "instalments", iid, "instalment")
+        row = require_row(ctx.store, "instalments", iid, f"no instalment {iid}")
         if row["status"] not in ("due", "paid"):
             raise ToolError("conflict", f"{iid} is {row['status']}; only due or paid instalments can be cancelled")
         out.append(ctx.store.update("instalments", iid, {"status": "cancelled"}))
@@ -376,10 +364,10 @@ class UpdateInstructionArgs(ToolArgs):
     collection_day: int = Field(ge=1, le=31, description="New collection day of the month (1-31).")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def update_instruction(ctx: ToolContext, args: UpdateInstructionArgs) -> dict:
     """Change the collection day of a direct-debit instruction."""
-    row = _get(ctx, "instructions", args.instruction_id, "instruction")
+    row = require_row(ctx.store, "instructions", args.instruction_id, f"no instruction {args.instruction_id}")
     if row["status"] != "active":
         raise ToolError("conflict", f"{args.instruction_id} is {row['status']}")
     return ctx.store.update("instructions", args.instruction_id, {"collection_day": args.collection_day})
@@ -391,10 +379,10 @@ class CreateReminderArgs(ToolArgs):
     channel: Literal["email", "letter", "sms"] = Field("email", description="How to send it.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def create_reminder(ctx: ToolContext, args: CreateReminderArgs) -> dict:
     """Schedule a payment reminder for a due instalment."""
-    inst = _get(ctx, "instalments", args.instalment_id, "instalment")
+    inst = require_row(ctx.store, "instalments", args.instalment_id, f"no instalment {args.instalment_id}")
     if inst["status"] != "due":
         raise ToolError("conflict", f"{args.instalment_id} is {inst['status']}; reminders are for due instalments")
     send_on = _valid_date(args.send_on, "send_on")
@@ -414,16 +402,16 @@ class ReminderArgs(ToolArgs):
     reminder_id: str = Field(min_length=1, max_length=40, description="Id of the reminder, e.g. REM-4821-03.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def cancel_reminder(ctx: ToolContext, args: ReminderArgs) -> dict:
     """Cancel a scheduled reminder."""
-    row = _get(ctx, "reminders", args.reminder_id, "reminder")
+    row = require_row(ctx.store, "reminders", args.reminder_id, f"no reminder {args.reminder_id}")
     if row["status"] != "scheduled":
         raise ToolError("conflict", f"{args.reminder_id} is {row['status']}, not scheduled")
     return ctx.store.update("reminders", args.reminder_id, {"status": "cancelled"})
 
 
-@toolkit.tool(terminal=True)
+@toolkit.tool(terminal=True, writes=False)
 def submit(ctx: ToolContext, args: NoArgs) -> dict:
     """Finish the task: the schedule, reminders and mandate are graded as they stand."""
     return {"submitted": True, "now": ctx.now}

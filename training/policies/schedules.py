@@ -8,6 +8,12 @@ commit, supersede, cancel the replaced instalments, fix reminders and mandate, s
 wrong policy overrides exactly one decision; each rule policy is the oracle reading the rules
 document with one rule ignored (:data:`RULE_POLICIES`); the blind policies act on a constant
 approval behaviour or without reading (:data:`BLIND_POLICIES`).
+
+Rule sharing: the oracle and the catalog share the domain's public rule helpers
+(``backoffice.envs.schedules.tables``: split amounts, due dates, approval triggers, reminder send
+dates), which compute what the rules document says from observed rows; neither imports the grader
+(``backoffice.graders.schedules``), and the grader imports neither, so the oracle passing still
+checks the grader independently.
 """
 
 from __future__ import annotations
