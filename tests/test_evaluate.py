@@ -27,8 +27,18 @@ from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.replay import replay_episode
 from backoffice.envs.core.trace import episodes, read_trace
 from backoffice.training.evaluate import (
-    CorruptOutput, Job, ProcessExecutor, Record, Runner, SerialExecutor, evaluate, job_key, make_executor,
-    plan_jobs, read_records, sorted_lines,
+    CorruptOutput,
+    Job,
+    ProcessExecutor,
+    Record,
+    Runner,
+    SerialExecutor,
+    evaluate,
+    job_key,
+    make_executor,
+    plan_jobs,
+    read_records,
+    sorted_lines,
 )
 from conftest import DOMAINS
 
@@ -347,3 +357,16 @@ def test_cli_eval_all_domains_1_vs_2_workers_and_resume(tmp_path: Path) -> None:
     before = a.read_bytes()
     r3 = CliRunner().invoke(app, [*args, "--out", str(a)])
     assert r3.exit_code == 0 and a.read_bytes() == before
+
+
+@pytest.mark.skipif(not DOMAINS, reason="needs an installed domain")
+def test_audit_cli_measures_noop_and_blind_policies() -> None:
+    from backoffice.training.cli import app
+
+    domain = DOMAINS[0]
+    result = CliRunner().invoke(app, ["audit", "--env", domain, "--no-rules", "--json"])
+    assert result.exit_code == 0, result.output
+    (report,) = loads(result.output.strip().splitlines()[-1])
+    assert report["domain"] == domain and report["tasks"] > 0 and report["noop_score"] <= 0.1
+    assert report["blind"] and all(0 <= b["pass_rate"] <= 0.1 for b in report["blind"].values())
+    assert 0 < report["top_class"]["share"] <= 0.35 and report["rule_binds"] == {}

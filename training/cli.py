@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -105,7 +105,8 @@ def _check_policies(domains: list[str], policies: list[str]) -> list[tuple[str, 
     ``sb3:<model>`` only on the domain the model was trained on."""
     from backoffice.training.policies import get_policy
 
-    pairs, unknown = [], []
+    pairs: list[tuple[str, str]] = []
+    unknown: list[str] = []
     for p in policies:
         ok = []
         for d in domains:
@@ -130,18 +131,18 @@ def eval_cmd(
     env: Annotated[list[str], typer.Option("--env", help="Domain(s) or 'all'.")] = ["all"],
     policy: Annotated[list[str], typer.Option("--policy", help="Repeatable. oracle; random (valid tool calls); noop (submits at once); wrong:<failure_code> (commits exactly that failure); catalog-random, catalog-mask-only, catalog-features (through the domain's catalog); sb3:<path/model.zip> (a model from `backoffice train`); openai:<model> (an LLM behind an OpenAI-compatible endpoint: $OPENAI_BASE_URL, $OPENAI_API_KEY).")] = ["oracle", "random", "noop"],
     split: Annotated[str, typer.Option(help="train or heldout.")] = "heldout",
-    out: Annotated[Optional[Path], typer.Option(help="JSONL output; a rerun with the same file skips written episodes.")] = None,
+    out: Annotated[Path | None, typer.Option(help="JSONL output; a rerun with the same file skips written episodes.")] = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (or Ray CPUs with --ray).")] = 1,
     ray: Annotated[bool, typer.Option("--ray", help="Run on Ray (the 'ray' extra): a local instance unless --ray-address.")] = False,
-    ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster to join ('auto', 'ray://host:10001'); implies --ray.")] = None,
-    limit: Annotated[Optional[int], typer.Option(min=1, help="Only the first N tasks per domain.")] = None,
+    ray_address: Annotated[str | None, typer.Option(help="Ray cluster to join ('auto', 'ray://host:10001'); implies --ray.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N tasks per domain.")] = None,
     attempts: Annotated[int, typer.Option(min=1, help="Attempts per task (random policies are seeded by attempt; for pass^k).")] = 1,
-    run_id: Annotated[Optional[str], typer.Option(help="Run id (default: <agent>-<split>).")] = None,
-    trace: Annotated[Optional[Path], typer.Option(help="Keep every new episode's trace and diff: a folder (trace.jsonl, diffs.jsonl) or a .jsonl file; each record points at them (trace_location, diff_location). The trace replays with `backoffice replay`.")] = None,
+    run_id: Annotated[str | None, typer.Option(help="Run id (default: <agent>-<split>).")] = None,
+    trace: Annotated[Path | None, typer.Option(help="Keep every new episode's trace and diff: a folder (trace.jsonl, diffs.jsonl) or a .jsonl file; each record points at them (trace_location, diff_location). The trace replays with `backoffice replay`.")] = None,
     judge: Annotated[str, typer.Option(help="Judge of free text (hand-over notes): 'rubric' (deterministic) or 'model:<name>' (endpoint from $BACKOFFICE_JUDGE_ENDPOINT, key $BACKOFFICE_JUDGE_API_KEY; not run without them). Never part of pass.")] = "rubric",
-    plot: Annotated[Optional[Path], typer.Option(help="Write a pass-rate PNG here.")] = None,
-    timeout: Annotated[Optional[float], typer.Option(min=0.1, help="openai: seconds per request before it counts as failed (default 120).")] = None,
-    retries: Annotated[Optional[int], typer.Option(min=0, help="openai: retries of a failed request (default 2); an episode whose endpoint still fails gets a record with an `error` object and the run goes on.")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Write a pass-rate PNG here.")] = None,
+    timeout: Annotated[float | None, typer.Option(min=0.1, help="openai: seconds per request before it counts as failed (default 120).")] = None,
+    retries: Annotated[int | None, typer.Option(min=0, help="openai: retries of a failed request (default 2); an episode whose endpoint still fails gets a record with an `error` object and the run goes on.")] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes at once in threads of this process (for openai: policies, which wait on the network).")] = 1,
 ) -> None:
     """Evaluate policies on a split and print a summary table."""
@@ -205,8 +206,8 @@ def eval_cmd(
 def report(
     files: Annotated[list[Path], typer.Argument(help="Evaluation JSONL files.")],
     json: Annotated[bool, typer.Option("--json", help="Print the report as JSON (for machines) instead of tables.")] = False,
-    plots: Annotated[Optional[bool], typer.Option("--plots/--no-plots", help="Write the PNG plots (default: yes, except with --json).")] = None,
-    plot_stem: Annotated[Optional[Path], typer.Option(help="Plot path prefix (default: the first file without .jsonl).")] = None,
+    plots: Annotated[bool | None, typer.Option("--plots/--no-plots", help="Write the PNG plots (default: yes, except with --json).")] = None,
+    plot_stem: Annotated[Path | None, typer.Option(help="Plot path prefix (default: the first file without .jsonl).")] = None,
 ) -> None:
     """Tables by domain x agent, failure code, defect tag, outcome class, requirement type and
     pass^k; PNG plots of pass rate and failure codes beside the first file."""
@@ -285,6 +286,47 @@ def replay(trace: Annotated[Path, typer.Argument(help="A trace JSONL (env trace_
 
 
 @app.command()
+def audit(
+    env: Annotated[list[str], typer.Option("--env", help="Domain(s) or 'all'.")] = ["all"],
+    split: Annotated[str, typer.Option(help="train or heldout.")] = "heldout",
+    rules: Annotated[bool, typer.Option("--rules/--no-rules", help="Also measure how many tasks each documented rule decides.")] = True,
+    json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+) -> None:
+    """Attack the grade with blind policies (constant outcome, first/last hit, acting without
+    reading) and rule-ignoring ones; print the no-op's score, each blind policy's pass rate and
+    score, the largest outcome class and each rule's binding count."""
+    from backoffice.envs.core.canonical import dumps
+    from backoffice.envs.core.release import load_release
+    from backoffice.training.audit import audit as run_audit
+    from backoffice.training.audit import policies_run
+
+    if split not in ("train", "heldout"):
+        raise typer.BadParameter("split must be train or heldout")
+    domains_ = _domains(env)
+    total = sum(policies_run(d, rules) * len(load_release(d).split_ids[split]) for d in domains_)
+    results = []
+    with _progress() as progress:
+        bar = progress.add_task(f"auditing {len(domains_)} domain(s)", total=total)
+        for d in domains_:
+            results.append(run_audit(d, split, rules, progress=lambda n: progress.advance(bar, n)))
+    if json:
+        sys.stdout.write(dumps([r.to_json() for r in results]).decode() + "\n")
+        return
+    for r in results:
+        table = Table(title=f"{r.domain} ({r.split}, {r.tasks} tasks): no-op mean score {r.noop_score:.3f}; "
+                            f"largest outcome class {r.top_class[0]} {r.top_class[1]:.1%}")
+        table.add_column("blind policy")
+        table.add_column("pass", justify="right")
+        table.add_column("mean score", justify="right")
+        for name, (rate, score) in r.blind.items():
+            table.add_row(name, f"{rate:.1%}", f"{score:.3f}")
+        console.print(table)
+        if r.rule_binds:
+            console.print("rule binds (tasks its ignoring policy fails): " +
+                          ", ".join(f"{k} {v}" for k, v in r.rule_binds.items()), highlight=False)
+
+
+@app.command()
 def domains(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also say where each domain comes from.")] = False,
 ) -> None:
@@ -311,7 +353,7 @@ def tools(
 @seeds_app.command("build")
 def seeds_build(
     env: Annotated[list[str], typer.Option("--env", help="Domain(s) or 'all'.")] = ["all"],
-    out: Annotated[Optional[Path], typer.Option(help="Seeds folder (default: the installed one).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Seeds folder (default: the installed one).")] = None,
 ) -> None:
     """Regenerate the release of each domain from its generator."""
     from backoffice.envs import DOMAINS, get_domain, seeds_folder
@@ -351,19 +393,19 @@ def seeds_verify(env: Annotated[list[str], typer.Option("--env", help="Domain(s)
 @app.command()
 def train(
     env: Annotated[str, typer.Option("--env", help="Domain to train on.")],
-    algo: Annotated[Optional[str], typer.Option(help="maskable-ppo (sb3-contrib, uses action masks; default) or ppo.")] = None,
-    timesteps: Annotated[Optional[int], typer.Option(min=1, help="Training budget in environment steps (default 200k).")] = None,
-    n_envs: Annotated[Optional[int], typer.Option("--n-envs", min=1, help="Environments in the SubprocVecEnv (default 2).")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Model folder (default: models/<env>).")] = None,
-    seed: Annotated[Optional[int], typer.Option(help="Seed of the model and the environments.")] = None,
-    train_split: Annotated[Optional[str], typer.Option(help="train (released train minus validation, default) or generated (a fresh task every episode).")] = None,
-    validation_size: Annotated[Optional[int], typer.Option(min=1, help="Train tasks held out for model selection (100).")] = None,
-    eval_freq: Annotated[Optional[int], typer.Option(min=1, help="Validate every N timesteps (10k).")] = None,
-    patience: Annotated[Optional[int], typer.Option(min=1, help="Stop after N validations without improvement (30).")] = None,
-    gamma: Annotated[Optional[float], typer.Option(help="Discount (default: the catalog's tuned value, else 0.99).")] = None,
-    ent_coef: Annotated[Optional[float], typer.Option(help="Entropy coefficient (tuned, else 0.01).")] = None,
-    n_steps: Annotated[Optional[int], typer.Option(min=1, help="Rollout length per env (tuned, else 256).")] = None,
-    finish_bias: Annotated[Optional[float], typer.Option(help="Added to the finishing action's initial logit (tuned, else -3).")] = None,
+    algo: Annotated[str | None, typer.Option(help="maskable-ppo (sb3-contrib, uses action masks; default) or ppo.")] = None,
+    timesteps: Annotated[int | None, typer.Option(min=1, help="Training budget in environment steps (default 200k).")] = None,
+    n_envs: Annotated[int | None, typer.Option("--n-envs", min=1, help="Environments in the SubprocVecEnv (default 2).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Model folder (default: models/<env>).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the model and the environments.")] = None,
+    train_split: Annotated[str | None, typer.Option(help="train (released train minus validation, default) or generated (a fresh task every episode).")] = None,
+    validation_size: Annotated[int | None, typer.Option(min=1, help="Train tasks held out for model selection (100).")] = None,
+    eval_freq: Annotated[int | None, typer.Option(min=1, help="Validate every N timesteps (10k).")] = None,
+    patience: Annotated[int | None, typer.Option(min=1, help="Stop after N validations without improvement (30).")] = None,
+    gamma: Annotated[float | None, typer.Option(help="Discount (default: the catalog's tuned value, else 0.99).")] = None,
+    ent_coef: Annotated[float | None, typer.Option(help="Entropy coefficient (tuned, else 0.01).")] = None,
+    n_steps: Annotated[int | None, typer.Option(min=1, help="Rollout length per env (tuned, else 256).")] = None,
+    finish_bias: Annotated[float | None, typer.Option(help="Added to the finishing action's initial logit (tuned, else -3).")] = None,
     heldout: Annotated[bool, typer.Option("--heldout/--no-heldout", help="Evaluate the best model on heldout at the end.")] = True,
 ) -> None:
     """Train an agent on a domain's catalog env (shaped reward), keep the best model by
@@ -373,8 +415,7 @@ def train(
     defaults of ``TrainConfig``.
     """
     from backoffice.envs import DOMAINS
-    from backoffice.training.train import TrainConfig
-    from backoffice.training.train import train as run_training
+    from backoffice.training.train import TrainConfig, train as run_training
 
     if env not in DOMAINS:
         raise typer.BadParameter(f"unknown domain {env!r}; choose from {', '.join(DOMAINS)}")
@@ -431,7 +472,7 @@ def catalog(
 @app.command("new-domain")
 def new_domain_cmd(
     name: Annotated[str, typer.Argument(help="Domain name, a snake_case identifier (e.g. refunds).")],
-    package: Annotated[Optional[Path], typer.Option("--package", help="Write a standalone installable distribution DIR/backoffice-<name>/ (entry point backoffice.domains) instead of the in-repo layout.")] = None,
+    package: Annotated[Path | None, typer.Option("--package", help="Write a standalone installable distribution DIR/backoffice-<name>/ (entry point backoffice.domains) instead of the in-repo layout.")] = None,
 ) -> None:
     """Scaffold a complete minimal domain (tables, two tools, a generator with three defect tags, a grader, policies, a catalog, tests) and build its seeds; see docs/DOMAIN_GUIDE.md."""
     from backoffice.training.scaffold import ScaffoldError, new_domain
@@ -448,6 +489,7 @@ def new_domain_cmd(
 
 
 from backoffice.training.cli_llm import register as _register_llm  # noqa: E402
+
 _register_llm(app)
 
 
