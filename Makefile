@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 
-.PHONY: install demo test bench seeds results clean
+.PHONY: install demo lint typecheck test bench seeds results clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -22,8 +22,23 @@ demo: $(STAMP)
 	$(BIN)/backoffice eval --env all --policy oracle --policy random --policy noop --split heldout --workers 2 --out runs/demo.jsonl
 	$(BIN)/backoffice report runs/demo.jsonl
 
-## The whole test suite (2 workers; each domain's tests stay on one worker).
+## ruff over everything (config in pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+## mypy over the package. The package lives in folders mapped to backoffice.* (package-dir), which
+## mypy cannot see through the editable install's import hook: a tree of symlinks in the venv
+## gives it backoffice/{envs,graders,training}.
+MYPY_PATH := $(VENV)/mypy-path
+typecheck: $(STAMP)
+	mkdir -p $(MYPY_PATH)/backoffice
+	for d in envs graders training; do ln -sfn $(CURDIR)/$$d $(MYPY_PATH)/backoffice/$$d; done
+	MYPYPATH=$(MYPY_PATH) $(BIN)/mypy -p backoffice.envs -p backoffice.graders -p backoffice.training
+
+## Lint, then the whole test suite (2 workers; each domain's tests stay on one worker). The type
+## check (`make typecheck`) is not part of it yet: mypy still reports errors (issue 17).
 test: $(STAMP)
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 bench: $(STAMP)

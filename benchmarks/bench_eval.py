@@ -29,7 +29,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from backoffice.envs import available_domains  # noqa: E402
 from backoffice.training.evaluate import (  # noqa: E402
-    Executor, Job, ProcessExecutor, RayExecutor, Runner, SerialExecutor, evaluate, plan_jobs, sorted_lines,
+    Executor,
+    Job,
+    ProcessExecutor,
+    RayExecutor,
+    Runner,
+    SerialExecutor,
+    evaluate,
+    plan_jobs,
+    sorted_lines,
 )
 
 console = Console()

@@ -13,8 +13,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from backoffice.envs.core.registry import discover, domain_ref, load_domain, seeds_folder
-from backoffice.envs.core.registry import env_class as _env_class
+from backoffice.envs.core.registry import discover, domain_ref, env_class as _env_class, load_domain, seeds_folder
 
 #: domain name -> env title (``backoffice/<title>-v0``), for every discovered domain
 DOMAINS: dict[str, str] = {name: ref.title for name, ref in discover().items()}

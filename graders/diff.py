@@ -79,7 +79,7 @@ def _plain(value: Any) -> Any:
 
 def changed_keys(diff: Diff) -> list[str]:
     """Every ``table:id`` the diff touches, sorted."""
-    keys = []
+    keys: list[str] = []
     for table, d in diff.items():
         keys.extend(f"{table}:{rid}" for rid in d["created"])
         keys.extend(f"{table}:{rid}" for rid in d["updated"])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,7 @@ def domain_params() -> list:
     return [pytest.param(d, id=d, marks=pytest.mark.xdist_group(d)) for d in DOMAINS]
 
 
-@lru_cache(maxsize=None)
+@cache
 def release_ids(domain: str) -> tuple[str, ...]:
     from backoffice.envs.core.release import load_release
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import pytest
@@ -18,13 +18,12 @@ from backoffice.envs.core.release import load_release
 from backoffice.graders.approvals import grade
 from backoffice.training.policies import get_policy
 from backoffice.training.policies.approvals import WRONG_POLICIES, Oracle
-from backoffice.training.policies.base import ScriptedPolicy, call
 from backoffice.training.rollout import run_episode
 
 DOMAIN = "approvals"
 
 
-@lru_cache(maxsize=None)
+@cache
 def release() -> Any:
     return load_release(DOMAIN)
 
@@ -38,13 +37,13 @@ def key(task_id: str) -> dict[str, Any]:
     return release().answer_key(task_id)
 
 
-@lru_cache(maxsize=None)
+@cache
 def run(policy: str, task_id: str) -> dict[str, Any]:
     env = _env()
     return run_episode(env, get_policy(DOMAIN, policy), task_id=task_id).grade
 
 
-@lru_cache(maxsize=None)
+@cache
 def _env() -> Any:
     return make_native(DOMAIN)
 

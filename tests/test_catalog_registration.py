@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
@@ -20,7 +20,7 @@ DOMAIN = "registration"
 Policy = Callable[[np.ndarray, np.ndarray], int]
 
 
-@lru_cache(maxsize=None)
+@cache
 def catalog_env() -> CatalogEnv:
     return make_catalog_env(DOMAIN, split="heldout")
 

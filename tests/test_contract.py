@@ -6,16 +6,14 @@ import json
 import subprocess
 import sys
 from collections import Counter
-from functools import lru_cache
+from functools import cache
 
 import gymnasium as gym
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import backoffice.envs  # noqa: F401  (registers the ids)
-from backoffice.envs import DOMAINS as ALL_DOMAINS
-from backoffice.envs import get_domain, make_native
+from backoffice.envs import DOMAINS as ALL_DOMAINS, get_domain, make_native
 from backoffice.envs.core.build import verify_release
 from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.release import load_release
@@ -27,7 +25,7 @@ from conftest import DOMAINS, domain_params, release_ids
 pytestmark = pytest.mark.parametrize("domain", domain_params())
 
 
-@lru_cache(maxsize=None)
+@cache
 def oracle_runs(domain: str) -> dict:
     """Oracle over the whole release, with observations and sent actions kept."""
     env = make_native(domain)
@@ -264,7 +262,7 @@ def test_sampled_tool_calls_never_crash(domain: str, seed: int) -> None:
             break
 
 
-@lru_cache(maxsize=None)
+@cache
 def _fuzz_env(domain: str):
     return make_native(domain, max_steps=10_000)
 

@@ -11,7 +11,7 @@ formatting-only difference) is not failed. A domain gets them by defining ``BLIN
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from functools import lru_cache
+from functools import cache
 from statistics import mean
 
 import pytest
@@ -41,7 +41,7 @@ def _ids(domain: str, split: str) -> tuple[str, ...]:
     return load_release(domain).split_ids[split]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _grades(domain: str, policy: str, split: str = "heldout") -> tuple[dict, ...]:
     env = make_native(domain)
     out = []
@@ -133,7 +133,7 @@ def test_every_documented_rule_binds(domain: str) -> None:
             assert failed >= MIN_RULE_BINDS, f"ignoring rule {rule!r} fails only {failed} {split} tasks"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _exploit_runs(domain: str, category: str) -> tuple[ex.ExploitRun, ...]:
     hook = domain_module(domain).EXPLOITS[category]
     env = make_native(domain, max_steps=200)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +20,11 @@ from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.release import Release, load_release
 from backoffice.envs.core.trace import read_trace
 from backoffice.training import llm
+from backoffice.training.chat_openai import OpenAIChat
+from backoffice.training.fake_openai import FakeOpenAI
 from backoffice.training.llm import ChatAgent, ChatReply, ToolCall
 from backoffice.training.policies import get_policy
 from backoffice.training.policies.base import ScriptedPolicy, call
-from backoffice.training.chat_openai import OpenAIChat
-from backoffice.training.fake_openai import FakeOpenAI
 from backoffice.training.rollout import run_episode as native_run_episode
 from conftest import DOMAINS, domain_params
 from toy_domain import DOMAIN as TOY, ToyEnv
@@ -72,7 +72,7 @@ def key_strings(key: Any) -> set[str]:
     """String leaves of an answer key (ids, expected values, failure codes ...)."""
     out: set[str] = set()
     if isinstance(key, dict):
-        for k, v in key.items():
+        for _k, v in key.items():
             out |= key_strings(v)
     elif isinstance(key, (list, tuple)):
         for v in key:
@@ -264,7 +264,7 @@ def test_chat_agent_is_a_policy_for_the_native_rollout(release: Release) -> None
 
 
 # -- acceptance over the installed domains ----------------------------------------------------
-@lru_cache(maxsize=None)
+@cache
 def heldout(domain: str) -> tuple[str, ...]:
     return load_release(domain).split_ids["heldout"]
 

@@ -21,9 +21,7 @@ from mcp import Client  # noqa: E402
 from backoffice.envs import make_native  # noqa: E402
 from backoffice.envs.core.build import build_release  # noqa: E402
 from backoffice.envs.core.release import Release  # noqa: E402
-from backoffice.training.mcp_server import (  # noqa: E402
-    BRIEF_URI, RULES_URI, EpisodeSession, SessionPool, build_server, http_app, serve_http,
-)
+from backoffice.training.mcp_server import BRIEF_URI, RULES_URI, EpisodeSession, SessionPool, build_server, http_app, serve_http  # noqa: E402
 from backoffice.training.policies import get_policy  # noqa: E402
 from backoffice.training.rollout import run_episode  # noqa: E402
 from conftest import DOMAINS  # noqa: E402

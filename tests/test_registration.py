@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import pytest
@@ -12,8 +12,19 @@ from backoffice.envs.core.canonical import dumps
 from backoffice.envs.core.release import load_release
 from backoffice.envs.registration.generator import DEFECT_TAGS, MAX_HITS, OUTCOME_DRAWS, generate
 from backoffice.envs.registration.tables import (
-    MINOR_AGE, age_on, decide, given_equivalent, identifier_check_digit, identifier_valid, is_transposition,
-    luhn_digit, match_candidates, member_id_valid, names_agree, phone_key, relationship_consistent,
+    MINOR_AGE,
+    age_on,
+    decide,
+    given_equivalent,
+    identifier_check_digit,
+    identifier_valid,
+    is_transposition,
+    luhn_digit,
+    match_candidates,
+    member_id_valid,
+    names_agree,
+    phone_key,
+    relationship_consistent,
 )
 from backoffice.envs.registration.tools import search_score
 from backoffice.graders.judge import Judge
@@ -25,7 +36,7 @@ from backoffice.training.rollout import run_episode
 DOMAIN = "registration"
 
 
-@lru_cache(maxsize=None)
+@cache
 def release():
     return load_release(DOMAIN)
 
@@ -35,12 +46,12 @@ def all_ids() -> tuple[str, ...]:
     return rel.split_ids["train"] + rel.split_ids["heldout"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def env():
     return make_native(DOMAIN)
 
 
-@lru_cache(maxsize=None)
+@cache
 def run_all(policy_name: str) -> dict[str, dict[str, Any]]:
     """Grades of a policy over the whole release."""
     return {t: run_episode(env(), get_policy(DOMAIN, policy_name), task_id=t).grade for t in all_ids()}

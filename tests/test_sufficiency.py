@@ -3,7 +3,7 @@ answer key and one wrong policy per failure code (the generic contract is in tes
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import pytest
@@ -20,7 +20,7 @@ from backoffice.training.rollout import run_episode
 DOMAIN = "sufficiency"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _release():
     return load_release(DOMAIN)
 
@@ -224,7 +224,7 @@ def test_list_results_never_expose_the_reply_script() -> None:
 
 
 # -- the answer key and per-round scoring ---------------------------------------------------------
-@lru_cache(maxsize=None)
+@cache
 def _oracle_grades() -> dict[str, dict[str, Any]]:
     env = make_native(DOMAIN)
     return {t: run_episode(env, get_policy(DOMAIN, "oracle"), task_id=t).grade for t in _ids()}
@@ -385,7 +385,7 @@ def _snapshots():
 def test_documents_are_never_issued_after_they_were_received() -> None:
     """A document is issued on or before the day it reaches the case (SUF-H0023 was not); a held
     record on or before the review date; an uploaded reply on or before the reply's date."""
-    for task_id, key, snap in _snapshots():
+    for task_id, _key, snap in _snapshots():
         today = snap.table("clock")["clock"]["now"][:10]
         cases = snap.table("cases")
         for d in snap.table("documents").values():
@@ -430,7 +430,7 @@ def test_names_on_documents_are_the_applicants_or_a_known_third_party() -> None:
     from backoffice.envs.sufficiency.tables import requirement_rows
 
     no_match = {r["item_type"] for r in requirement_rows() if not r["name_must_match"]}
-    for task_id, key, snap in _snapshots():
+    for task_id, _key, snap in _snapshots():
         cases = snap.table("cases")
         for d in snap.table("documents").values():
             if d["item_type"] in no_match:

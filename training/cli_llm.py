@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -19,11 +19,11 @@ def register(app: typer.Typer) -> None:
     @app.command("mcp")
     def mcp_cmd(
         env: Annotated[str, typer.Option("--env", help="Domain to serve.")] = "approvals",
-        task_id: Annotated[Optional[str], typer.Option("--task-id", help="Task of the first episode (the agent may reset to another).")] = None,
+        task_id: Annotated[str | None, typer.Option("--task-id", help="Task of the first episode (the agent may reset to another).")] = None,
         split: Annotated[str, typer.Option(help="Split that reset(seed=...) draws from: train or heldout.")] = "heldout",
-        seed: Annotated[Optional[int], typer.Option(help="Seed of the first episode.")] = None,
-        trace: Annotated[Optional[Path], typer.Option(help="Write the trace of every step here (JSONL).")] = None,
-        max_steps: Annotated[Optional[int], typer.Option(help="Truncate episodes after this many steps.")] = None,
+        seed: Annotated[int | None, typer.Option(help="Seed of the first episode.")] = None,
+        trace: Annotated[Path | None, typer.Option(help="Write the trace of every step here (JSONL).")] = None,
+        max_steps: Annotated[int | None, typer.Option(help="Truncate episodes after this many steps.")] = None,
         lock_split: Annotated[bool, typer.Option("--lock-split/--no-lock-split", help="Refuse reset to a task outside --split.")] = True,
         http: Annotated[bool, typer.Option("--http", help="Serve MCP over streamable HTTP at http://HOST:PORT/mcp (one episode per MCP session) instead of stdio.")] = False,
         host: Annotated[str, typer.Option(help="With --http: address to bind; loopback only (127.0.0.1, localhost, ::1): the server has no authentication.")] = "127.0.0.1",
@@ -66,11 +66,11 @@ def register(app: typer.Typer) -> None:
     def chat_cmd(
         model: Annotated[str, typer.Option("--model", help="Model name sent to the endpoint.")],
         env: Annotated[str, typer.Option("--env", help="Domain.")] = "approvals",
-        task_id: Annotated[Optional[list[str]], typer.Option("--task-id", help="Task(s) to play (repeatable).")] = None,
+        task_id: Annotated[list[str] | None, typer.Option("--task-id", help="Task(s) to play (repeatable).")] = None,
         split: Annotated[str, typer.Option(help="train or heldout (when no --task-id).")] = "heldout",
         limit: Annotated[int, typer.Option(help="Tasks of the split to play when no --task-id.")] = 1,
-        base_url: Annotated[Optional[str], typer.Option(help="Endpoint base URL (default: $OPENAI_BASE_URL). The key is read from $OPENAI_API_KEY.")] = None,
-        temperature: Annotated[Optional[float], typer.Option(help="Sampling temperature.")] = None,
+        base_url: Annotated[str | None, typer.Option(help="Endpoint base URL (default: $OPENAI_BASE_URL). The key is read from $OPENAI_API_KEY.")] = None,
+        temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
         trace: Annotated[Path, typer.Option(help="Trace JSONL; the transcript goes beside it (<name>.transcript.jsonl).")] = Path("runs/chat.jsonl"),
     ) -> None:
         """Play tasks with an LLM behind an OpenAI-compatible endpoint; write trace and transcript."""

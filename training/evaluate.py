@@ -178,7 +178,7 @@ def plan_jobs(
     """
     if attempts < 1:
         raise ValueError("attempts must be >= 1")
-    jobs = []
+    jobs: list[Job] = []
     for domain in domains:
         ids = list(task_ids(domain, split))
         if limit is not None:

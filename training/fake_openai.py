@@ -22,8 +22,8 @@ from __future__ import annotations
 import argparse
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from backoffice.envs.core.canonical import dumps, loads

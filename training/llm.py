@@ -42,7 +42,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.release import is_generated_id
@@ -87,7 +87,7 @@ class EndpointError(RuntimeError):
         return {"type": type(self.cause).__name__, "message": str(self.cause)[:500], "status_code": status, "step": self.step}
 
 
-ChatFn = Callable[[list[Message], list[dict[str, Any]]], Union[ChatReply, str, Mapping[str, Any]]]
+ChatFn = Callable[[list[Message], list[dict[str, Any]]], ChatReply | str | Mapping[str, Any]]
 
 #: What the loop tells a model that answered without calling a tool.
 NO_TOOL_CALL_NOTE = "You did not call a tool; that counted as a step. Continue with a tool call, and call submit when the work is done."

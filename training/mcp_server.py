@@ -81,7 +81,7 @@ class EpisodeSession(Session):
         res = self.call(name, arguments)
         return res.observation, res.is_error, {"terminated": res.terminated, "truncated": res.truncated, "steps": res.steps}
 
-    def grade(self) -> dict[str, Any]:  # type: ignore[override]
+    def grade(self) -> dict[str, Any]:
         """``{"final": True, "steps", "grade", ...}`` once the episode has ended, else only
         ``{"final": False, "steps"}``: nothing of the grade reaches an agent before its end."""
         if self.final is not None:

@@ -110,7 +110,8 @@ def evaluate_split(model: Any, domain: str, split: str = "heldout", task_ids: An
     try:
         for task_id in ids:
             obs, _ = env.reset(seed=env.unwrapped.release.task(task_id).seed, options={"task_id": task_id})
-            steps, done, info = 0, False, {}
+            steps, done = 0, False
+            info: dict[str, Any] = {}
             while not done:
                 kwargs = {"action_masks": env.action_masks()} if masked else {}
                 action, _ = model.predict(obs, deterministic=True, **kwargs)

@@ -266,7 +266,7 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
     venv.seed(config.seed)
     val_env = make_catalog_env(config.domain, split="train", spec=config.spec)
     policy_kwargs = {"net_arch": list(config.net_arch)}
-    common = dict(n_steps=config.n_steps, batch_size=config.batch_size, n_epochs=config.n_epochs,
+    common: dict[str, Any] = dict(n_steps=config.n_steps, batch_size=config.batch_size, n_epochs=config.n_epochs,
                   learning_rate=config.learning_rate, gamma=config.gamma, ent_coef=config.ent_coef,
                   policy_kwargs=policy_kwargs, seed=config.seed, device="cpu", verbose=0)
     if config.algo == "maskable-ppo":

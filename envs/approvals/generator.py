@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from backoffice.envs.approvals import authority as auth
 from backoffice.envs.approvals.rules import is_ledger_type
-from backoffice.envs.approvals.tables import (
-    INFO_FIELDS, ORDER_TYPES, REQUEST_TYPES, TYPE_LABELS, add_days, money,
-)
+from backoffice.envs.approvals.tables import INFO_FIELDS, ORDER_TYPES, REQUEST_TYPES, TYPE_LABELS, add_days, money
 from backoffice.envs.approvals.tools import ALL_TOOLS
 from backoffice.envs.core import Generated, retrying
 from backoffice.envs.core.canonical import derive_seed
@@ -252,7 +250,7 @@ def build_world(rng: random.Random) -> World:
 def _add_people(w: World) -> None:
     """The ``ORG`` chart with drawn names (surnames unique) and its reporting hierarchy."""
     rng = w.rng
-    names = rng.sample([(f, l) for f in FIRST for l in LAST], len(ORG))
+    names = rng.sample([(f, s) for f in FIRST for s in LAST], len(ORG))
     surnames_used: set[str] = set()
     for (key, title, dept, manager), (first, last) in zip(ORG, names):
         if last in surnames_used:  # keep surnames unique so find_people look-alikes are deliberate

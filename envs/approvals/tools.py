@@ -14,9 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from backoffice.envs.approvals.rules import in_window, is_ledger_type, window_covers
-from backoffice.envs.approvals.tables import (
-    DECISION_STATUS, OPEN_STATUSES, POLICY, REQUEST_TYPES, normalise_instant, today,
-)
+from backoffice.envs.approvals.tables import DECISION_STATUS, OPEN_STATUSES, POLICY, REQUEST_TYPES, normalise_instant, today
 from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit, require_row
 
 toolkit = Toolkit()

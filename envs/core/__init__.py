@@ -3,9 +3,9 @@
 from backoffice.envs.core.canonical import dumps, dumps_ascii, hash_obj, loads
 from backoffice.envs.core.domain import Domain, Episode, Generated, lazy
 from backoffice.envs.core.env import BackofficeEnv
+from backoffice.envs.core.generation import retrying
 from backoffice.envs.core.release import Release, Task, load_release
 from backoffice.envs.core.store import Snapshot, Store
-from backoffice.envs.core.generation import retrying
 from backoffice.envs.core.tools import NoArgs, Tool, ToolArgs, ToolContext, ToolError, Toolkit, require_row
 
 __all__ = [

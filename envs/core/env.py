@@ -214,12 +214,13 @@ class BackofficeEnv(gym.Env[str, Any]):
             except Exception:
                 problem = "args are not representable as JSON"
         if problem is not None:
-            result, changed = error("invalid_action", problem), []
+            result = error("invalid_action", problem)
+            changed: list[str] = []
             tool = tool if isinstance(tool, str) and len(tool) <= 200 else None
             args = None
         else:
             self._ctx.step = self._steps
-            args = dict(args)  # type: ignore[arg-type]
+            args = dict(args)
             result, changed = self.domain.toolkit.call(self._ctx, tool, args, self._allowed)  # type: ignore[arg-type]
         ok = result["status"] == "ok"
         terminated = ok and tool in self._terminal_tools

@@ -21,7 +21,7 @@ import importlib
 import importlib.util
 import pkgutil
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -85,7 +85,7 @@ def domain_ref(name: str) -> DomainRef:
     return refs[name]
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_domain(name: str) -> Any:
     """The ``DOMAIN`` of ``name`` (imports its package), checked against its discovery name."""
     ref = domain_ref(name)
@@ -110,7 +110,7 @@ def seeds_folder(name: str) -> Path:
         from backoffice.envs.core.release import seeds_root
 
         return seeds_root()
-    spec = importlib.util.find_spec(ref.module)  # type: ignore[attr-defined]
+    spec = importlib.util.find_spec(ref.module)
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError(f"cannot locate the package {ref.module} of domain {name!r}")
     return Path(list(spec.submodule_search_locations)[0]) / "seeds"

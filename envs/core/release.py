@@ -15,7 +15,7 @@ from __future__ import annotations
 import gzip
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -156,7 +156,7 @@ class Release:
         return self._keys[task_id]
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_release(domain: str) -> Release:
     """The installed release of ``domain``, loaded once per process (from ``backoffice.seeds``
     for this distribution's domains, from ``<package>/seeds`` for a third-party one)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,7 @@ class ReplayResult:
     divergences: list[str] = field(default_factory=list)
 
 
-def replay_episode(records: list[Mapping[str, Any]], env: Any = None) -> ReplayResult:
+def replay_episode(records: Sequence[Mapping[str, Any]], env: Any = None) -> ReplayResult:
     """Re-run one episode's calls; compare each step's outcome and the recorded end."""
     from backoffice.envs import make_native
 

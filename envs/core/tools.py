@@ -30,8 +30,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from backoffice.envs.core.canonical import dumps, loads
 
 if TYPE_CHECKING:
-    from backoffice.envs.core.store import Store
     from backoffice.envs.core.release import Task
+    from backoffice.envs.core.store import Store
 
 #: Error codes the engine itself emits; domains may add their own (documented per domain).
 ENGINE_ERROR_CODES = (
@@ -208,7 +208,7 @@ def require_row(store: Store, table: str, rid: str, message: str | None = None) 
     row = store.get(table, rid)
     if row is None:
         raise ToolError("not_found", message if message is not None else f"no {table} row {rid}")
-    return row  # type: ignore[return-value]
+    return row
 
 
 def error(code: str, message: str, **details: Any) -> dict[str, Any]:

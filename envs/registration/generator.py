@@ -37,9 +37,30 @@ from typing import Any
 from backoffice.envs.core import retrying
 from backoffice.envs.core.domain import Generated
 from backoffice.envs.registration.tables import (
-    CITIES, FAMILY_NAMES, FEMALE, KIN_TERMS, MINOR_AGE, NAME_GROUPS, PAYERS, PLAIN_GIVEN, PRACTICES, PREFIX,
-    REFER_CLASSES, RULES, STREETS, age_on, decide, fold, identifier_valid, given_equivalent, identifier_check_digit, is_transposition,
-    luhn_digit, name_variants, parse_date, phone_key,
+    CITIES,
+    FAMILY_NAMES,
+    FEMALE,
+    KIN_TERMS,
+    MINOR_AGE,
+    NAME_GROUPS,
+    PAYERS,
+    PLAIN_GIVEN,
+    PRACTICES,
+    PREFIX,
+    REFER_CLASSES,
+    RULES,
+    STREETS,
+    age_on,
+    decide,
+    fold,
+    given_equivalent,
+    identifier_check_digit,
+    identifier_valid,
+    is_transposition,
+    luhn_digit,
+    name_variants,
+    parse_date,
+    phone_key,
 )
 from backoffice.envs.registration.tools import ALL_TOOLS, search_score
 
@@ -645,7 +666,7 @@ def _form_rows(desk: Desk, draft: FormDraft, patients: list[dict[str, Any]]) -> 
     forms = []
     for i in range(1, n_forms):  # earlier forms, already processed
         src = patients[(i * 7) % len(patients)]
-        forms.append({**_blank_form(f"{PREFIX['intake_forms']}-{i:04d}", "2026-02-1{}T09:30:00".format(i % 10), "processed"),
+        forms.append({**_blank_form(f"{PREFIX['intake_forms']}-{i:04d}", f"2026-02-1{i % 10}T09:30:00", "processed"),
                       "given_name": src["given_name"], "family_name": src["family_name"], "dob": src["dob"], "sex": src["sex"],
                       "address_line": src["address_line"], "city": src["city"], "postcode": src["postcode"], "phone": src["phone"],
                       "identifier": src["identifier"], "consent_signed_by": "self"})
@@ -686,7 +707,9 @@ def _evidence_rows(desk: Desk, form_id: str) -> list[dict[str, Any]]:
 def _queues(w: World, patients: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Old referrals with their timers; queued letters."""
     rng = w.rng
-    referrals, timers, notifications = [], [], []
+    referrals: list[dict[str, Any]] = []
+    timers: list[dict[str, Any]] = []
+    notifications: list[dict[str, Any]] = []
     for i in range(1, rng.randint(1, 3) + 1):
         rid = f"{PREFIX['referrals']}-{i:04d}"
         referrals.append({"id": rid, "intake_form_id": f"INT-9{i:03d}", "reason": rng.choice(("ambiguous_match", "other")), "basis": [],

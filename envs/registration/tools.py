@@ -16,8 +16,16 @@ from pydantic import Field, field_validator
 from backoffice.envs.core.canonical import derive_seed
 from backoffice.envs.core.tools import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit, require_row
 from backoffice.envs.registration.tables import (
-    PREFIX, REFERRAL_REASONS, digits, fold, identifier_valid, is_transposition, member_id_valid, name_variants,
-    parse_date, phone_key,
+    PREFIX,
+    REFERRAL_REASONS,
+    digits,
+    fold,
+    identifier_valid,
+    is_transposition,
+    member_id_valid,
+    name_variants,
+    parse_date,
+    phone_key,
 )
 
 toolkit = Toolkit()

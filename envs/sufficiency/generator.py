@@ -17,6 +17,7 @@ random draw happens in that order (the release is pinned to it). One attempt per
 
 from __future__ import annotations
 
+import builtins
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +27,15 @@ from typing import Any
 from backoffice.envs.core import Generated, retrying
 from backoffice.envs.sufficiency.rules import assess
 from backoffice.envs.sufficiency.tables import (
-    CASE_TYPES, INTAKE_QUEUE, SLA_DAYS, add_days, days_between, decision_queue, queue_rows, requirement_rows, routing_rows,
+    CASE_TYPES,
+    INTAKE_QUEUE,
+    SLA_DAYS,
+    add_days,
+    days_between,
+    decision_queue,
+    queue_rows,
+    requirement_rows,
+    routing_rows,
 )
 
 DEFECT_TAGS = (
@@ -92,7 +101,7 @@ class _Rng:
         seq = list(seq)
         return seq[self.r.randrange(len(seq))]
 
-    def sample(self, seq: Any, k: int) -> list[Any]:
+    def sample(self, seq: Any, k: builtins.int) -> list[Any]:  # `int` here is the method above
         seq = list(seq)
         return self.r.sample(seq, min(k, len(seq)))
 

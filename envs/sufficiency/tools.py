@@ -14,9 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit, require_row
-from backoffice.envs.sufficiency.tables import (
-    INTAKE_QUEUE, RULES_TEXT, add_days, case_number, days_between,
-)
+from backoffice.envs.sufficiency.tables import INTAKE_QUEUE, RULES_TEXT, add_days, case_number, days_between
 
 toolkit = Toolkit()
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpec, FeatureDef, check_spec
 from backoffice.training.catalog.wrapper import CatalogEnv
 
+
 def catalog_target(domain: str) -> str | None:
     """``"module:Class"`` of ``domain``'s catalog spec, as its ``Domain`` declares it (``None``:
     the domain has no catalog env)."""

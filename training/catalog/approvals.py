@@ -60,7 +60,14 @@ from typing import Any
 import numpy as np
 
 from backoffice.envs.approvals.rules import (
-    ORDER_TYPES, applicable_rule, blocking_fact, candidate_roles, in_window, is_ledger_type, is_missing, line_breach,
+    ORDER_TYPES,
+    applicable_rule,
+    blocking_fact,
+    candidate_roles,
+    in_window,
+    is_ledger_type,
+    is_missing,
+    line_breach,
     missing_fields,
 )
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpec, FeatureDef, slots

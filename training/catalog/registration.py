@@ -42,8 +42,19 @@ from typing import Any
 import numpy as np
 
 from backoffice.envs.registration.tables import (
-    ADDRESS_FIELDS, MINOR_AGE, age_on, digits, fold, given_equivalent, identifier_holder, identifier_valid,
-    is_transposition, match_candidates, names_agree, parse_date, phone_key,
+    ADDRESS_FIELDS,
+    MINOR_AGE,
+    age_on,
+    digits,
+    fold,
+    given_equivalent,
+    identifier_holder,
+    identifier_valid,
+    is_transposition,
+    match_candidates,
+    names_agree,
+    parse_date,
+    phone_key,
 )
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpec, FeatureDef, scale, slots
 

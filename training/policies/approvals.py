@@ -27,7 +27,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from backoffice.envs.approvals.rules import (
-    applicable_rule, blocking_fact, delegated_limit, in_window, is_ledger_type, line_breach, missing_fields,
+    applicable_rule,
+    blocking_fact,
+    delegated_limit,
+    in_window,
+    is_ledger_type,
+    line_breach,
+    missing_fields,
 )
 from backoffice.training.exploits import repeat_last_write
 from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call

@@ -18,15 +18,24 @@ the catalog, so the oracle passing every task still checks the grader independen
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from backoffice.envs.registration.tables import (
-    ADDRESS_FIELDS, MINOR_AGE, PAYERS, REFER_CLASSES, age_on, decide, fold, given_equivalent, identifier_valid,
-    match_candidates, phone_key,
+    ADDRESS_FIELDS,
+    MINOR_AGE,
+    PAYERS,
+    REFER_CLASSES,
+    age_on,
+    decide,
+    fold,
+    given_equivalent,
+    identifier_valid,
+    match_candidates,
+    phone_key,
 )
 from backoffice.training import exploits as ex
-from backoffice.training.policies.base import Plan, ScriptedPolicy, call
+from backoffice.training.policies.base import Action, Plan, ScriptedPolicy, call
 
 Decision = tuple[str, Any]  # ("create", None) | ("update", patient_id) | ("refer", (reason, ids)) | ("stop", None)
 
@@ -75,7 +84,7 @@ class Oracle(ScriptedPolicy):
                 "address_line": form["address_line"], "city": form["city"], "postcode": form["postcode"],
                 "phone": form["phone"], "identifier": ident}
 
-    def member_id(self, form: dict[str, Any], rec: dict[str, Any]) -> Plan:
+    def member_id(self, form: dict[str, Any], rec: dict[str, Any]) -> Generator[Action, dict[str, Any], str | None]:
         """The member id to add: the form's if the payer accepts it for this patient, else the roster's."""
         check = (yield call("verify_member_id", payer_id=form["payer_id"], member_id=form["member_id"]))["result"]
         if check["valid"] and fold(check["family_name"]) == fold(rec["family_name"]) and check["dob"] == rec["dob"]:
@@ -150,9 +159,9 @@ class Oracle(ScriptedPolicy):
         minor = age_on(rec["dob"], today) < MINOR_AGE
         guardian_id = None
         if form["guardian_name"] and self.add_guardian(minor):
-            on_file = [c for c in rec["contacts"] if c["role"] == "guardian" and fold(c["name"]) == fold(form["guardian_name"])]
-            if on_file:
-                guardian_id = on_file[0]["id"]
+            guardians = [c for c in rec["contacts"] if c["role"] == "guardian" and fold(c["name"]) == fold(form["guardian_name"])]
+            if guardians:
+                guardian_id = guardians[0]["id"]
             else:
                 added = yield call("add_contact", patient_id=pid, role="guardian", name=form["guardian_name"],
                                    relationship=form["guardian_relationship"], phone=form["guardian_phone"])
