@@ -6,7 +6,7 @@ structured error)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
@@ -20,7 +20,7 @@ D = "schedules"
 Policy = Callable[[np.ndarray, np.ndarray], int]
 
 
-@lru_cache(maxsize=None)
+@cache
 def env_of(split: str):
     return make_catalog_env(D, split=split)
 
@@ -38,7 +38,7 @@ def run(env, policy: Policy, task_id: str) -> tuple[dict, list[np.ndarray]]:
     return play_catalog(env, policy, task_id)
 
 
-@lru_cache(maxsize=None)
+@cache
 def run_all(make_policy: Callable[[CatalogAgent], Policy]) -> dict[str, tuple[dict, list[np.ndarray]]]:
     env = env_of("heldout")
     policy = make_policy(env.agent)

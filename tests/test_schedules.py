@@ -3,26 +3,23 @@ policy over the whole release (triggered exactly where the mistake is possible).
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from backoffice.envs import make_native
 from backoffice.envs.core.release import load_release
 from backoffice.envs.schedules import DOMAIN
 from backoffice.envs.schedules.generator import ALLOWED_TOOLS, generate
-from backoffice.envs.schedules.tables import (
-    approval_needed, due_date, parts_meeting_minimum, reminder_send_on, split_amounts,
-)
+from backoffice.envs.schedules.tables import approval_needed, due_date, parts_meeting_minimum, reminder_send_on, split_amounts
 from backoffice.training.policies import get_policy
 from backoffice.training.rollout import run_episode
 
 D = "schedules"
 
 
-@lru_cache(maxsize=None)
+@cache
 def release():
     return load_release(D)
 
@@ -32,7 +29,7 @@ def all_ids() -> tuple[str, ...]:
     return rel.split_ids["train"] + rel.split_ids["heldout"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def codes_of(policy: str) -> dict[str, tuple[str, ...]]:
     env = make_native(D)
     return {t: tuple(run_episode(env, get_policy(D, policy), task_id=t).grade["failure_codes"]) for t in all_ids()}
@@ -292,7 +289,7 @@ def test_an_unneeded_or_second_approval_request_fails_as_a_gate() -> None:
     from backoffice.training.policies.schedules import extra_approval_request
 
     for needed in (True, False):
-        t = _task_where(lambda e: (e["approval_role"] is not None) == needed)
+        t = _task_where(lambda e, needed=needed: (e["approval_role"] is not None) == needed)
         grade = _run_with(t, extra_approval_request)
         assert grade["failure_codes"] == ["unneeded_approval"], (t, grade["failure_codes"])
         assert not grade["pass"] and grade["score"] <= 0.25

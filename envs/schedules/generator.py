@@ -33,9 +33,22 @@ from typing import Any
 
 from backoffice.envs.core import Generated, retrying
 from backoffice.envs.schedules.tables import (
-    ACCOUNT_TABLES, ROLES, ROUNDING_RULES, LATE_REMINDER_RULES, APPROVAL_TRIGGERS,
-    add_months, approval_needed, days_between, due_date, last_period_of, months_between, period_of,
-    plan_instalments, redate_instalments, reminder_send_on, split_amounts,
+    ACCOUNT_TABLES,
+    APPROVAL_TRIGGERS,
+    LATE_REMINDER_RULES,
+    ROLES,
+    ROUNDING_RULES,
+    add_months,
+    approval_needed,
+    days_between,
+    due_date,
+    last_period_of,
+    months_between,
+    period_of,
+    plan_instalments,
+    redate_instalments,
+    reminder_send_on,
+    split_amounts,
 )
 from backoffice.envs.schedules.tools import READ_TOOLS
 

@@ -19,9 +19,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit, require_row
-from backoffice.envs.schedules.tables import (
-    RULE_TEXT, STATUSES, approval_needed, parse_date, period_of,
-)
+from backoffice.envs.schedules.tables import RULE_TEXT, STATUSES, approval_needed, parse_date, period_of
 
 toolkit = Toolkit()
 

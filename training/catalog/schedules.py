@@ -43,8 +43,15 @@ from typing import Any
 import numpy as np
 
 from backoffice.envs.schedules.tables import (
-    approval_needed, days_between, due_date, last_period_of, new_periods, parse_date, parts_meeting_minimum,
-    reminder_send_on, split_amounts,
+    approval_needed,
+    days_between,
+    due_date,
+    last_period_of,
+    new_periods,
+    parse_date,
+    parts_meeting_minimum,
+    reminder_send_on,
+    split_amounts,
 )
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpec, FeatureDef, scale
 

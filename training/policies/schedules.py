@@ -23,7 +23,14 @@ from datetime import timedelta
 from typing import Any
 
 from backoffice.envs.schedules.tables import (
-    ROLES, approval_needed, due_date, last_period_of, new_periods, parse_date, parts_meeting_minimum, reminder_send_on,
+    ROLES,
+    approval_needed,
+    due_date,
+    last_period_of,
+    new_periods,
+    parse_date,
+    parts_meeting_minimum,
+    reminder_send_on,
     split_amounts,
 )
 from backoffice.training.exploits import Action, Hook
