@@ -23,7 +23,12 @@ and the collateral-damage guardrail.
 Failure codes: misallocation, over_allocation, unapplied_balance_wrong, duplicate_applied,
 missed_case, unneeded_case, wrong_write_off, wrong_transfer, patient_responsibility_missed,
 payment_status_wrong, duplicate_allocation, allocation_churn, payer_reply_unprocessed,
-forbidden_write (guardrail).
+forbidden_write (guardrail); declared beside the domain (``backoffice.envs.remittance``).
+
+Rule sharing: the grader judges from the answer key, the end state and the trace only. It may
+use the domain's public modules in ``envs/remittance/``, and never imports the oracle's or the
+catalog's decision code (``backoffice.training``); the oracle never imports the grader, so the
+oracle passing every task checks the grader independently.
 """
 
 from __future__ import annotations
@@ -32,18 +37,13 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from backoffice.envs.remittance import GUARDRAIL_CODE
 from backoffice.graders.checks import result
 from backoffice.graders.grade import finalize
 
 if TYPE_CHECKING:
     from backoffice.envs.core.domain import Episode
 
-GUARDRAIL_CODE = "forbidden_write"
-FAILURE_CODES = (
-    "misallocation", "over_allocation", "unapplied_balance_wrong", "duplicate_applied", "missed_case",
-    "unneeded_case", "wrong_write_off", "wrong_transfer", "patient_responsibility_missed", "payment_status_wrong",
-    "duplicate_allocation", "allocation_churn", "payer_reply_unprocessed", GUARDRAIL_CODE,
-)
 COMPONENTS = ("payment_status", "unapplied", "allocations", "write_offs", "transfers", "cases", "items")
 
 
@@ -134,6 +134,86 @@ def _trail(ep: Episode) -> dict[str, Any]:
     return {"rows": rows, "reversed": reversed_, "queries": len(queries), "unprocessed": unprocessed}
 
 
+def _check(cid: str, passed: bool, code: str | None, detail: Any, gate: bool = False) -> dict[str, Any]:
+    return result(cid, "remittance", passed, code, None if passed else detail, gate=gate)
+
+
+def _compare(ep: Episode, actual: Mapping[str, Any], best: Mapping[str, Any], trail: Mapping[str, Any]) -> dict[str, Any]:
+    """How the end state and the trail differ from the closest alternative, per component."""
+    exp_lines, got_lines = _by_line(best["allocations"]), _by_line(actual["allocations"])
+    missing_cases, extra_cases = _missing(best["cases"], actual["cases"])
+    missing_wo, extra_wo = _missing(best["write_offs"], actual["write_offs"])
+    missing_tr, extra_tr = _missing(best["transfers"], actual["transfers"])
+    expected_allocs = {tuple(a) for a in best["allocations"]}
+    start = ep.snapshot.table("open_items")
+    return {
+        "wrong_item": sorted(f"{line}->{item}" for line, got in got_lines.items() for item in got if item not in exp_lines.get(line, {})),
+        "too_much": sorted(
+            f"{line}->{item}" for line, got in got_lines.items() for item, amt in got.items()
+            if item in exp_lines.get(line, {}) and amt > exp_lines[line][item]
+        ),
+        "credits": sorted(
+            iid for iid, got in actual["items"].items()
+            if got is not None and got[0] < 0 and best["items"][iid][0] >= 0
+        ),
+        "too_little": sorted(
+            f"{line}->{item}" for line, exp in exp_lines.items() for item, amt in exp.items()
+            if got_lines.get(line, {}).get(item, 0) < amt
+        ),
+        "missing_cases": missing_cases, "extra_cases": extra_cases,
+        "missing_wo": missing_wo, "extra_wo": extra_wo,
+        "missing_tr": missing_tr, "extra_tr": extra_tr,
+        "split_rows": sorted(f"{line}->{item}" for (line, item), n in trail["rows"].items() if n > 1),
+        "churn": sorted(f"{r[0]}->{r[1]}" for r in trail["reversed"] if tuple(r) in expected_allocs),
+        "changed_items": [iid for iid, (bal, _) in best["items"].items() if iid in start and start[iid]["balance"] != bal],
+    }
+
+
+def _work_checks(actual: Mapping[str, Any], best: Mapping[str, Any], d: Mapping[str, Any], trail: Mapping[str, Any],
+                 matched: str | None, mism: list[str]) -> list[dict[str, Any]]:
+    """What the task needs done; each check exists only when the closest alternative needs it."""
+    alloc_ok = actual["allocations"] == best["allocations"] and actual["unapplied"] == best["unapplied"]
+    alloc_code = "misallocation" if d["wrong_item"] else "over_allocation" if d["too_much"] or d["credits"] else "unapplied_balance_wrong"
+    checks = [
+        _check("payment_status", actual["payment_status"] == best["payment_status"], "payment_status_wrong",
+               {"expected": best["payment_status"], "got": actual["payment_status"]}),
+    ]
+    if best["allocations"]:
+        checks.append(_check("allocations", alloc_ok, alloc_code,
+                             {"wrong_item": d["wrong_item"], "too_much": d["too_much"], "too_little": d["too_little"],
+                              "unapplied": actual["unapplied"]}))
+    if best["write_offs"]:
+        checks.append(_check("write_offs", not d["missing_wo"], "wrong_write_off", {"missing": d["missing_wo"]}))
+    if best["transfers"]:
+        checks.append(_check("patient_transfers", not d["missing_tr"], "patient_responsibility_missed", {"missing": d["missing_tr"]}))
+    if best["cases"]:
+        checks.append(_check("required_cases", not d["missing_cases"], "missed_case", {"missing": d["missing_cases"]}))
+    if any(c[0] == "payer_query" for c in best["cases"]):
+        checks.append(_check("payer_replies_processed", trail["queries"] > 0 and not trail["unprocessed"],
+                             "payer_reply_unprocessed", {"unprocessed": trail["unprocessed"], "queries": trail["queries"]}))
+    if d["changed_items"]:
+        wrong_bal = sorted(i for i in d["changed_items"] if actual["items"].get(i) != best["items"][i])
+        checks.append(_check("claim_balances", not wrong_bal, None, {"claims": wrong_bal}))
+    checks.append(_check("reference_outcome", matched is not None, None, {"closest": best["name"], "differs_in": mism}))
+    return checks
+
+
+def _gates(actual: Mapping[str, Any], d: Mapping[str, Any], duplicate: bool) -> list[dict[str, Any]]:
+    """Prohibitions over the whole trail: holding one earns nothing, failing one caps the score."""
+    return [
+        _check("duplicate_not_applied", not (duplicate and actual["allocations"]), "duplicate_applied",
+               {"allocations": actual["allocations"]}, gate=True),
+        _check("allocation_targets", duplicate or not d["wrong_item"], "misallocation", {"wrong_item": d["wrong_item"]}, gate=True),
+        _check("allocation_amounts", duplicate or not (d["too_much"] or d["credits"]), "over_allocation",
+               {"too_much": d["too_much"], "credit_items": d["credits"]}, gate=True),
+        _check("no_extra_write_offs", not d["extra_wo"], "wrong_write_off", {"extra": d["extra_wo"]}, gate=True),
+        _check("no_extra_transfers", not d["extra_tr"], "wrong_transfer", {"extra": d["extra_tr"]}, gate=True),
+        _check("no_extra_cases", not d["extra_cases"], "unneeded_case", {"extra": d["extra_cases"]}, gate=True),
+        _check("single_allocation", not d["split_rows"], "duplicate_allocation", {"several_rows": d["split_rows"]}, gate=True),
+        _check("no_allocation_churn", not d["churn"], "allocation_churn", {"reversed_correct": d["churn"]}, gate=True),
+    ]
+
+
 def grade(ep: Episode) -> dict[str, Any]:
     """Grade one remittance episode (pure)."""
     key = ep.key
@@ -143,72 +223,9 @@ def grade(ep: Episode) -> dict[str, Any]:
     best = outcomes[ranked[0][1]]
     mism = _mismatches(actual, best)
     matched = best["name"] if not mism else None
-    duplicate = bool(key.get("duplicate_of"))
     trail = _trail(ep)
-
-    exp_lines, got_lines = _by_line(best["allocations"]), _by_line(actual["allocations"])
-    wrong_item = sorted(f"{line}->{item}" for line, got in got_lines.items() for item in got if item not in exp_lines.get(line, {}))
-    too_much = sorted(
-        f"{line}->{item}" for line, got in got_lines.items() for item, amt in got.items()
-        if item in exp_lines.get(line, {}) and amt > exp_lines[line][item]
-    )
-    credits = sorted(
-        iid for iid, got in actual["items"].items()
-        if got is not None and got[0] < 0 and best["items"][iid][0] >= 0
-    )
-    too_little = sorted(
-        f"{line}->{item}" for line, exp in exp_lines.items() for item, amt in exp.items()
-        if got_lines.get(line, {}).get(item, 0) < amt
-    )
-    missing_cases, extra_cases = _missing(best["cases"], actual["cases"])
-    missing_wo, extra_wo = _missing(best["write_offs"], actual["write_offs"])
-    missing_tr, extra_tr = _missing(best["transfers"], actual["transfers"])
-    split_rows = sorted(f"{line}->{item}" for (line, item), n in trail["rows"].items() if n > 1)
-    expected_allocs = {tuple(a) for a in best["allocations"]}
-    churn = sorted(f"{r[0]}->{r[1]}" for r in trail["reversed"] if tuple(r) in expected_allocs)
-    start = ep.snapshot.table("open_items")
-    changed_items = [iid for iid, (bal, _) in best["items"].items() if iid in start and start[iid]["balance"] != bal]
-
-    def check(cid: str, passed: bool, code: str | None, detail: Any, gate: bool = False) -> dict[str, Any]:
-        return result(cid, "remittance", passed, code, None if passed else detail, gate=gate)
-
-    alloc_ok = actual["allocations"] == best["allocations"] and actual["unapplied"] == best["unapplied"]
-    alloc_code = "misallocation" if wrong_item else "over_allocation" if too_much or credits else "unapplied_balance_wrong"
-    checks = [
-        # -- work ---------------------------------------------------------------------------
-        check("payment_status", actual["payment_status"] == best["payment_status"], "payment_status_wrong",
-              {"expected": best["payment_status"], "got": actual["payment_status"]}),
-    ]
-    if best["allocations"]:
-        checks.append(check("allocations", alloc_ok, alloc_code,
-                            {"wrong_item": wrong_item, "too_much": too_much, "too_little": too_little,
-                             "unapplied": actual["unapplied"]}))
-    if best["write_offs"]:
-        checks.append(check("write_offs", not missing_wo, "wrong_write_off", {"missing": missing_wo}))
-    if best["transfers"]:
-        checks.append(check("patient_transfers", not missing_tr, "patient_responsibility_missed", {"missing": missing_tr}))
-    if best["cases"]:
-        checks.append(check("required_cases", not missing_cases, "missed_case", {"missing": missing_cases}))
-    if any(c[0] == "payer_query" for c in best["cases"]):
-        checks.append(check("payer_replies_processed", trail["queries"] > 0 and not trail["unprocessed"],
-                            "payer_reply_unprocessed", {"unprocessed": trail["unprocessed"], "queries": trail["queries"]}))
-    if changed_items:
-        wrong_bal = sorted(i for i in changed_items if actual["items"].get(i) != best["items"][i])
-        checks.append(check("claim_balances", not wrong_bal, None, {"claims": wrong_bal}))
-    checks.append(check("reference_outcome", matched is not None, None, {"closest": best["name"], "differs_in": mism}))
-    # -- gates: prohibitions over the whole trail ------------------------------------------------
-    checks += [
-        check("duplicate_not_applied", not (duplicate and actual["allocations"]), "duplicate_applied",
-              {"allocations": actual["allocations"]}, gate=True),
-        check("allocation_targets", duplicate or not wrong_item, "misallocation", {"wrong_item": wrong_item}, gate=True),
-        check("allocation_amounts", duplicate or not (too_much or credits), "over_allocation",
-              {"too_much": too_much, "credit_items": credits}, gate=True),
-        check("no_extra_write_offs", not extra_wo, "wrong_write_off", {"extra": extra_wo}, gate=True),
-        check("no_extra_transfers", not extra_tr, "wrong_transfer", {"extra": extra_tr}, gate=True),
-        check("no_extra_cases", not extra_cases, "unneeded_case", {"extra": extra_cases}, gate=True),
-        check("single_allocation", not split_rows, "duplicate_allocation", {"several_rows": split_rows}, gate=True),
-        check("no_allocation_churn", not churn, "allocation_churn", {"reversed_correct": churn}, gate=True),
-    ]
+    d = _compare(ep, actual, best, trail)
+    checks = _work_checks(actual, best, d, trail, matched, mism) + _gates(actual, d, bool(key.get("duplicate_of")))
     counts = Counter(r["tool"] for r in ep.trace if r["result_status"] == "ok")
     fields = {
         "matched_alternative": matched,

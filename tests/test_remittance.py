@@ -4,12 +4,11 @@ tool preconditions, reset, generator invariants and helper rules."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import lru_cache
-from typing import Any
-
 import math
 from collections import Counter, defaultdict
+from collections.abc import Callable
+from functools import cache
+from typing import Any
 
 import pytest
 
@@ -19,20 +18,13 @@ from backoffice.envs.core.release import load_release
 from backoffice.envs.remittance.generator import DEFECT_TAGS, generate
 from backoffice.envs.remittance.tables import item_status, norm, osa_distance, search_items, search_order_key
 from backoffice.training.policies import get_policy
-from backoffice.training.policies.remittance import (
-    EXPLOITS,
-    WRONG_POLICIES,
-    ChurningPolicy,
-    LeaveOpenOracle,
-    Oracle,
-    ReversingPolicy,
-)
+from backoffice.training.policies.remittance import EXPLOITS, WRONG_POLICIES, ChurningPolicy, LeaveOpenOracle, Oracle, ReversingPolicy
 from backoffice.training.rollout import EpisodeResult, run_episode
 
 DOMAIN = "remittance"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _release():
     return load_release(DOMAIN)
 
@@ -42,12 +34,12 @@ def _ids() -> tuple[str, ...]:
     return rel.split_ids["train"] + rel.split_ids["heldout"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _env():
     return make_native(DOMAIN)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _runs(name: str) -> dict[str, EpisodeResult]:
     env = _env()
     return {t: run_episode(env, get_policy(DOMAIN, name), task_id=t) for t in _ids()}

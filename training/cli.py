@@ -297,8 +297,7 @@ def audit(
     score, the largest outcome class and each rule's binding count."""
     from backoffice.envs.core.canonical import dumps
     from backoffice.envs.core.release import load_release
-    from backoffice.training.audit import audit as run_audit
-    from backoffice.training.audit import policies_run
+    from backoffice.training.audit import audit as run_audit, policies_run
 
     if split not in ("train", "heldout"):
         raise typer.BadParameter("split must be train or heldout")

@@ -5,11 +5,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from backoffice.envs.core import BackofficeEnv, Domain
+from backoffice.envs.core import BackofficeEnv, Domain, lazy
 from backoffice.envs.core.domain import default_report_fields, default_step_shaping
 from backoffice.envs.remittance.generator import DEFECT_TAGS, generate
+from backoffice.envs.remittance.tables import TABLES
 from backoffice.envs.remittance.tools import toolkit
-from backoffice.graders.remittance import FAILURE_CODES, GUARDRAIL_CODE, grade
+
+#: failure code of a write outside the answer key's targets (the guardrail)
+GUARDRAIL_CODE = "forbidden_write"
+#: every failure code the grader emits (each proven by a wrong policy)
+FAILURE_CODES = (
+    "misallocation", "over_allocation", "unapplied_balance_wrong", "duplicate_applied", "missed_case",
+    "unneeded_case", "wrong_write_off", "wrong_transfer", "patient_responsibility_missed", "payment_status_wrong",
+    "duplicate_allocation", "allocation_churn", "payer_reply_unprocessed", GUARDRAIL_CODE,
+)
 
 #: The desk's documented rules (``get_policies``); each decides the right answer of >= 20 released
 #: tasks per split (proven by ``RULE_POLICIES`` in ``backoffice.training.policies.remittance``).
@@ -43,7 +52,7 @@ DOMAIN = Domain(
     prefix="REM",
     toolkit=toolkit,
     generate=generate,
-    grade=grade,
+    grade=lazy("backoffice.graders.remittance:grade"),
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
     generator_version="2",
@@ -53,6 +62,7 @@ DOMAIN = Domain(
     report_fields=report_fields,
     step_shaping=step_shaping,
     rules=RULES,
+    tables=TABLES,
 )
 
 
@@ -133,4 +143,4 @@ class RemittanceEnv(BackofficeEnv):
     domain = DOMAIN
 
 
-__all__ = ["DOMAIN", "RemittanceEnv"]
+__all__ = ["DOMAIN", "FAILURE_CODES", "GUARDRAIL_CODE", "RemittanceEnv"]

@@ -13,18 +13,13 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from backoffice.envs.core import Generated
+from backoffice.envs.core import Generated, retrying
 from backoffice.envs.core.canonical import derive_seed
-from backoffice.envs.remittance.tables import (
-    QUERY_CATEGORY,
-    add_days,
-    item_status,
-    norm,
-    osa_distance,
-    search_items,
-)
+from backoffice.envs.remittance.tables import QUERY_CATEGORY, add_days, item_status, norm, osa_distance, search_items
 
 DEFECT_TAGS = (
     "exact_match", "short_payment", "overpayment", "contractual_adjustment", "patient_responsibility",
@@ -90,21 +85,43 @@ POLICY_TEXT = {
 }
 
 
-class _World:
-    """Mutable scratch state of one generation (ids, refs, names in use)."""
+class World:
+    """One task's world while it is drawn: the hospital's receivables (accounts, open items and
+    the ids, refs and names in use), the desk's policies, the payers, and the incoming payment
+    (its lines, the claims they pay, the payer's scripted replies) with the earlier postings."""
 
-    def __init__(self, rng: random.Random, seed: int):
+    def __init__(self, rng: random.Random, seed: int, tag: str):
         self.rng = rng
         self.seed = seed
+        self.tag = tag  # the task's defect tag
         self.items: list[dict[str, Any]] = []
         self.item_ids: set[str] = set()
         self.refs: list[str] = []  # normalised claim refs in use
         self.invoices: set[str] = set()
         self.names: set[str] = set()
         self.accounts: list[dict[str, Any]] = []
-        self.account_ids: set[str] = set()
         self.patient_account: dict[str, str] = {}
         self.numbers: set[int] = set()
+        # the desk and its payers (build_world)
+        self.pol: dict[str, Any] = {}
+        self.today = ""
+        self.payer_ids: list[str] = []
+        self.payer_id = ""
+        self.payer_name = ""
+        # the incoming payment (_remit) and the earlier postings (_post_earlier)
+        self.pnum = 0
+        self.pay_id = ""
+        self.kinds: list[str] = []  # the kind of each line: "clean" or a line trap (LINE_TAGS)
+        self.lines: list[dict[str, Any]] = []
+        self.line_items: list[dict[str, Any] | None] = []  # the claim each line pays (None: no claim)
+        self.ambiguous: list[dict[str, Any]] = []  # the two claims a payer_reply_needed line fits
+        self.script: list[dict[str, Any]] = []  # the payer's reply per line
+        self.payments: list[dict[str, Any]] = []
+        self.all_lines: list[dict[str, Any]] = []
+        self.allocations: list[dict[str, Any]] = []
+        self.total = 0  # the incoming payment's amount
+        self.reference = ""
+        self.duplicate_of = ""
 
     # -- identities --------------------------------------------------------------------------
     def number(self, lo: int = 1000, hi: int = 9999) -> int:
@@ -266,26 +283,26 @@ def _merge(pay: dict[str, Any], per_line: list[list[dict[str, Any]]], scope: dic
     return outs
 
 
-# -- the generator ------------------------------------------------------------------------------
-def generate(seed: int, defect_tag: str) -> Generated:
-    """One task whose trap is ``defect_tag`` (see :data:`DEFECT_TAGS`), pure in its arguments."""
-    if defect_tag not in DEFECT_TAGS:
-        raise ValueError(f"unknown remittance defect tag {defect_tag!r}")
+# -- the world: the desk, its payers and the mix of lines -----------------------------------------
+def build_world(seed: int, defect_tag: str) -> World:
+    """The task's first draws: the desk's policies, the day, and three payers (the first one pays)."""
     rng = random.Random(seed)
-    w = _World(rng, seed)
-    pol = _policies(rng)
-    today = add_days("2026-03-02", rng.randint(0, 75))
-    now = f"{today}T09:00:00"
-
+    w = World(rng, seed, defect_tag)
+    w.pol = _policies(rng)
+    w.today = add_days("2026-03-02", rng.randint(0, 75))
     payers = rng.sample(PAYERS, 3)
-    payer_ids = []
     for name, code in payers:
         pid_ = f"AC-{w.number()}"
-        payer_ids.append(pid_)
+        w.payer_ids.append(pid_)
         w.accounts.append({"id": pid_, "kind": "payer", "name": name, "payer_code": code})
-    payer_id, payer_name = payer_ids[0], payers[0][0]
+    w.payer_id, w.payer_name = w.payer_ids[0], payers[0][0]
+    return w
 
-    # which lines the payment carries: the trap, clean lines and (mostly) further traps
+
+def _line_kinds(w: World) -> list[str]:
+    """Which lines the payment carries: the trap, clean lines and (mostly) further traps, in the
+    order of the remittance. Returns the task's defect tags (the trap first)."""
+    rng, defect_tag = w.rng, w.tag
     tags = [defect_tag]
     if defect_tag == "exact_match":
         # every ref matches exactly; the traps are in the amounts
@@ -297,251 +314,387 @@ def generate(seed: int, defect_tag: str) -> Generated:
         kinds += rng.sample([t for t in LINE_TAGS if t != defect_tag], rng.choices((0, 1, 2), weights=(3, 5, 2))[0])
     tags += [k for k in dict.fromkeys(kinds) if k not in ("clean", defect_tag)]
     rng.shuffle(kinds)
-    # the line whose ref search also finds an old residual claim of another patient
-    trap_at = rng.choice([i for i, k in enumerate(kinds) if k in MATCHED_KINDS])
+    w.kinds = kinds
+    return tags
 
-    pnum = w.number()
-    pay_id = f"PMT-{pnum}"
-    lines: list[dict[str, Any]] = []
-    line_items: list[dict[str, Any] | None] = []
-    ambiguous: list[dict[str, Any]] = []
-    script: list[dict[str, Any]] = []
 
-    for i, kind in enumerate(kinds, start=1):
-        lid = f"RL-{pnum}{i:02d}"
+# -- one planter per kind of line: what makes the line a trap -------------------------------------
+@dataclass
+class Draft:
+    """One remittance line while it is drawn, and the claim it pays (``item``, None if none)."""
+
+    name: str
+    date: str
+    billed: int
+    ref: str  # the claim's own ref
+    line_ref: str  # the ref the payer wrote on the line
+    paid: int
+    codes: list[str] = field(default_factory=list)
+    amts: list[int] = field(default_factory=list)
+    item: dict[str, Any] | None = None
+
+
+def _plant_clean(w: World, d: Draft) -> None:
+    """No trap; most insurer lines carry the routine contract discount (not on a duplicate)."""
+    if w.tag != "duplicate_payment" and w.rng.random() < 0.6:
+        d.codes, d.amts = ["CO-45"], [d.billed * w.rng.randint(8, 30) // 100]
+        d.paid = d.billed - d.amts[0]
+
+
+def _plant_contractual_adjustment(w: World, d: Draft) -> None:
+    """One or two CO codes; CO-253 is contractual only when the policy lists it."""
+    rng, pol = w.rng, w.pol
+    c = d.billed * rng.randint(10, 40) // 100
+    if len(pol["contractual_codes"]) > 1 and rng.random() < 0.5:
+        c2 = rng.randint(200, 3000)
+        d.codes, d.amts = ["CO-45", "CO-253"], [c, c2]
+    elif len(pol["contractual_codes"]) == 1 and rng.random() < 0.35:
+        d.codes, d.amts = ["CO-45", "CO-253"], [c, rng.randint(600, 4000)]  # CO-253 not contractual here
+    else:
+        d.codes, d.amts = ["CO-45"], [c]
+    d.paid = d.billed - sum(d.amts)
+
+
+def _plant_patient_responsibility(w: World, d: Draft) -> None:
+    """A PR code (deductible, coinsurance, copay), mostly beside the contract discount."""
+    rng = w.rng
+    p = rng.choice((1500, 2000, 2500, 3000, 5000, d.billed * rng.randint(5, 20) // 100))
+    code = rng.choice(w.pol["patient_codes"])
+    if rng.random() < 0.6:
+        c = d.billed * rng.randint(10, 35) // 100
+        d.codes, d.amts = ["CO-45", code], [c, p]
+    else:
+        d.codes, d.amts = [code], [p]
+    d.paid = d.billed - sum(d.amts)
+
+
+def _plant_short_payment(w: World, d: Draft) -> None:
+    """Paid short by more than the tolerance."""
+    d.paid = d.billed - w.rng.randint(w.pol["tolerance_cents"] + 100, d.billed // 2)
+
+
+def _plant_overpayment(w: World, d: Draft) -> None:
+    """Paid more than the claim's balance."""
+    d.paid = d.billed + w.rng.randint(5, 200) * 100
+
+
+def _plant_small_difference_within_tolerance(w: World, d: Draft) -> None:
+    """Paid short by at most the tolerance."""
+    d.paid = d.billed - w.rng.randint(1, w.pol["tolerance_cents"])
+
+
+def _plant_fuzzy_reference(w: World, d: Draft) -> None:
+    """The payer typed the claim ref with one typing error."""
+    d.line_ref = w.near_ref(d.ref, 1)
+
+
+def _plant_unreferenced_line(w: World, d: Draft) -> None:
+    """No claim of this patient: a fresh patient name (the ref stays unused)."""
+    rng = w.rng
+    name = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
+    while name in w.names:
+        name = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
+    w.names.add(name)
+    d.name = name
+
+
+def _plant_payer_reply_needed(w: World, d: Draft) -> None:
+    """Only the payer's internal control number, and two claims of the patient that fit equally."""
+    d.line_ref = f"ICN-{w.rng.randint(10**10, 10**11 - 1)}"
+    twins = [w.add_item(d.name, w.payer_id, d.ref, d.billed, None, d.date),
+             w.add_item(d.name, w.payer_id, w.fresh_ref(), d.billed, None, d.date)]
+    w.ambiguous = twins
+
+
+#: kind of line -> what makes it that kind (every line trap of LINE_TAGS, and clean lines);
+#: ``exact_match`` is a mix of lines (``_line_kinds``), ``duplicate_payment`` an earlier posting
+#: of the same payment (``_plant_duplicate_payment``)
+PLANTERS: dict[str, Callable[[World, Draft], None]] = {
+    "clean": _plant_clean,
+    "contractual_adjustment": _plant_contractual_adjustment,
+    "patient_responsibility": _plant_patient_responsibility,
+    "short_payment": _plant_short_payment,
+    "overpayment": _plant_overpayment,
+    "small_difference_within_tolerance": _plant_small_difference_within_tolerance,
+    "fuzzy_reference": _plant_fuzzy_reference,
+    "unreferenced_line": _plant_unreferenced_line,
+    "payer_reply_needed": _plant_payer_reply_needed,
+}
+
+
+# -- the incoming payment -------------------------------------------------------------------------
+def _remit(w: World) -> None:
+    """The payment's lines (one per kind), each with its look-alike claims and the payer's reply."""
+    w.pnum = w.number()
+    w.pay_id = f"PMT-{w.pnum}"
+    for i, kind in enumerate(w.kinds, start=1):
+        lid = f"RL-{w.pnum}{i:02d}"
         name = w.new_name()
-        date = w.service_date(today)
+        date = w.service_date(w.today)
         billed = w.amount()
-        codes: list[str] = []
-        amts: list[int] = []
-        paid = billed
         ref = w.fresh_ref()
-        line_ref = ref
-        item: dict[str, Any] | None = None
+        d = Draft(name=name, date=date, billed=billed, ref=ref, line_ref=ref, paid=billed)
         if kind in MATCHED_KINDS:
-            item = w.add_item(name, payer_id, ref, billed, None, date)
-        if kind == "clean" and defect_tag != "duplicate_payment" and rng.random() < 0.6:
-            # the routine contract discount most insurer lines carry
-            codes, amts = ["CO-45"], [billed * rng.randint(8, 30) // 100]
-            paid = billed - amts[0]
-        elif kind == "contractual_adjustment":
-            c = billed * rng.randint(10, 40) // 100
-            if len(pol["contractual_codes"]) > 1 and rng.random() < 0.5:
-                c2 = rng.randint(200, 3000)
-                codes, amts = ["CO-45", "CO-253"], [c, c2]
-            elif len(pol["contractual_codes"]) == 1 and rng.random() < 0.35:
-                codes, amts = ["CO-45", "CO-253"], [c, rng.randint(600, 4000)]  # CO-253 not contractual here
-            else:
-                codes, amts = ["CO-45"], [c]
-            paid = billed - sum(amts)
-        elif kind == "patient_responsibility":
-            p = rng.choice((1500, 2000, 2500, 3000, 5000, billed * rng.randint(5, 20) // 100))
-            code = rng.choice(pol["patient_codes"])
-            if rng.random() < 0.6:
-                c = billed * rng.randint(10, 35) // 100
-                codes, amts = ["CO-45", code], [c, p]
-            else:
-                codes, amts = [code], [p]
-            paid = billed - sum(amts)
-        elif kind == "short_payment":
-            paid = billed - rng.randint(pol["tolerance_cents"] + 100, billed // 2)
-        elif kind == "overpayment":
-            paid = billed + rng.randint(5, 200) * 100
-        elif kind == "small_difference_within_tolerance":
-            paid = billed - rng.randint(1, pol["tolerance_cents"])
-        elif kind == "fuzzy_reference":
-            line_ref = w.near_ref(ref, 1)
-        elif kind == "unreferenced_line":
-            name = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
-            while name in w.names:
-                name = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
-            w.names.add(name)
-        elif kind == "payer_reply_needed":
-            line_ref = f"ICN-{rng.randint(10**10, 10**11 - 1)}"
-            twins = [w.add_item(name, payer_id, ref, billed, None, date), w.add_item(name, payer_id, w.fresh_ref(), billed, None, date)]
-            ambiguous = twins
-        line = {
-            "id": lid, "payment_id": pay_id, "line_no": i, "claim_ref": line_ref, "patient_name": name,
-            "service_date": date, "billed_amount": billed, "paid_amount": paid, "adj_codes": codes, "adj_amounts": amts,
-        }
-        lines.append(line)
-        line_items.append(item)
-        # near-duplicate claims of other patients around the line's ref (an unreferenced line's
-        # ref is similar to other claims too): a search by ref mostly finds several claims
+            d.item = w.add_item(name, w.payer_id, ref, billed, None, date)
+        PLANTERS[kind](w, d)
+        w.lines.append({
+            "id": lid, "payment_id": w.pay_id, "line_no": i, "claim_ref": d.line_ref, "patient_name": d.name,
+            "service_date": date, "billed_amount": billed, "paid_amount": d.paid, "adj_codes": d.codes, "adj_amounts": d.amts,
+        })
+        w.line_items.append(d.item)
         if kind != "payer_reply_needed":
-            for _ in range(rng.choice((1, 2, 2, 3, 3, 4))):
-                other = w.new_name()
-                amt = billed if rng.random() < 0.3 else w.amount()
-                bal = amt if rng.random() < 0.7 else amt // 2
-                w.add_item(other, rng.choice(payer_ids[:2]), w.near_ref(line_ref, 2), amt, bal, w.service_date(today))
-            if rng.random() < 0.25 and item is not None:
-                # the same patient's earlier visit with a similar ref and the same charge
-                w.add_item(name, payer_id, w.near_ref(line_ref, 2), billed, billed, add_days(date, -rng.randint(7, 60)))
-        # the payer's scripted reply to a query about this line (fixed by the task's seed)
-        delay = 4 + derive_seed(seed, "reply-delay", lid) % 44
-        reply = {"id": lid, "delay_hours": delay, "reply_kind": "confirm", "reply_claim_ref": line_ref,
-                 "reply_text": f"Line {i} ({line_ref}) was adjudicated as shown on the remittance; no correction is due."}
-        if kind == "payer_reply_needed":
-            if derive_seed(seed, "payer-reply-kind") % 10 < 7:
-                chosen = ambiguous[derive_seed(seed, "payer-reply-claim") % 2]
-                reply.update(reply_kind="applies_to", reply_claim_ref=chosen["claim_ref"],
-                             reply_text=f"Line {i} pays claim {chosen['claim_ref']} (invoice {chosen['invoice']}).")
-            else:
-                reply.update(reply_kind="recoup", reply_claim_ref="",
-                             reply_text=f"Line {i} was paid in error; we will recoup it from a later remittance. Do not apply it.")
-        script.append(reply)
+            _add_look_alikes(w, d)
+        w.script.append(_payer_reply(w, i, lid, kind, d.line_ref))
 
-    # a residual old claim near one line's ref: small balance, different patient
-    trap_ref = lines[trap_at]["claim_ref"]
-    w.add_item(w.new_name(), payer_id, w.near_ref(trap_ref, 2), w.amount(), rng.randint(1, 99), w.service_date(today))
-    # search order carries no meaning: the line's claim takes a uniformly drawn position among
-    # the hits of a search by the line's ref (item ids are arbitrary, and the seeded order
-    # follows the ids, so the claim swaps ids with the hit at the drawn position)
-    for line, item in zip(lines, line_items):
+
+def _add_look_alikes(w: World, d: Draft) -> None:
+    """Near-duplicate claims of other patients around the line's ref (an unreferenced line's ref
+    is similar to other claims too): a search by ref mostly finds several claims."""
+    rng = w.rng
+    for _ in range(rng.choice((1, 2, 2, 3, 3, 4))):
+        other = w.new_name()
+        amt = d.billed if rng.random() < 0.3 else w.amount()
+        bal = amt if rng.random() < 0.7 else amt // 2
+        w.add_item(other, rng.choice(w.payer_ids[:2]), w.near_ref(d.line_ref, 2), amt, bal, w.service_date(w.today))
+    if rng.random() < 0.25 and d.item is not None:
+        # the same patient's earlier visit with a similar ref and the same charge
+        w.add_item(d.name, w.payer_id, w.near_ref(d.line_ref, 2), d.billed, d.billed, add_days(d.date, -rng.randint(7, 60)))
+
+
+def _payer_reply(w: World, i: int, lid: str, kind: str, line_ref: str) -> dict[str, Any]:
+    """The payer's scripted reply to a query about line ``i`` (fixed by the task's seed)."""
+    seed = w.seed
+    delay = 4 + derive_seed(seed, "reply-delay", lid) % 44
+    reply = {"id": lid, "delay_hours": delay, "reply_kind": "confirm", "reply_claim_ref": line_ref,
+             "reply_text": f"Line {i} ({line_ref}) was adjudicated as shown on the remittance; no correction is due."}
+    if kind == "payer_reply_needed":
+        if derive_seed(seed, "payer-reply-kind") % 10 < 7:
+            chosen = w.ambiguous[derive_seed(seed, "payer-reply-claim") % 2]
+            reply.update(reply_kind="applies_to", reply_claim_ref=chosen["claim_ref"],
+                         reply_text=f"Line {i} pays claim {chosen['claim_ref']} (invoice {chosen['invoice']}).")
+        else:
+            reply.update(reply_kind="recoup", reply_claim_ref="",
+                         reply_text=f"Line {i} was paid in error; we will recoup it from a later remittance. Do not apply it.")
+    return reply
+
+
+def _plant_residual_claim(w: World, trap_at: int) -> None:
+    """A residual old claim near one line's ref: small balance, different patient."""
+    trap_ref = w.lines[trap_at]["claim_ref"]
+    w.add_item(w.new_name(), w.payer_id, w.near_ref(trap_ref, 2), w.amount(), w.rng.randint(1, 99), w.service_date(w.today))
+
+
+def _place_claims_among_hits(w: World) -> None:
+    """Search order carries no meaning: the line's claim takes a uniformly drawn position among
+    the hits of a search by the line's ref (item ids are arbitrary, and the seeded order follows
+    the ids, so the claim swaps ids with the hit at the drawn position)."""
+    for line, item in zip(w.lines, w.line_items):
         if item is None:
             continue
-        hits = search_items(w.items, line["claim_ref"], seed)
+        hits = search_items(w.items, line["claim_ref"], w.seed)
         if len(hits) > 1 and any(h is item for h in hits):
-            other = hits[rng.randrange(len(hits))]
+            other = hits[w.rng.randrange(len(hits))]
             item["id"], other["id"] = other["id"], item["id"]  # type: ignore[index]
 
-    # background receivables of the hospital
+
+def _add_background(w: World) -> None:
+    """Background receivables of the hospital."""
+    rng = w.rng
     for _ in range(rng.randint(6, 12)):
         amt = w.amount()
         bal = rng.choice((amt, amt, amt // 3, 0))
-        w.add_item(w.new_name(), rng.choice(payer_ids), w.fresh_ref(), amt, bal, w.service_date(today))
+        w.add_item(w.new_name(), rng.choice(w.payer_ids), w.fresh_ref(), amt, bal, w.service_date(w.today))
 
-    amount = sum(ln["paid_amount"] for ln in lines)
-    reference = f"EFT-{rng.randint(10**8, 10**9 - 1)}"
-    payments = [{
-        "id": pay_id, "payer_id": payer_id, "payer_name": payer_name, "reference": reference, "amount": amount,
-        "received_on": today, "status": "unposted", "unapplied": amount, "line_count": len(lines),
-    }]
-    all_lines = list(lines)
-    allocations: list[dict[str, Any]] = []
 
-    def past_payment(ref_: str, amt_lines: list[tuple[dict[str, Any], int]], days_ago: int) -> str:
-        num = w.number()
-        hid = f"PMT-{num}"
-        total = sum(a for _, a in amt_lines)
-        payments.append({"id": hid, "payer_id": payer_id, "payer_name": payer_name, "reference": ref_, "amount": total,
-                         "received_on": add_days(today, -days_ago), "status": "posted", "unapplied": 0, "line_count": len(amt_lines)})
-        for j, (it, a) in enumerate(amt_lines, start=1):
-            hl = f"RL-{num}{j:02d}"
-            all_lines.append({"id": hl, "payment_id": hid, "line_no": j, "claim_ref": it["claim_ref"], "patient_name": it["patient_name"],
-                              "service_date": it["service_date"], "billed_amount": it["amount_due"], "paid_amount": a,
-                              "adj_codes": [], "adj_amounts": []})
-            allocations.append({"id": f"AH-{len(allocations) + 1:04d}", "payment_id": hid, "line_id": hl, "item_id": it["id"],
-                                "amount": a, "status": "active", "created_at": f"{add_days(today, -days_ago)}T10:00:00", "reversed_at": ""})
-        return hid
+def _receive(w: World) -> None:
+    """The incoming payment row: unposted, its whole amount unapplied."""
+    w.total = sum(ln["paid_amount"] for ln in w.lines)
+    w.reference = f"EFT-{w.rng.randint(10**8, 10**9 - 1)}"
+    w.payments.append({
+        "id": w.pay_id, "payer_id": w.payer_id, "payer_name": w.payer_name, "reference": w.reference, "amount": w.total,
+        "received_on": w.today, "status": "unposted", "unapplied": w.total, "line_count": len(w.lines),
+    })
+    w.all_lines.extend(w.lines)
 
-    duplicate_of = ""
-    if defect_tag == "duplicate_payment":
-        for it in line_items:
-            assert it is not None
-            it["balance"], it["status"] = 0, "closed"
-        duplicate_of = past_payment(reference, [(it, it["amount_due"]) for it in line_items if it], rng.randint(5, 15))
-        # the original's lines carry the same claims as the duplicate's
+
+def _post_earlier(w: World, ref_: str, amt_lines: list[tuple[dict[str, Any], int]], days_ago: int) -> str:
+    """A payment of the payer posted ``days_ago`` days ago, its lines allocated in full."""
+    today = w.today
+    num = w.number()
+    hid = f"PMT-{num}"
+    total = sum(a for _, a in amt_lines)
+    w.payments.append({"id": hid, "payer_id": w.payer_id, "payer_name": w.payer_name, "reference": ref_, "amount": total,
+                       "received_on": add_days(today, -days_ago), "status": "posted", "unapplied": 0, "line_count": len(amt_lines)})
+    for j, (it, a) in enumerate(amt_lines, start=1):
+        hl = f"RL-{num}{j:02d}"
+        w.all_lines.append({"id": hl, "payment_id": hid, "line_no": j, "claim_ref": it["claim_ref"], "patient_name": it["patient_name"],
+                            "service_date": it["service_date"], "billed_amount": it["amount_due"], "paid_amount": a,
+                            "adj_codes": [], "adj_amounts": []})
+        w.allocations.append({"id": f"AH-{len(w.allocations) + 1:04d}", "payment_id": hid, "line_id": hl, "item_id": it["id"],
+                              "amount": a, "status": "active", "created_at": f"{add_days(today, -days_ago)}T10:00:00", "reversed_at": ""})
+    return hid
+
+
+def _plant_duplicate_payment(w: World) -> None:
+    """The same EFT and amount were posted days ago: the original's lines carry the same claims
+    as the duplicate's, and those claims are closed."""
+    for it in w.line_items:
+        assert it is not None
+        it["balance"], it["status"] = 0, "closed"
+    days_ago = w.rng.randint(5, 15)
+    w.duplicate_of = _post_earlier(w, w.reference, [(it, it["amount_due"]) for it in w.line_items if it], days_ago)
+
+
+def _add_past_payments(w: World) -> None:
+    """One or two earlier postings of the payer (sometimes of the same amount, never a duplicate)."""
+    rng = w.rng
     for _ in range(rng.randint(1, 2)):
-        same_amount = defect_tag != "duplicate_payment" and rng.random() < 0.3
-        amt = amount if same_amount else w.amount()
-        it = w.add_item(w.new_name(), payer_id, w.fresh_ref(), amt, 0, add_days(today, -rng.randint(20, 150)))
-        past_payment(f"EFT-{rng.randint(10**8, 10**9 - 1)}", [(it, amt)], rng.randint(3, 19))
+        same_amount = w.tag != "duplicate_payment" and rng.random() < 0.3
+        amt = w.total if same_amount else w.amount()
+        it = w.add_item(w.new_name(), w.payer_id, w.fresh_ref(), amt, 0, add_days(w.today, -rng.randint(20, 150)))
+        ref_ = f"EFT-{rng.randint(10**8, 10**9 - 1)}"
+        _post_earlier(w, ref_, [(it, amt)], rng.randint(3, 19))
 
-    # -- the answer key -----------------------------------------------------------------------
-    scope: dict[str, dict[str, Any]] = {}
-    for it in [*line_items, *ambiguous]:
-        if it is not None:
-            scope[it["id"]] = dict(it)
-    if defect_tag == "duplicate_payment":
-        hold = pol["duplicate_action"] == "hold_and_case"
-        outcomes = [{
-            "name": "alt:duplicate-" + ("held" if hold else "returned"),
-            "payment_status": "held" if hold else "returned",
-            "unapplied": amount if hold else 0,
-            "allocations": [], "write_offs": [], "transfers": [],
-            "cases": [["duplicate_remittance", pay_id, ""]] if hold else [],
-            "items": {iid: [it["balance"], it["status"]] for iid, it in sorted(scope.items())},
-        }]
-        outcome_class = "oc_duplicate_" + ("held" if hold else "returned")
-    else:
-        per_line = []
-        for line, item, kind in zip(lines, line_items, kinds):
-            if kind == "unreferenced_line":
-                cases = [["unidentified_remittance", pay_id, line["id"]]] if pol["unreferenced_action"] == "case" else []
-                per_line.append([_variant("", cases=cases)])
-            elif kind == "payer_reply_needed":
-                reply = next(s for s in script if s["id"] == line["id"])
-                q = [[QUERY_CATEGORY, pay_id, line["id"]]]
-                if reply["reply_kind"] == "applies_to":
-                    chosen = next(a for a in ambiguous if a["claim_ref"] == reply["reply_claim_ref"])
-                    per_line.append([_variant("", [[line["id"], chosen["id"], line["paid_amount"]]], cases=q, items={chosen["id"]: 0})])
-                else:
-                    per_line.append([_variant("", cases=q)])
-            else:
-                assert item is not None
-                per_line.append(_resolve(pol, pay_id, line, item))
-        outcomes = _merge(payments[0], per_line, scope)
-        if "payer_reply_needed" in kinds:
-            outcome_class = "oc_post_after_payer_reply"
-        elif any(c[0] == "underpayment" for o in outcomes for c in o["cases"]):
-            outcome_class = "oc_post_with_underpayment"
-        elif any(o["cases"] for o in outcomes):
-            outcome_class = "oc_post_with_case"
-        elif any(o["transfers"] for o in outcomes):
-            outcome_class = "oc_post_with_patient_transfer"
-        elif any(o["write_offs"] for o in outcomes):
-            outcome_class = "oc_post_with_write_off"
-        else:
-            outcome_class = "oc_post_clean"
 
-    targeted = sorted({iid for o in outcomes for iid, (b, _) in o["items"].items() if b != scope[iid]["balance"]}
-                      | {a[1] for o in outcomes for a in o["allocations"]})
-    targets = [f"payments:{pay_id}", "allocations:AL-*", "adjustments:*", "cases:*", "audit:*", "clock:clock", "open_items:PI-*"]
-    targets += [f"open_items:{iid}" for iid in targeted]
+# -- the answer key -------------------------------------------------------------------------------
+def _duplicate_outcomes(w: World, scope: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """A duplicate is held with a case or returned, as the policy says; nothing is applied."""
+    hold = w.pol["duplicate_action"] == "hold_and_case"
+    outcomes = [{
+        "name": "alt:duplicate-" + ("held" if hold else "returned"),
+        "payment_status": "held" if hold else "returned",
+        "unapplied": w.total if hold else 0,
+        "allocations": [], "write_offs": [], "transfers": [],
+        "cases": [["duplicate_remittance", w.pay_id, ""]] if hold else [],
+        "items": {iid: [it["balance"], it["status"]] for iid, it in sorted(scope.items())},
+    }]
+    return outcomes, "oc_duplicate_" + ("held" if hold else "returned")
 
-    # does taking a ref search's first hit go wrong on some line?
+
+def _line_variants(w: World, line: dict[str, Any], item: dict[str, Any] | None, kind: str) -> list[dict[str, Any]]:
+    """Every accepted outcome of one line."""
+    pay_id = w.pay_id
+    if kind == "unreferenced_line":
+        cases = [["unidentified_remittance", pay_id, line["id"]]] if w.pol["unreferenced_action"] == "case" else []
+        return [_variant("", cases=cases)]
+    if kind == "payer_reply_needed":
+        reply = next(s for s in w.script if s["id"] == line["id"])
+        q = [[QUERY_CATEGORY, pay_id, line["id"]]]
+        if reply["reply_kind"] == "applies_to":
+            chosen = next(a for a in w.ambiguous if a["claim_ref"] == reply["reply_claim_ref"])
+            return [_variant("", [[line["id"], chosen["id"], line["paid_amount"]]], cases=q, items={chosen["id"]: 0})]
+        return [_variant("", cases=q)]
+    assert item is not None
+    return _resolve(w.pol, pay_id, line, item)
+
+
+def _outcome_class(kinds: list[str], outcomes: list[dict[str, Any]]) -> str:
+    """The task's outcome class: the most demanding work its outcomes call for."""
+    if "payer_reply_needed" in kinds:
+        return "oc_post_after_payer_reply"
+    if any(c[0] == "underpayment" for o in outcomes for c in o["cases"]):
+        return "oc_post_with_underpayment"
+    if any(o["cases"] for o in outcomes):
+        return "oc_post_with_case"
+    if any(o["transfers"] for o in outcomes):
+        return "oc_post_with_patient_transfer"
+    if any(o["write_offs"] for o in outcomes):
+        return "oc_post_with_write_off"
+    return "oc_post_clean"
+
+
+def _first_hit_trap(w: World) -> bool:
+    """Does taking a ref search's first hit go wrong on some line?"""
     first_hit_trap = False
-    if defect_tag != "duplicate_payment":
-        for line, item in zip(lines, line_items):
-            hits = search_items(w.items, line["claim_ref"], seed)
+    if w.tag != "duplicate_payment":
+        for line, item in zip(w.lines, w.line_items):
+            hits = search_items(w.items, line["claim_ref"], w.seed)
             if hits and (item is None or hits[0]["id"] != item["id"]):
                 first_hit_trap = True
+    return first_hit_trap
 
-    snapshot = {
-        "accounts": w.accounts,
-        "open_items": w.items,
-        "payments": payments,
-        "remittance_lines": all_lines,
-        "allocations": allocations,
-        "adjustments": [],
-        "cases": [],
-        "policies": _policy_rows(pol),
-        "audit": [],
-        "_payer_script": script,
-        "clock": [{"id": "clock", "now": now}],
-    }
-    instructions = (
-        f"Please post remittance {pay_id} from {payer_name} (payer account {payer_id}): {len(lines)} lines, "
-        f"{amount} cents in total. Match every line to its claim, apply the desk policies (get_policies) "
-        "for adjustments, differences, unmatched lines, overpayments and duplicates, open the cases they call for, "
-        "then post the payment and submit."
-    )
-    task = {
-        "instructions": instructions,
-        "allowed_tools": list(TOOLS),
-        "params": {"payment_id": pay_id, "payer_id": payer_id},
-        "max_steps": 60,
-    }
-    key = {
+
+def _key(w: World, tags: list[str]) -> dict[str, Any]:
+    """The answer key: every accepted end state of the task (``reference_outcomes``) and what
+    the agent may write (``targets``)."""
+    scope: dict[str, dict[str, Any]] = {}
+    for it in [*w.line_items, *w.ambiguous]:
+        if it is not None:
+            scope[it["id"]] = dict(it)
+    if w.tag == "duplicate_payment":
+        outcomes, outcome_class = _duplicate_outcomes(w, scope)
+    else:
+        per_line = [_line_variants(w, line, item, kind) for line, item, kind in zip(w.lines, w.line_items, w.kinds)]
+        outcomes = _merge(w.payments[0], per_line, scope)
+        outcome_class = _outcome_class(w.kinds, outcomes)
+    targeted = sorted({iid for o in outcomes for iid, (b, _) in o["items"].items() if b != scope[iid]["balance"]}
+                      | {a[1] for o in outcomes for a in o["allocations"]})
+    targets = [f"payments:{w.pay_id}", "allocations:AL-*", "adjustments:*", "cases:*", "audit:*", "clock:clock", "open_items:PI-*"]
+    targets += [f"open_items:{iid}" for iid in targeted]
+    return {
         "defect_tags": tags,
         "targets": targets,
         "outcome_class": outcome_class,
         "needs_action": True,
-        "payment_id": pay_id,
-        "duplicate_of": duplicate_of,
-        "first_hit_trap": first_hit_trap,
+        "payment_id": w.pay_id,
+        "duplicate_of": w.duplicate_of,
+        "first_hit_trap": _first_hit_trap(w),
         "scope_items": sorted(scope),
         "reference_outcomes": outcomes,
     }
-    return Generated(task=task, snapshot=snapshot, key=key)
+
+
+def _snapshot(w: World) -> dict[str, Any]:
+    return {
+        "accounts": w.accounts,
+        "open_items": w.items,
+        "payments": w.payments,
+        "remittance_lines": w.all_lines,
+        "allocations": w.allocations,
+        "adjustments": [],
+        "cases": [],
+        "policies": _policy_rows(w.pol),
+        "audit": [],
+        "_payer_script": w.script,
+        "clock": [{"id": "clock", "now": f"{w.today}T09:00:00"}],
+    }
+
+
+def _task(w: World) -> dict[str, Any]:
+    instructions = (
+        f"Please post remittance {w.pay_id} from {w.payer_name} (payer account {w.payer_id}): {len(w.lines)} lines, "
+        f"{w.total} cents in total. Match every line to its claim, apply the desk policies (get_policies) "
+        "for adjustments, differences, unmatched lines, overpayments and duplicates, open the cases they call for, "
+        "then post the payment and submit."
+    )
+    return {
+        "instructions": instructions,
+        "allowed_tools": list(TOOLS),
+        "params": {"payment_id": w.pay_id, "payer_id": w.payer_id},
+        "max_steps": 60,
+    }
+
+
+# -- the generator --------------------------------------------------------------------------------
+def _attempt(seed: int, defect_tag: str, attempt: int) -> Generated:
+    """One task whose trap is ``defect_tag`` (see :data:`DEFECT_TAGS`), pure in its arguments.
+
+    Every draw is consistent by construction, so the first attempt always succeeds (``attempt``
+    is unused and the stream is ``random.Random(seed)``)."""
+    w = build_world(seed, defect_tag)
+    tags = _line_kinds(w)
+    # the line whose ref search also finds an old residual claim of another patient
+    trap_at = w.rng.choice([i for i, k in enumerate(w.kinds) if k in MATCHED_KINDS])
+    _remit(w)
+    _plant_residual_claim(w, trap_at)
+    _place_claims_among_hits(w)
+    _add_background(w)
+    _receive(w)
+    if defect_tag == "duplicate_payment":
+        _plant_duplicate_payment(w)
+    _add_past_payments(w)
+    key = _key(w, tags)
+    return Generated(task=_task(w), snapshot=_snapshot(w), key=key)
+
+
+generate = retrying(_attempt, DEFECT_TAGS, tries=1)

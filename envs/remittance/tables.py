@@ -43,17 +43,17 @@ Tables (every row is flat; money in integer cents; times are ISO strings of the 
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from backoffice.envs.core.canonical import derive_seed
 
+#: the world's tables (every snapshot has exactly these, plus ``clock``)
 TABLES = (
     "accounts", "open_items", "payments", "remittance_lines", "allocations", "adjustments",
-    "cases", "policies", "audit", "_payer_script", "clock",
+    "cases", "policies", "audit", "_payer_script",
 )
 
 #: Case categories the agent may open with ``open_case`` (``payer_query`` is made by ``query_payer``).

@@ -11,13 +11,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
-from backoffice.envs.remittance.tables import (
-    QUERY_CATEGORY,
-    add_hours,
-    item_status,
-    search_items,
-)
+from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit, require_row
+from backoffice.envs.remittance.tables import QUERY_CATEGORY, add_hours, item_status, search_items
 
 toolkit = Toolkit()
 
@@ -27,10 +22,7 @@ def _audit(ctx: ToolContext, tool: str, ref: str) -> None:
 
 
 def _payment(ctx: ToolContext, payment_id: str) -> dict[str, Any]:
-    row = ctx.store.get("payments", payment_id)
-    if row is None:
-        raise ToolError("not_found", f"no payment {payment_id[:40]!r}")
-    return row
+    return require_row(ctx.store, "payments", payment_id, f"no payment {payment_id[:40]!r}")
 
 
 def _unposted(ctx: ToolContext, payment_id: str) -> dict[str, Any]:
@@ -48,10 +40,7 @@ def _line(ctx: ToolContext, payment_id: str, line_id: str) -> dict[str, Any]:
 
 
 def _item(ctx: ToolContext, item_id: str) -> dict[str, Any]:
-    row = ctx.store.get("open_items", item_id)
-    if row is None:
-        raise ToolError("not_found", f"no open item {item_id[:40]!r}")
-    return row
+    return require_row(ctx.store, "open_items", item_id, f"no open item {item_id[:40]!r}")
 
 
 def _set_balance(ctx: ToolContext, item: dict[str, Any], balance: int) -> dict[str, Any]:
@@ -64,7 +53,7 @@ def _item_view(row: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- reads ---------------------------------------------------------------------------------
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_policies(ctx: ToolContext, args: NoArgs) -> list[dict[str, Any]]:
     """The desk's posting policies for this task (tolerance write-off, contractual and patient
     adjustment codes, unreferenced lines, overpayments, duplicates, ambiguous lines), each with
@@ -76,7 +65,7 @@ class PaymentArgs(ToolArgs):
     payment_id: str = Field(min_length=1, max_length=40, description="Payment id, e.g. PMT-4821.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_payment(ctx: ToolContext, args: PaymentArgs) -> dict[str, Any]:
     """One payment with its remittance lines (claim ref, patient, service date, billed and paid
     amounts, adjustment codes with amounts) and its active allocations. Payment status is one of
@@ -92,7 +81,7 @@ class ListPaymentsArgs(ToolArgs):
     reference: str = Field("", max_length=60, description="Only payments with this EFT trace reference (optional).")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def list_payments(ctx: ToolContext, args: ListPaymentsArgs) -> list[dict[str, Any]]:
     """Payments received (summaries: id, payer, reference, amount, received_on, status), newest
     first, at most 20; use it to spot a remittance that was already posted."""
@@ -110,7 +99,7 @@ class SearchArgs(ToolArgs):
     payer_id: str = Field("", max_length=40, description="Only items billed to this payer account (optional).")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def search_open_items(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
     """Receivables matching a claim ref (up to two typing errors), an invoice number or a patient
     name, at most 10, any status (open, partial, closed, credit). The order of results carries
@@ -123,7 +112,7 @@ class ItemArgs(ToolArgs):
     item_id: str = Field(min_length=1, max_length=40, description="Open item id, e.g. OI-3381.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_open_item(ctx: ToolContext, args: ItemArgs) -> dict[str, Any]:
     """One receivable with its active allocations and its adjustments."""
     item = _item(ctx, args.item_id)
@@ -142,7 +131,7 @@ class AllocateArgs(ToolArgs):
     amount: int = Field(ge=1, le=1_000_000_000, description="Cents to allocate (at most the line's paid amount not yet allocated).")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def allocate(ctx: ToolContext, args: AllocateArgs) -> dict[str, Any]:
     """Apply part of an unposted payment's line to an open item: lowers the item's balance (a
     balance below zero becomes a credit) and the payment's unapplied amount."""
@@ -170,13 +159,11 @@ class ReverseArgs(ToolArgs):
     allocation_id: str = Field(min_length=1, max_length=40, description="The allocation to reverse, e.g. AL-0002.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def reverse_allocation(ctx: ToolContext, args: ReverseArgs) -> dict[str, Any]:
     """Undo an active allocation of an unposted payment: the item's balance and the payment's
     unapplied amount are restored, the allocation stays on file as reversed."""
-    alloc = ctx.store.get("allocations", args.allocation_id)
-    if alloc is None:
-        raise ToolError("not_found", f"no allocation {args.allocation_id[:40]!r}")
+    alloc = require_row(ctx.store, "allocations", args.allocation_id, f"no allocation {args.allocation_id[:40]!r}")
     if alloc["status"] != "active":
         raise ToolError("conflict", f"{alloc['id']} is already reversed")
     pay = _unposted(ctx, alloc["payment_id"])
@@ -196,7 +183,7 @@ class WriteOffArgs(ToolArgs):
     line_id: str = Field("", max_length=40, description="The remittance line that justifies it (optional).")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def write_off(ctx: ToolContext, args: WriteOffArgs) -> dict[str, Any]:
     """Write down part of an item's balance as a contractual adjustment or a small balance."""
     item = _item(ctx, args.item_id)
@@ -221,7 +208,7 @@ class TransferArgs(ToolArgs):
     line_id: str = Field("", max_length=40, description="The remittance line that states it (optional).")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def transfer_to_patient(ctx: ToolContext, args: TransferArgs) -> dict[str, Any]:
     """Move the patient's share (deductible, coinsurance, copay) off the insurer item onto a new
     patient-responsibility item (``PI-....``) on the patient's account; the adjustment is recorded
@@ -257,7 +244,7 @@ class OpenCaseArgs(ToolArgs):
     note: str = Field("", max_length=1000, description="What to ask or tell the payer.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def open_case(ctx: ToolContext, args: OpenCaseArgs) -> dict[str, Any]:
     """Open a case with the payer about a payment or one of its lines (status open)."""
     pay = _payment(ctx, args.payment_id)
@@ -281,7 +268,7 @@ class QueryArgs(ToolArgs):
     question: str = Field("", max_length=1000, description="The question for the payer.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def query_payer(ctx: ToolContext, args: QueryArgs) -> dict[str, Any]:
     """Ask the payer about a remittance line: opens a payer_query case (status awaiting_reply).
     The reply arrives later: call ``wait`` to let time pass, then ``get_case``."""
@@ -305,13 +292,11 @@ class CaseArgs(ToolArgs):
     case_id: str = Field(min_length=1, max_length=40, description="Case id, e.g. CS-0001.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def get_case(ctx: ToolContext, args: CaseArgs) -> dict[str, Any]:
     """One case; for an answered payer query, ``reply_kind`` (confirm, applies_to, recoup),
     ``reply_claim_ref`` and ``reply_text`` hold the payer's answer."""
-    case = ctx.store.get("cases", args.case_id)
-    if case is None:
-        raise ToolError("not_found", f"no case {args.case_id[:40]!r}")
+    case = require_row(ctx.store, "cases", args.case_id, f"no case {args.case_id[:40]!r}")
     return {"case": case}
 
 
@@ -319,7 +304,7 @@ class ListCasesArgs(ToolArgs):
     payment_id: str = Field("", max_length=40, description="Only cases of this payment (optional).")
 
 
-@toolkit.tool
+@toolkit.tool(writes=False)
 def list_cases(ctx: ToolContext, args: ListCasesArgs) -> list[dict[str, Any]]:
     """Cases (at most 20), optionally of one payment."""
     rows = [r for r in ctx.store.iter_rows("cases") if not args.payment_id or r["payment_id"] == args.payment_id]
@@ -330,7 +315,7 @@ class WaitArgs(ToolArgs):
     hours: int | None = Field(None, ge=1, le=168, description="Hours to wait; default: until the next payer reply is due.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def wait(ctx: ToolContext, args: WaitArgs) -> dict[str, Any]:
     """Let simulated time pass; payer replies that fall due arrive in their cases."""
     pending = sorted((r["reply_due"], r["id"]) for r in ctx.store.iter_rows("cases") if r["status"] == "awaiting_reply")
@@ -365,7 +350,7 @@ class PostArgs(ToolArgs):
         "apply", description="apply: post the allocations, the rest stays unapplied (status posted); hold: park the whole payment in suspense (status held); return: send it back to the payer (status returned, nothing unapplied). hold and return need no active allocations.")
 
 
-@toolkit.tool
+@toolkit.tool(writes=True)
 def post_payment(ctx: ToolContext, args: PostArgs) -> dict[str, Any]:
     """Post an unposted payment: its allocations become final and it can no longer change."""
     pay = _unposted(ctx, args.payment_id)
@@ -380,7 +365,7 @@ def post_payment(ctx: ToolContext, args: PostArgs) -> dict[str, Any]:
     return {"payment": new}
 
 
-@toolkit.tool(terminal=True)
+@toolkit.tool(terminal=True, writes=False)
 def submit(ctx: ToolContext, args: NoArgs) -> dict[str, Any]:
     """Finish the episode: the desk's work on this payment is done."""
     return {"submitted": True}

@@ -7,6 +7,12 @@ Every policy reads only tool results. The oracle follows the task's policies as 
 ``get_policies``: match each line by claim ref (within two typing errors), patient, service date
 and billed amount; write off contractual codes, transfer patient responsibility, handle small
 differences, short payments, overpayments, unmatched and ambiguous lines, duplicates; post.
+
+Rule sharing: the oracle and the catalog may share the domain's public rule helpers in
+``envs/remittance/`` (here the claim-ref matching of the match_rule policy: ``norm`` and
+``osa_distance`` of ``backoffice.envs.remittance.tables``). The oracle never imports the grader
+(``backoffice.graders.remittance``) and the grader imports neither this module nor the catalog,
+so the oracle passing every task checks the grader independently.
 """
 
 from __future__ import annotations
