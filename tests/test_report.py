@@ -125,5 +125,7 @@ def test_report_json_is_machine_readable_and_deduplicated(toy_run: Path, tmp_pat
     oracle = next(r for r in data["by_domain_agent"] if r["agent"] == "oracle")
     assert oracle["pass_rate"] == 1.0 and oracle["episodes"] == 60
     assert {r["k"] for r in data["pass_hat_k"]} == {1, 2, 3}
-    assert [Path(p).name for p in data["plots"]] == ["r.pass_rate.png", "r.failure_codes.png"]
+    assert data["plots"] == [] and not list(tmp_path.glob("r.*.png"))  # --json writes no PNG unless asked
+    asked = CliRunner().invoke(app, ["report", *files, "--json", "--plots", "--plot-stem", str(tmp_path / "r")])
+    assert [Path(p).name for p in json.loads(asked.stdout)["plots"]] == ["r.pass_rate.png", "r.failure_codes.png"]
     assert CliRunner().invoke(app, ["report", str(tmp_path / "missing.jsonl")]).exit_code != 0
