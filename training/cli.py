@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -464,7 +465,8 @@ def catalog(
         for col in ("index", "name", *(("tool",) if kind == "actions" else ()), "doc"):
             table.add_column(col)
         for row in info[kind]:
-            table.add_row(*(str(row[c]) for c in ("index", "name", *(("tool",) if kind == "actions" else ()), "doc")))
+            # escaped: a feature named ``taken[get_request]`` is not rich markup
+            table.add_row(*(escape(str(row[c])) for c in ("index", "name", *(("tool",) if kind == "actions" else ()), "doc")))
         console.print(table)
 
 

@@ -380,8 +380,8 @@ def run_episode(env: Any, chat: ChatFn | ChatAgent, task_id: str | None = None, 
     obs, info = env.reset(seed=seed, options=options)
     agent = chat if isinstance(chat, ChatAgent) else ChatAgent(chat)
     agent.reset(obs, info, system=system_prompt(env))
-    if transcript_path is None and getattr(unwrapped, "_trace_writer", None) is not None:
-        transcript_path = transcript_path_for(unwrapped._trace_writer.path)
+    if transcript_path is None and getattr(unwrapped, "trace_path", None) is not None:
+        transcript_path = transcript_path_for(unwrapped.trace_path)
     steps, step_info = 0, {}
     try:
         while True:

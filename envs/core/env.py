@@ -98,6 +98,11 @@ class BackofficeEnv(gym.Env[str, Any]):
         return self.domain.toolkit.specs(names, format=format)  # type: ignore[arg-type]
 
     @property
+    def trace_path(self) -> str | None:
+        """The file this env appends its trace lines to (``None``: not traced)."""
+        return None if self._trace_writer is None else str(self._trace_writer.path)
+
+    @property
     def task(self) -> Task | None:
         """The current task (public part only)."""
         return self._task
