@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from backoffice.envs.approvals import authority as auth
 from backoffice.graders.checks import result
+from backoffice.graders.diff import NO_CHANGES
 from backoffice.graders.grade import finalize
 
 if TYPE_CHECKING:
@@ -135,11 +136,11 @@ def _outcome_check(decisions: list[dict[str, Any]], exp: Mapping[str, Any]) -> t
 def _downstream_check(ep: Episode, rid: str, ds: Mapping[str, Any]) -> dict[str, Any]:
     """downstream_released (proceed tasks): exactly the request's ledger entry / order release."""
     if ds["kind"] == "ledger":
-        created = ep.diff.get("ledger_entries", {}).get("created", [])
+        created = ep.diff.get("ledger_entries", NO_CHANGES).get("created", [])
         rows = [ep.state.get("ledger_entries", i) for i in created]
         mine = [r for r in rows if r is not None and r["request_id"] == rid]
         ok = len(mine) == 1 and mine[0]["account"] == ds["account"] and mine[0]["amount"] == ds["amount"]
-        detail = None if ok else {"ledger_entries": [{"account": r["account"], "amount": r["amount"]} for r in mine]}
+        detail: dict[str, Any] | None = None if ok else {"ledger_entries": [{"account": r["account"], "amount": r["amount"]} for r in mine]}
     else:
         order = ep.state.get("orders", ds["order_id"])
         ok = order is not None and order["status"] == "released"

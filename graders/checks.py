@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from backoffice.graders.diff import NO_CHANGES
+
 if TYPE_CHECKING:
     from backoffice.envs.core.domain import Episode
 
@@ -103,7 +105,7 @@ def select(spec: Mapping[str, Any], episode: Episode) -> list[dict[str, Any]]:
     elif spec.get("created_only"):
         # only rows the episode created can match: O(rows changed), not O(table); same id order
         where = spec.get("where")
-        got = (state.get(table, rid) for rid in episode.diff.get(table, {}).get("created", ()))
+        got = (state.get(table, rid) for rid in episode.diff.get(table, NO_CHANGES).get("created", ()))
         return [r for r in got if r is not None and matches(r, where)]
     elif (named := _id_list(spec.get("where"))) is not None:
         # ``where: {"id": {"$in": [...]}}`` names its rows: fetch them, in id order like state.rows
@@ -112,7 +114,7 @@ def select(spec: Mapping[str, Any], episode: Episode) -> list[dict[str, Any]]:
     else:
         rows = state.rows(table, where=lambda r: matches(r, spec.get("where")))
     if spec.get("created_only"):
-        created = set(episode.diff.get(table, {}).get("created", ()))
+        created = set(episode.diff.get(table, NO_CHANGES).get("created", ()))
         rows = [r for r in rows if r["id"] in created]
     return rows
 

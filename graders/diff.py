@@ -8,6 +8,7 @@ A row written back to its original content does not count as changed.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, TypedDict
 
 
@@ -20,6 +21,9 @@ class TableDiff(TypedDict):
 
 
 Diff = dict[str, TableDiff]
+
+#: the diff of a table an episode did not change, as a read-only default: ``diff.get(table, NO_CHANGES)``
+NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
 
 
 def diff_overlay(
@@ -44,9 +48,9 @@ def diff_overlay(
         for rid in sorted(overlay[table]):
             after = overlay[table][rid]
             before = base.get(rid)
-            if before is None and after is None:
-                continue
             if before is None:
+                if after is None:
+                    continue
                 created.append(rid)
                 created_rows[rid] = _plain_row(after)
             elif after is None:

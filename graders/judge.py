@@ -25,7 +25,10 @@ class JudgeResult:
 
 @runtime_checkable
 class Judge(Protocol):
-    name: str
+    @property
+    def name(self) -> str:
+        """The judge's name (read-only: frozen dataclasses implement it with a field)."""
+        ...
 
     def judge(self, text: str, context: Mapping[str, Any]) -> JudgeResult | None:
         """Score ``text`` given ``context`` (task facts the judge may use); ``None`` if not run."""

@@ -44,6 +44,7 @@ from backoffice.envs.core.domain import Episode
 from backoffice.envs.registration import FAILURE_CODES, GUARDRAIL_CODE
 from backoffice.envs.registration.tables import ADDRESS_FIELDS, REFER_CLASSES, digits, fold, phone_key
 from backoffice.graders.checks import result
+from backoffice.graders.diff import NO_CHANGES
 from backoffice.graders.grade import finalize, forbidden_writes
 
 __all__ = ["FAILURE_CODES", "GUARDRAIL_CODE", "grade"]
@@ -88,7 +89,7 @@ def _touched(ep: Episode) -> dict[str, list[str]]:
         for rid in [*d["created"], *d["updated"], *d["deleted"]]:
             row = ep.state.get(table, rid) or ep.snapshot.table(table).get(rid) or {}
             pid = row.get("patient_id")
-            if pid in snap_patients:
+            if pid is not None and pid in snap_patients:  # ids are strings: None is never one
                 out.setdefault(pid, []).append(f"{table}:{rid}")
     return out
 
@@ -98,7 +99,7 @@ def _duplicates(ep: Episode, pids: set[str]) -> list[str]:
     member id), the same contact (role and name), two treatment consents for this form, two GP
     links created. Rows on file before the episode count: re-adding one is a duplicate."""
     state, form_id = ep.state, ep.key["intake_form_id"]
-    created = {t: set(ep.diff.get(t, {}).get("created", ())) for t in CHILD_TABLES}
+    created = {t: set(ep.diff.get(t, NO_CHANGES).get("created", ())) for t in CHILD_TABLES}
     out: list[str] = []
     for pid in sorted(pids):
         groups: dict[tuple, list[str]] = {}
@@ -133,7 +134,7 @@ def _task(ep: Episode) -> _Task:
     key = ep.key
     outcome = key["outcome_class"]
     decision = key.get("decision") or ("refer" if outcome in REFER_CLASSES or outcome == "refer" else outcome)
-    created = list(ep.diff.get("patients", {}).get("created", ()))
+    created = list(ep.diff.get("patients", NO_CHANGES).get("created", ()))
     if decision == "update":
         pid = key["patient_id"]
     elif decision == "create":
@@ -216,7 +217,7 @@ def _patient_fields(t: _Task) -> dict[str, Any]:
         return [f for f, v in sorted(expected.items()) if not _same(f, row.get(f), v)]
 
     bad = mismatched(t.patient)
-    was_right = t.decision == "update" and not mismatched(t.ep.snapshot.table("patients").get(t.pid))
+    was_right = t.decision == "update" and not mismatched(t.ep.snapshot.table("patients").get(t.pid) if t.pid is not None else None)
     return result("patient_fields", "fields", not bad, "field_mismatch", bad or None, gate=was_right)
 
 
@@ -253,7 +254,7 @@ def _verified_fields(ep: Episode, form_id: str) -> dict[str, Any]:
     overwritten = []
     pdiff = ep.diff.get("patients")
     evidence = {r["id"]: r["field"] for r in ep.snapshot.table("evidence").values() if r["intake_form_id"] == form_id}
-    for rid, fields in sorted((pdiff or {}).get("updated", {}).items()):
+    for rid, fields in sorted((pdiff or NO_CHANGES).get("updated", {}).items()):
         before = ep.snapshot.table("patients")[rid]
         verified = set(before.get("verified") or ())
         for f in sorted(fields):

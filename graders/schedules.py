@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from backoffice.envs.schedules import FAILURE_CODES, GUARDRAIL_CODE
 from backoffice.graders.checks import result, run_checks
+from backoffice.graders.diff import NO_CHANGES
 from backoffice.graders.grade import finalize
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ __all__ = ["FAILURE_CODES", "GUARDRAIL_CODE", "grade"]
 
 
 def _created(ep: Episode, table: str, policy_id: str) -> list[dict[str, Any]]:
-    created = ep.diff.get(table, {}).get("created", ())
+    created = ep.diff.get(table, NO_CHANGES).get("created", ())
     rows = [ep.state.get(table, rid) for rid in sorted(created)]
     return [r for r in rows if r is not None and r.get("policy_id") == policy_id]
 
@@ -102,7 +103,7 @@ def _reminders_on_new_instalments(ep: Episode, checks: list[dict[str, Any]]) -> 
     """``sch.reminders`` also needs each scheduled reminder to point at an instalment the episode
     created: an old reminder that happens to quote the new first due date and amount is not it."""
     exp = ep.key["expected"]
-    created = set(ep.diff.get("instalments", {}).get("created", ()))
+    created = set(ep.diff.get("instalments", NO_CHANGES).get("created", ()))
     for i, c in enumerate(checks):
         if c["id"] != "sch.reminders" or not c["pass"]:
             continue

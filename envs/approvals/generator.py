@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -229,7 +229,7 @@ class World:
         return f"{day}T{self.rng.randint(8, 17):02d}:{self.rng.choice((0, 5, 15, 20, 30, 40, 45, 50)):02d}:00"
 
 
-def _scale(base: int, factor: float) -> int:
+def _scale(base: float, factor: float) -> int:
     return max(10_000, int(round(base * factor / 10_000)) * 10_000)
 
 
@@ -388,7 +388,7 @@ def add_queue_and_history(w: World, target: dict[str, Any]) -> None:
             w.orders[req["order_id"]]["released_at"] = w.instant(day)
 
 
-def add_look_alike(w: World, person_id: str, request: dict[str, Any] | None, rule: dict[str, Any]) -> str:
+def add_look_alike(w: World, person_id: str, request: dict[str, Any] | None, rule: Mapping[str, Any]) -> str:
     """Someone with the approver's exact name in another department (sometimes an approver)."""
     rng = w.rng
     src = w.people[person_id]
@@ -411,7 +411,7 @@ def _pick_type(w: World, min_bands: int = 1) -> str:
     return w.rng.choice([t for t in REQUEST_TYPES if len(w.rules_by_type[t]) >= min_bands])
 
 
-def _requester_for(w: World, rtype: str, approver: str, rule: dict[str, Any]) -> str:
+def _requester_for(w: World, rtype: str, approver: str, rule: Mapping[str, Any]) -> str:
     rng = w.rng
     line = auth.reporting_line(w.tables(), approver)
     if not rule["sod_not_in_requester_line"] and line and rng.random() < 0.3:
@@ -717,7 +717,7 @@ def add_distractor_assignments(w: World, approver: str, request: dict[str, Any])
             w.assign(approver, rng.choice(sorted(w.roles)), add_days(end, -rng.randint(60, 400)), end)
 
 
-def add_other_authority(w: World, approver: str, request: dict[str, Any], rule: dict[str, Any]) -> None:
+def add_other_authority(w: World, approver: str, request: dict[str, Any], rule: Mapping[str, Any]) -> None:
     """Give ``approver`` a valid authority besides the trap: a current delegation from another
     holder of a sufficient role, or (for an ended role) a re-appointment starting today."""
     rng = w.rng
@@ -785,7 +785,7 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:
     return Generated(task=_task(w, request, plan), snapshot=_snapshot(w), key=key)
 
 
-def _separation_decoy(w: World, tag: str, plan: Plan, rule: dict[str, Any]) -> str | None:
+def _separation_decoy(w: World, tag: str, plan: Plan, rule: Mapping[str, Any]) -> str | None:
     """The decoy of a separation-of-duties tag: the requester only shares the approver's name
     (self_approval; returns the look-alike), or the rule allows approvers in the requester's
     line (approver_is_requesters_subordinate)."""
@@ -799,7 +799,7 @@ def _separation_decoy(w: World, tag: str, plan: Plan, rule: dict[str, Any]) -> s
     return look_alike
 
 
-def _target_request(w: World, plan: Plan, rule: dict[str, Any]) -> tuple[dict[str, Any], str]:
+def _target_request(w: World, plan: Plan, rule: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     """The target request (every field the rule requires filled in) and its submission day."""
     rng = w.rng
     requester = plan.requester or _requester_for(w, plan.rtype, plan.approver, rule)
@@ -824,7 +824,7 @@ def _write_pending_delegation(w: World, plan: Plan, submitted_day: str) -> None:
     w.delegate(delegator, delegate, role, window["valid_from"], window["valid_to"], cap=cap, revoked_at=window.get("revoked_at"))
 
 
-def _blank_field(w: World, tag: str, plan: Plan, rule: dict[str, Any], request: dict[str, Any],
+def _blank_field(w: World, tag: str, plan: Plan, rule: Mapping[str, Any], request: dict[str, Any],
                  approver_problems: list[str]) -> str | None:
     """The required field left empty (the missing_information trap, or an overlay), if any."""
     rng = w.rng

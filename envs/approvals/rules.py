@@ -93,4 +93,5 @@ def blocking_fact(inactive: Sequence[str], short: Sequence[str], own_rows: Seque
     """Step 4 (authority): what an escalation cites when the approver holds no authority: their
     delegation not in effect, else their assignment or delegation in effect that falls short,
     else any of their assignments and delegations, else the approver."""
-    return (list(inactive) or list(short) or list(own_rows) or [approver_id])[0]
+    last_resort: list[str | None] = [approver_id]
+    return (list(inactive) or list(short) or list(own_rows) or last_resort)[0]

@@ -122,7 +122,7 @@ def get_person(ctx: ToolContext, args: PersonArgs) -> dict:
     """Return one person with their manager, full reporting line (managers from the direct one upwards) and every role assignment they have or had (any window)."""
     row = require_row(ctx.store, "people", args.person_id, f"no person {args.person_id[:64]!r}")
     line: list[str] = []
-    current = row
+    current: dict[str, Any] | None = row
     while current is not None and current.get("manager_id") and current["manager_id"] not in line and len(line) < 20:
         line.append(current["manager_id"])
         current = ctx.store.get("people", current["manager_id"])

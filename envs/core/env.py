@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import gymnasium as gym
 
@@ -38,7 +38,7 @@ class BackofficeEnv(gym.Env[str, Any]):
     """
 
     domain: ClassVar[Domain]
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
     #: the ``max_episode_steps`` of a Gymnasium ``TimeLimit`` around this env (set by
     #: :class:`MatchTimeLimit`): episodes then truncate, with their grade, on that same step
     time_limit: int | None = None
@@ -311,7 +311,8 @@ class MatchTimeLimit(gym.Wrapper, gym.utils.RecordConstructorArgs):
         inner = env
         while isinstance(inner, gym.Wrapper):
             if isinstance(inner, gym.wrappers.TimeLimit):
-                env.unwrapped.time_limit = int(inner._max_episode_steps)
+                # Env.unwrapped is typed as a plain gym.Env; every env this wrapper is registered on is a BackofficeEnv
+                cast(BackofficeEnv, env.unwrapped).time_limit = int(inner._max_episode_steps)
                 break
             inner = inner.env
 

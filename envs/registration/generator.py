@@ -758,8 +758,10 @@ def _consistent(desk: Desk, form: dict[str, Any], t: Tables, record_pid: str | N
     query = {"name": f"{form['given_name']} {form['family_name']}", "dob": form["dob"],
              "identifier": form["identifier"] or None, "postcode": form["postcode"] or None}
     hits = [r for r in patients if search_score(r, **query) >= 3]
-    if outcome == "refer_ambiguous" and basis != sorted([record_pid, t.pid_of[id(desk.other)]]):
-        return None
+    if outcome == "refer_ambiguous":
+        assert record_pid is not None  # the ambiguous outcome always plants the record
+        if basis != sorted([record_pid, t.pid_of[id(desk.other)]]):
+            return None
     if not 3 <= len(hits) <= MAX_HITS or decide(form, hits) != (got, basis) or len(hits) <= len(basis) + (outcome == "update"):
         return None
     if desk.record is not None and record_pid not in basis and outcome != "refer_conflict":

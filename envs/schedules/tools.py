@@ -124,7 +124,7 @@ def list_instalments(ctx: ToolContext, args: ListInstalmentsArgs) -> dict:
     due_date, amount in cents, status, paid_on), ordered by schedule version and seq."""
     if not args.schedule_id and not args.policy_id:
         raise ToolError("invalid_args", "give schedule_id or policy_id")
-    equals = {}
+    equals: dict[str, Any] = {}
     if args.schedule_id:
         equals["schedule_id"] = args.schedule_id
     if args.policy_id:
@@ -156,7 +156,7 @@ class ListRemindersArgs(ToolArgs):
 @toolkit.tool(writes=False)
 def list_reminders(ctx: ToolContext, args: ListRemindersArgs) -> dict:
     """List payment reminders (any policy unless filtered), ordered by send date, at most 25."""
-    equals = {k: v for k, v in (("policy_id", args.policy_id), ("due_date", args.due_date), ("status", args.status)) if v}
+    equals: dict[str, Any] = {k: v for k, v in (("policy_id", args.policy_id), ("due_date", args.due_date), ("status", args.status)) if v}
     rows = ctx.store.rows("reminders", **equals)
     rows.sort(key=lambda r: (r["send_on"], r["id"]))
     return {"reminders": rows[:25], "total": len(rows)}

@@ -600,7 +600,7 @@ def _reply_script(c: CaseFile) -> ReplyPlan:
         if r < c.bad_replies:
             if c.bad_kinds[r] == "incomplete":
                 keep = rng.sample(missing, len(missing) - 1)
-                out = [(i, None) for i in sorted(keep)]
+                out: list[tuple[str, str | None]] = [(i, None) for i in sorted(keep)]
                 unasked = [i for i in sorted(by_item) if i not in missing]
                 if not out and unasked:  # nothing asked for, only a copy of something on file
                     out.append((rng.pick(unasked), None))
