@@ -35,10 +35,8 @@ typecheck: $(STAMP)
 	for d in envs graders training; do ln -sfn $(CURDIR)/$$d $(MYPY_PATH)/backoffice/$$d; done
 	MYPYPATH=$(MYPY_PATH) $(BIN)/mypy -p backoffice.envs -p backoffice.graders -p backoffice.training
 
-## Lint, then the whole test suite (2 workers; each domain's tests stay on one worker). The type
-## check (`make typecheck`) is not part of it yet: mypy still reports errors (issue 17).
-test: $(STAMP)
-	$(BIN)/ruff check .
+## Lint and type check, then the whole test suite (2 workers; each domain's tests stay on one worker).
+test: lint typecheck
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 bench: $(STAMP)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 app = typer.Typer(help="backoffice-gym: Gymnasium back-office environments.", no_args_is_help=True, add_completion=False)
@@ -149,7 +149,7 @@ def eval_cmd(
     """Evaluate policies on a split and print a summary table."""
     import functools
 
-    from backoffice.training.evaluate import Job, Runner, default_make_env, evaluate, make_executor, plan_jobs, trace_files
+    from backoffice.training.evaluate import Executor, Job, Runner, default_make_env, evaluate, make_executor, plan_jobs, trace_files
 
     if split not in ("train", "heldout"):
         raise typer.BadParameter("split must be train or heldout")
@@ -170,6 +170,7 @@ def eval_cmd(
 
         runner = llm_runner(runner, timeout=timeout, retries=retries,
                             transcript_path=transcript_path_for(trace_files(trace)[0]) if trace is not None else None)
+    executor: Executor
     if concurrency > 1:
         from backoffice.training.llm_eval import ThreadExecutor
 
@@ -368,7 +369,11 @@ def seeds_build(
             dom = get_domain(name)
             root = out or seeds_folder(name)
             bar = progress.add_task(f"building {name}", total=sum(dom.sizes.values()))
-            build_release(dom, root, progress=lambda n, b=bar: progress.advance(b, n))
+
+            def advance(n: int, b: TaskID = bar) -> None:
+                progress.advance(b, n)
+
+            build_release(dom, root, progress=advance)
             console.print(f"{name}: release written to {root / name}")
 
 

@@ -82,7 +82,9 @@ class FakeOpenAI:
 
     @property
     def base_url(self) -> str:
-        return f"http://{self._httpd.server_address[0]}:{self.port}/v1"
+        # typeshed types the host as str | bytes | bytearray (what bind accepts); once bound it is
+        # getsockname()'s str
+        return f"http://{self._httpd.server_address[0]}:{self.port}/v1"  # type: ignore[str-bytes-safe]
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -160,7 +162,7 @@ class FakeOpenAI:
         self.stop()
 
 
-BRAINS = {"oracle": oracle_chat, "text": lambda: text_only_chat}
+BRAINS: dict[str, Callable[[], ChatFn]] = {"oracle": oracle_chat, "text": lambda: text_only_chat}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -190,7 +190,7 @@ def normalize_reply(reply: ChatReply | str | Mapping[str, Any] | None, turn: int
     if isinstance(reply, str):
         return ChatReply(reply, ())
     if isinstance(reply, Mapping):
-        calls = []
+        tool_calls: list[ToolCall] = []
         for i, raw in enumerate(reply.get("tool_calls") or ()):
             fn = raw.get("function", raw) if isinstance(raw, Mapping) else {}
             args = fn.get("arguments", "{}") if isinstance(fn, Mapping) else "{}"
@@ -201,9 +201,9 @@ def normalize_reply(reply: ChatReply | str | Mapping[str, Any] | None, turn: int
                     args = str(args)
             name = fn.get("name") if isinstance(fn, Mapping) else None
             cid = raw.get("id") if isinstance(raw, Mapping) else None
-            calls.append(ToolCall(str(cid or f"call_{turn}_{i}"), str(name or ""), args))
+            tool_calls.append(ToolCall(str(cid or f"call_{turn}_{i}"), str(name or ""), args))
         content = reply.get("content")
-        return ChatReply(content if isinstance(content, str) else None, tuple(calls),
+        return ChatReply(content if isinstance(content, str) else None, tuple(tool_calls),
                          reply.get("finish_reason"), reply.get("usage"))
     return ChatReply(str(reply), ())
 

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from backoffice.envs.core.canonical import digest, dumps, loads
 from backoffice.training.catalog.policy import CatalogPolicy
+
+if TYPE_CHECKING:
+    from backoffice.envs.core.env import BackofficeEnv
 
 META_FILE = "catalog.json"
 
@@ -109,7 +112,8 @@ def evaluate_split(model: Any, domain: str, split: str = "heldout", task_ids: An
     records = []
     try:
         for task_id in ids:
-            obs, _ = env.reset(seed=env.unwrapped.release.task(task_id).seed, options={"task_id": task_id})
+            native = cast("BackofficeEnv", env.unwrapped)  # the catalog env wraps the native env
+            obs, _ = env.reset(seed=native.release.task(task_id).seed, options={"task_id": task_id})
             steps, done = 0, False
             info: dict[str, Any] = {}
             while not done:

@@ -24,12 +24,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 import numpy as np
 
 from backoffice.envs.core.canonical import derive_seed, dumps
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 ALGOS = ("maskable-ppo", "ppo")
 
@@ -272,13 +275,14 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
     if config.algo == "maskable-ppo":
         from sb3_contrib import MaskablePPO
 
-        model = MaskablePPO("MlpPolicy", venv, **common)
+        model: OnPolicyAlgorithm = MaskablePPO("MlpPolicy", venv, **common)
     else:
         from stable_baselines3 import PPO
 
         model = PPO("MlpPolicy", venv, **common)
     with torch.no_grad():
-        model.policy.action_net.bias[list(ending_actions(val_env))] += config.finish_bias
+        # a Discrete action space's head is an nn.Linear (SB3 types it as nn.Module)
+        cast("torch.nn.Linear", model.policy.action_net).bias[list(ending_actions(val_env))] += config.finish_bias
     monitor = _make_callback(config, val_env, val_ids, on_progress)
     started = time.perf_counter()
     try:

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -223,7 +223,9 @@ class ApprovalsCatalog(CatalogSpec):
     def _candidates(self) -> list[dict[str, Any]]:
         if self.request is None or self.rule is None or self.roles is None:
             return []
-        return candidate_roles(self.roles, self.request["type"], self.request["amount"], self.rule["required_level"])
+        # candidate_roles returns the rows it is given (self.roles' dicts), typed as Mapping
+        return cast("list[dict[str, Any]]",
+                    candidate_roles(self.roles, self.request["type"], self.request["amount"], self.rule["required_level"]))
 
     def _in_window(self, row: dict[str, Any]) -> bool:
         return self.now is not None and in_window(row, self.now)
@@ -402,7 +404,8 @@ class ApprovalsCatalog(CatalogSpec):
     def _applicable_rule(self) -> dict[str, Any] | None:
         if not self.rules or self.request is None:
             return None
-        return applicable_rule(self.rules, self.request["amount"])
+        # applicable_rule returns one of the rows it is given (self.rules' dicts), typed as Mapping
+        return cast("dict[str, Any] | None", applicable_rule(self.rules, self.request["amount"]))
 
     def mask(self) -> np.ndarray:
         """Legality only (see the module docstring): groundable, not a repeated read, not a

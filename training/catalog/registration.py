@@ -331,7 +331,7 @@ class RegistrationCatalog(CatalogSpec):
             name = f("given_name" if action == VARIANTS_GIVEN else "family_name")
             return {"tool": "get_name_variants", "args": {"name": name}} if name else None
         if action == SEARCH:
-            args = {"name": f"{f('given_name')} {f('family_name')}".strip(), "dob": f("dob"),
+            args: dict[str, Any] = {"name": f"{f('given_name')} {f('family_name')}".strip(), "dob": f("dob"),
                     "identifier": f("identifier"), "postcode": f("postcode")}
             return {"tool": "search_patients", "args": {k: v for k, v in args.items() if v}}
         if action in OPEN:
@@ -361,7 +361,7 @@ class RegistrationCatalog(CatalogSpec):
         if action == UPDATE_ADDRESS:
             if not all(f(k) for k in ADDRESS_FIELDS):
                 return None
-            args: dict[str, Any] = {"patient_id": pid, **{k: f(k) for k in ADDRESS_FIELDS}}
+            args = {"patient_id": pid, **{k: f(k) for k in ADDRESS_FIELDS}}
             if self._address_evidence():
                 args["evidence_ids"] = self._address_evidence()
             return {"tool": "update_patient", "args": args}

@@ -311,9 +311,11 @@ class RemittanceCatalog(CatalogSpec):
     def observe(self, action: int, call: dict[str, Any], result: dict[str, Any]) -> None:
         if result.get("status") != "ok":
             return
-        res = result.get("result")
+        res: Any = result.get("result")  # the tool's payload; only read on an "ok" result
         name = ACTIONS[action].name
         args = call.get("args") or {}
+        ln: _Line | None
+        q: dict[str, Any] | None
         if name == "get_policies":
             self.pol = {p["key"]: p["value"] for p in res}
         elif name == "get_payment":

@@ -9,7 +9,7 @@ is_success, shaped_reward ...) are the native env's, plus ``info["action_mask"]`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -17,6 +17,9 @@ from gymnasium import spaces
 
 from backoffice.envs.core.canonical import derive_seed
 from backoffice.training.catalog.base import CatalogAgent, CatalogSpec
+
+if TYPE_CHECKING:
+    from backoffice.envs.core.env import BackofficeEnv
 
 
 class CatalogEnv(gym.Wrapper[np.ndarray, np.int64, str, Any]):
@@ -32,9 +35,13 @@ class CatalogEnv(gym.Wrapper[np.ndarray, np.int64, str, Any]):
     find it without ``ActionMasker``.
     """
 
+    # gymnasium 1.x types ``Wrapper.env`` with the wrapper's own obs/action types
+    # (``Env[WrapperObsType, WrapperActType]``); the wrapped env is the native one (text obs).
+    env: gym.Env[str, Any]  # type: ignore[assignment]
+
     def __init__(self, env: gym.Env, spec: CatalogSpec, task_ids: Sequence[str] | None = None):
         super().__init__(env)
-        native = env.unwrapped
+        native = cast("BackofficeEnv", env.unwrapped)
         # the feature scale of step_fraction: the catalog's limit, whatever the native env's
         self.agent = CatalogAgent(spec, max_steps=spec.max_steps or native.domain.default_max_steps)
         self.task_ids = tuple(task_ids) if task_ids else ()
@@ -55,7 +62,7 @@ class CatalogEnv(gym.Wrapper[np.ndarray, np.int64, str, Any]):
         info["action_mask"] = self.action_masks().astype(np.int8)
         return self.agent.observation(), info
 
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         native_action = self.agent.native_action(action)
         obs, reward, terminated, truncated, info = self.env.step(native_action)
         self.agent.update(obs)

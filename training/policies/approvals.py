@@ -24,7 +24,7 @@ oracle passing checks the grader independently.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from backoffice.envs.approvals.rules import (
     applicable_rule,
@@ -41,7 +41,7 @@ from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call
 
 def _applicable(rules: list[dict[str, Any]], amount: int) -> dict[str, Any]:
     """The applicable rule (procedure step 1); below every band (never generated), the top band."""
-    rule = applicable_rule(rules, amount)
+    rule = cast("dict[str, Any] | None", applicable_rule(rules, amount))  # one of ``rules`` (typed as Mapping)
     return rule if rule is not None else sorted(rules, key=lambda r: r["min_amount"])[-1]
 
 

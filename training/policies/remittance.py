@@ -17,14 +17,14 @@ so the oracle passing every task checks the grader independently.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any, Final, Literal
 
 from backoffice.envs.remittance.tables import norm, osa_distance
 from backoffice.training.exploits import Hook
-from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call
+from backoffice.training.policies.base import Action, Plan, Policy, ScriptedPolicy, call
 
-AMBIGUOUS = "ambiguous"
+AMBIGUOUS: Final = "ambiguous"
 
 
 class Oracle(ScriptedPolicy):
@@ -164,7 +164,7 @@ class Oracle(ScriptedPolicy):
         if self.opens_cases():
             yield call("open_case", payment_id=pid, category=category, line_id=line_id, note=note)
 
-    def find(self, line: dict[str, Any], payer_id: str) -> Plan:
+    def find(self, line: dict[str, Any], payer_id: str) -> Generator[Action, dict[str, Any], dict[str, Any] | Literal["ambiguous"] | None]:
         """The line's claim (an item dict), ``AMBIGUOUS`` or ``None`` (no claim)."""
         hits: list[dict[str, Any]] = []
         if line["claim_ref"]:
