@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any
 
 from backoffice.envs.core.canonical import dumps, loads
-from backoffice.envs.core.release import is_generated_id
 from backoffice.training.policies.base import Action, Policy
 
 Message = dict[str, Any]
@@ -170,7 +169,7 @@ def system_prompt(env: Any) -> str:
     task = unwrapped.task
     if task is None:
         raise RuntimeError("call env.reset() before system_prompt(env)")
-    limit = getattr(unwrapped, "_limit", None)
+    limit = getattr(unwrapped, "step_limit", None)
     return build_system_prompt(task.brief(), unwrapped.tool_specs(format="function"), limit,
                                _description_section(type(unwrapped).__doc__ or ""))
 
@@ -372,12 +371,8 @@ def run_episode(env: Any, chat: ChatFn | ChatAgent, task_id: str | None = None, 
     after the transcript so far is written; the episode is then left unfinished.
     """
     unwrapped = env.unwrapped
-    options = None
-    if task_id is not None:
-        options = {"task_id": task_id}
-        if seed is None and not is_generated_id(task_id):
-            seed = unwrapped.release.task(task_id).seed
-    obs, info = env.reset(seed=seed, options=options)
+    kwargs = unwrapped.reset_args(task_id, seed) if task_id is not None else {"seed": seed, "options": None}
+    obs, info = env.reset(**kwargs)
     agent = chat if isinstance(chat, ChatAgent) else ChatAgent(chat)
     agent.reset(obs, info, system=system_prompt(env))
     if transcript_path is None and getattr(unwrapped, "trace_path", None) is not None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from backoffice.envs.core.release import is_generated_id
 from backoffice.training.policies.base import Policy
 
 
@@ -31,12 +30,8 @@ def run_episode(env: Any, policy: Policy, task_id: str | None = None, seed: int 
     the task's own seed is used so the episode id is stable.
     """
     unwrapped = env.unwrapped
-    options = None
-    if task_id is not None:
-        options = {"task_id": task_id}
-        if seed is None and not is_generated_id(task_id):
-            seed = unwrapped.release.task(task_id).seed
-    obs, info = env.reset(seed=seed, options=options)
+    kwargs = unwrapped.reset_args(task_id, seed) if task_id is not None else {"seed": seed, "options": None}
+    obs, info = env.reset(**kwargs)
     policy.reset(obs, info)
     observations = [obs] if keep_observations else []
     steps = 0

@@ -97,6 +97,20 @@ class BackofficeEnv(gym.Env[str, Any]):
         names = self._task.allowed_tools if (allowed_only and self._task is not None) else None
         return self.domain.toolkit.specs(names, format=format)  # type: ignore[arg-type]
 
+    def reset_args(self, task_id: str, seed: int | None = None) -> dict[str, Any]:
+        """Keyword arguments of ``reset`` that start the named task: ``options={"task_id": ...}``
+        and, unless ``seed`` is given, the released task's own seed (``None`` for a generated
+        task), so the same calls give the same episode id, trace and grade. Use it on a wrapped
+        env too: ``env.reset(**env.unwrapped.reset_args(task_id))``."""
+        if seed is None and not is_generated_id(task_id):
+            seed = self.release.task(task_id).seed
+        return {"seed": seed, "options": {"task_id": task_id}}
+
+    @property
+    def step_limit(self) -> int | None:
+        """The current episode's step limit (``None`` before the first reset)."""
+        return getattr(self, "_limit", None)
+
     @property
     def trace_path(self) -> str | None:
         """The file this env appends its trace lines to (``None``: not traced)."""
