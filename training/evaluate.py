@@ -230,32 +230,25 @@ def _noop() -> None:
     return None
 
 
-class ProcessExecutor:
-    """Runs jobs in ``workers`` local processes (``concurrent.futures``), in batches.
+class PoolExecutor:
+    """What the pooled executors share: one pool, started on the first ``__enter__`` (the
+    context is re-entrant: the CLI starts it before :func:`evaluate` enters it again) and shut
+    down on the last ``__exit__``. Subclasses say how the pool starts (:meth:`_start`)."""
 
-    Workers start on ``__enter__`` (before any progress bar thread exists, which matters for
-    ``fork``). ``mp_context`` is a :mod:`multiprocessing` start method; ``None`` uses ``fork``
-    where available (fast, and workers see whatever the parent imported).
-    """
-
-    def __init__(self, workers: int = 2, mp_context: str | None = None):
+    def __init__(self, workers: int):
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.workers = workers
-        self.mp_context = mp_context
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool: Any = None
         self._depth = 0
 
-    def __enter__(self) -> ProcessExecutor:
-        import multiprocessing
+    def _start(self) -> Any:  # pragma: no cover - interface
+        raise NotImplementedError
 
+    def __enter__(self) -> Any:
         self._depth += 1
-        if self._pool is not None:  # re-entered (the CLI starts it before evaluate() does)
-            return self
-        method = self.mp_context or ("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-        ctx = multiprocessing.get_context(method)
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
-        self._pool.submit(_noop).result()  # start the workers now
+        if self._pool is None:
+            self._pool = self._start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -264,11 +257,36 @@ class ProcessExecutor:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def imap_unordered(self, runner: Runner, jobs: Sequence[Job]) -> Iterator[bytes]:
+    def _running(self) -> Any:
         if self._pool is None:
             raise RuntimeError("use the executor as a context manager")
+        return self._pool
+
+
+class ProcessExecutor(PoolExecutor):
+    """Runs jobs in ``workers`` local processes (``concurrent.futures``), in batches.
+
+    Workers start on ``__enter__`` (before any progress bar thread exists, which matters for
+    ``fork``). ``mp_context`` is a :mod:`multiprocessing` start method; ``None`` uses ``fork``
+    where available (fast, and workers see whatever the parent imported).
+    """
+
+    def __init__(self, workers: int = 2, mp_context: str | None = None):
+        super().__init__(workers)
+        self.mp_context = mp_context
+
+    def _start(self) -> ProcessPoolExecutor:
+        import multiprocessing
+
+        method = self.mp_context or ("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+        pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context(method))
+        pool.submit(_noop).result()  # start the workers now
+        return pool
+
+    def imap_unordered(self, runner: Runner, jobs: Sequence[Job]) -> Iterator[bytes]:
+        pool = self._running()
         pending: set[Future[list[bytes]]] = {
-            self._pool.submit(runner.run_batch_encoded, batch) for batch in batches(jobs, self.workers)
+            pool.submit(runner.run_batch_encoded, batch) for batch in batches(jobs, self.workers)
         }
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from backoffice.envs.core.canonical import dumps
-from backoffice.training.evaluate import DIFF_KEY, TRACE_KEY, Job, Record, Runner, default_make_policy
+from backoffice.training.evaluate import DIFF_KEY, TRACE_KEY, Job, PoolExecutor, Record, Runner, default_make_policy
 from backoffice.training.llm import ChatAgent, EndpointError
 
 
@@ -104,32 +104,17 @@ def llm_runner(base: Runner | None, timeout: float | None = None, retries: int |
                      str(transcript_path) if transcript_path is not None else None)
 
 
-class ThreadExecutor:
+class ThreadExecutor(PoolExecutor):
     """Runs jobs in ``workers`` threads of this process (an :class:`~backoffice.training.evaluate.Executor`)."""
 
     def __init__(self, workers: int = 4):
-        if workers < 1:
-            raise ValueError("workers must be >= 1")
-        self.workers = workers
-        self._pool: ThreadPoolExecutor | None = None
-        self._depth = 0
+        super().__init__(workers)
 
-    def __enter__(self) -> ThreadExecutor:
-        self._depth += 1
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="backoffice-eval")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._depth -= 1
-        if self._depth <= 0 and self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+    def _start(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="backoffice-eval")
 
     def imap_unordered(self, runner: Runner, jobs: Sequence[Job]) -> Iterator[Record]:
-        if self._pool is None:
-            raise RuntimeError("use the executor as a context manager")
-        pending: set[Future[Record]] = {self._pool.submit(runner, job) for job in jobs}
+        pending: set[Future[Record]] = {self._running().submit(runner, job) for job in jobs}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
