@@ -28,11 +28,17 @@ def task_seed(domain: str, split: str, index: int) -> int:
     return derive_seed("backoffice-gym", domain, split, index)
 
 
-def make_task(domain: Domain, split: str, index: int) -> tuple[Task, Snapshot, dict[str, Any]]:
-    """Generate one task: its public part, its world snapshot and its answer key."""
+def make_task(domain: Domain, split: str, index: int, scale: int = 1) -> tuple[Task, Snapshot, dict[str, Any]]:
+    """Generate one task: its public part, its world snapshot and its answer key.
+
+    ``scale`` > 1 builds the same task in a world about ``scale`` times the released size (the
+    domain generator's ``scale`` option: more distractor rows, the same answer), for
+    benchmarks and stress tests; released tasks are built at scale 1."""
+    if scale < 1:
+        raise ValueError(f"scale must be >= 1, got {scale}")
     seed = task_seed(domain.name, split, index)
     tag = domain.defect_tags[index % len(domain.defect_tags)]
-    gen = domain.generate(seed, tag)
+    gen = domain.generate(seed, tag) if scale == 1 else domain.generate(seed, tag, scale=scale)
     task_id = f"{domain.prefix}-{SPLIT_LETTER[split]}{index:04d}"
     body = dict(gen.task)
     task = Task.from_json({

@@ -39,7 +39,12 @@ def dumps_ascii(obj: Any) -> str:
 
     orjson already escapes control characters, so the result only holds printable ASCII.
     """
-    text = dumps(obj).decode()
+    return ascii_text(dumps(obj))
+
+
+def ascii_text(data: bytes) -> str:
+    """Canonical JSON bytes (from :func:`dumps`) as the ASCII ``str`` :func:`dumps_ascii` gives."""
+    text = data.decode()
     if text.isascii() and "\x7f" not in text:
         return text
     return _NON_ASCII.sub(_escape, text)

@@ -72,7 +72,8 @@ class lazy:  # noqa: N801 - used like a function: grade=lazy("module:function")
 
     def __repr__(self) -> str:
         return f"lazy({self.target!r})"
-GeneratorFn = Callable[[int, str], Generated]
+#: ``generate(seed, tag)``, or ``generate(seed, tag, scale=k)`` for a world about k times larger
+GeneratorFn = Callable[..., Generated]
 
 
 def default_report_fields(key: Mapping[str, Any], grade: Mapping[str, Any]) -> dict[str, Any]:

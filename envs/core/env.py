@@ -7,9 +7,12 @@ from functools import lru_cache
 from typing import Any, ClassVar, cast
 
 import gymnasium as gym
+import numpy as np
+import orjson
+from gymnasium.utils import seeding
 
 from backoffice.envs.core.build import make_task
-from backoffice.envs.core.canonical import derive_seed, dumps, dumps_ascii, loads
+from backoffice.envs.core.canonical import ascii_text as _ascii, derive_seed, dumps, dumps_ascii, loads
 from backoffice.envs.core.domain import Domain, Episode
 from backoffice.envs.core.release import Release, Task, is_generated_id, load_release
 from backoffice.envs.core.spaces import OBS_MAX_LENGTH, ToolCallSpace, observation_space, parse_action
@@ -26,9 +29,16 @@ class UnsupportedRenderMode(ValueError, TypeError):
     passes ``render_mode="rgb_array"`` and retries without it on ``TypeError``."""
 
 
+@lru_cache(maxsize=1024)
+def _specs(domain: Domain, allowed_tools: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The tool specs of ``info["tools"]``, built once per domain and tool set: shared by every
+    reset, so read them, never mutate them."""
+    return domain.toolkit.specs(allowed_tools)
+
+
 @lru_cache(maxsize=256)
-def _generated(domain: Domain, index: int) -> tuple[Task, Snapshot, dict[str, Any]]:
-    return make_task(domain, "generated", index)
+def _generated(domain: Domain, index: int, scale: int = 1) -> tuple[Task, Snapshot, dict[str, Any]]:
+    return make_task(domain, "generated", index, scale)
 
 
 class BackofficeEnv(gym.Env[str, Any]):
@@ -76,12 +86,38 @@ class BackofficeEnv(gym.Env[str, Any]):
         self.observation_space = observation_space()
         self._trace_writer = TraceWriter(trace_path) if trace_path else None
         self._terminal_tools = self.domain.terminal_tools
-        self._specs_cache: dict[tuple[str, ...], bytes] = {}
         self._brief_cache: dict[str, str] = {}
         self._task: Task | None = None
         self._store: Store | None = None
         self._done = True
         self._last_obs = ""
+
+    # -- the numpy generator, seeded lazily ----------------------------------------------
+    # ``gymnasium.Env`` keeps its generator in ``_np_random`` (and ``_np_random_seed``); here
+    # they are properties, so ``reset(seed=s)`` only records ``s`` and the generator is built
+    # from it on first use: by a reset without a seed, ``env.np_random`` or Gymnasium's checker.
+    _rng: np.random.Generator | None = None
+    _rng_seed: int | None = None
+    _rng_seed_used: int | None = None
+
+    @property  # type: ignore[override]
+    def _np_random(self) -> np.random.Generator | None:
+        if self._rng is None and self._rng_seed is not None:
+            self._rng, self._rng_seed_used = seeding.np_random(self._rng_seed)
+            self._rng_seed = None
+        return self._rng
+
+    @_np_random.setter
+    def _np_random(self, value: np.random.Generator | None) -> None:
+        self._rng, self._rng_seed = value, None
+
+    @property  # type: ignore[override]
+    def _np_random_seed(self) -> int | None:
+        return self._rng_seed if self._rng is None and self._rng_seed is not None else self._rng_seed_used
+
+    @_np_random_seed.setter
+    def _np_random_seed(self, value: int | None) -> None:
+        self._rng_seed_used = value
 
     # -- helpers ---------------------------------------------------------------------------
     def _sample_vocabulary(self) -> list[str]:
@@ -134,9 +170,10 @@ class BackofficeEnv(gym.Env[str, Any]):
         return list(self._trace)
 
     def accepted_options(self) -> tuple[str, ...]:
-        """The keys ``reset(options=...)`` accepts: ``task_id``, ``generate`` and the domain's
-        task aliases (e.g. sufficiency's ``case_id``)."""
-        return ("task_id", "generate", *self.domain.task_aliases)
+        """The keys ``reset(options=...)`` accepts: ``task_id``, ``generate`` (with ``scale``:
+        the world about that many times the released size) and the domain's task aliases (e.g.
+        sufficiency's ``case_id``)."""
+        return ("task_id", "generate", "scale", *self.domain.task_aliases)
 
     def _pick_task(self, seed: int, options: Mapping[str, Any]) -> tuple[Task, Snapshot, str, dict[str, Any] | None]:
         unknown = sorted(str(k) for k in options if k not in self.accepted_options())
@@ -147,16 +184,23 @@ class BackofficeEnv(gym.Env[str, Any]):
             raise ValueError(f"reset options {named} each name a task: give one")
         if named and named[0] != "task_id":
             options = {"task_id": self._task_id_for(named[0], options[named[0]])}
+        scale = options.get("scale", 1)
+        if not isinstance(scale, int) or isinstance(scale, bool) or scale < 1:
+            raise ValueError(f"reset option scale must be an int >= 1, got {scale!r}")
         if "task_id" in options:
             task_id = str(options["task_id"])
             if is_generated_id(task_id):
-                return self._generated_task(int(task_id.rsplit("-G", 1)[1]))
+                return self._generated_task(int(task_id.rsplit("-G", 1)[1]), scale)
+            if scale != 1:
+                raise ValueError("reset option scale applies to generated tasks only (released tasks are at scale 1)")
             task = self.release.task(task_id)
             snap = self.release.snapshot(task.snapshot_id)
             return task, snap, self.release.checked_hash(task_id), None
         if self.split == "generated" or "generate" in options:
             index = int(options.get("generate", derive_seed("generated", seed) % 1_000_000_000))
-            return self._generated_task(index)
+            return self._generated_task(index, scale)
+        if scale != 1:
+            raise ValueError("reset option scale applies to generated tasks only (released tasks are at scale 1)")
         ids = self.release.split_ids[self.split]
         task = self.release.task(ids[derive_seed("pick", self.split, seed) % len(ids)])
         return task, self.release.snapshot(task.snapshot_id), self.release.checked_hash(task.task_id), None
@@ -170,8 +214,8 @@ class BackofficeEnv(gym.Env[str, Any]):
             raise ValueError(f"{alias}={value!r} names {found} in the {'/'.join(splits)} split of {self.domain.name}")
         return hits[0]
 
-    def _generated_task(self, index: int) -> tuple[Task, Snapshot, str, dict[str, Any]]:
-        task, snap, key = _generated(self.domain, index)
+    def _generated_task(self, index: int, scale: int = 1) -> tuple[Task, Snapshot, str, dict[str, Any]]:
+        task, snap, key = _generated(self.domain, index, scale)
         return task, snap, snap.content_hash(), key
 
     # -- gymnasium API ---------------------------------------------------------------------
@@ -182,7 +226,11 @@ class BackofficeEnv(gym.Env[str, Any]):
 
         ``info["snapshot_hash"]`` is the content hash of the restored state, computed (once per
         loaded snapshot) and checked against the release manifest."""
-        super().reset(seed=seed)
+        if seed is not None:
+            # Env.reset(seed=...) would build a new numpy generator on every reset (~15 us);
+            # this env only draws from it when reset without a seed, so it is built then
+            self._rng_seed = seed
+            self._rng = None
         options = options or {}
         episode_seed = int(seed) if seed is not None else int(self.np_random.integers(2**31 - 1))
         task, snapshot, snapshot_hash, key = self._pick_task(episode_seed, options)
@@ -207,13 +255,11 @@ class BackofficeEnv(gym.Env[str, Any]):
         if obs is None:
             obs = self._brief_cache.setdefault(task.task_id, dumps_ascii(task.brief()))
         self._last_obs = obs
-        specs = self._specs_cache.get(task.allowed_tools)
-        if specs is None:
-            specs = self._specs_cache.setdefault(task.allowed_tools, dumps(self.domain.toolkit.specs(task.allowed_tools)))
         info = {
             "task_id": task.task_id, "seed": episode_seed, "split": task.split,
             "episode_id": self._episode_id, "snapshot_hash": snapshot_hash,
-            "allowed_tools": list(task.allowed_tools), "tools": loads(specs), "max_steps": self._limit,
+            "allowed_tools": list(task.allowed_tools), "tools": _specs(self.domain, task.allowed_tools),
+            "max_steps": self._limit,
         }
         return obs, info
 
@@ -227,24 +273,31 @@ class BackofficeEnv(gym.Env[str, Any]):
         clock_row = store._current("clock", "clock") if store.has_table("clock") else None
         clock = clock_row["now"] if clock_row else None
         tool, args, problem = parse_action(action)
+        args_json = b"null"
         if problem is None:
             try:
-                dumps(args)  # lone surrogates, >64-bit ints, non-str keys: not JSON, so not an action
+                # lone surrogates, >64-bit ints, non-str keys: not JSON, so not an action
+                args_json = dumps(args)
             except Exception:
                 problem = "args are not representable as JSON"
+        payload: bytes | None = None
         if problem is not None:
             result = error("invalid_action", problem)
             changed: list[str] = []
             tool = tool if isinstance(tool, str) and len(tool) <= 200 else None
             args = None
+            args_json = b"null"
         else:
             self._ctx.step = self._steps
             args = dict(args)
-            result, changed = self.domain.toolkit.call(self._ctx, tool, args, self._allowed)  # type: ignore[arg-type]
+            result, payload, changed = self.domain.toolkit.call_encoded(self._ctx, tool, args, self._allowed)  # type: ignore[arg-type]
         ok = result["status"] == "ok"
         terminated = ok and tool in self._terminal_tools
         truncated = not terminated and self._steps >= self._limit
-        obs = dumps_ascii(result)
+        # the step's one serialisation of the result (``payload``) is spliced into the
+        # observation and the trace line as a pre-serialised fragment
+        shown = orjson.Fragment(payload) if payload is not None else None
+        obs = _ascii(dumps({"result": shown, "status": "ok"}) if ok else dumps(result))
         if len(obs) > OBS_MAX_LENGTH:
             obs = dumps_ascii({"status": result["status"], "message": "result too large to show; the call was applied", "result": None})
         record = {
@@ -279,7 +332,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         if self.reward_mode == "shaped":
             reward = shaping
         if self._trace_writer is not None:
-            self._trace_writer.write(record)
+            self._trace_writer.write({**record, "args": orjson.Fragment(args_json), "result": shown if ok else result})
             if self._done:
                 self._trace_writer.flush()
         self._last_obs = obs

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from backoffice.envs.core.canonical import dumps, loads
 
@@ -55,6 +55,32 @@ class ToolArgs(BaseModel):
 
 class NoArgs(ToolArgs):
     """No arguments."""
+
+
+#: the rows a list tool returns per call unless the agent asks for fewer (``limit``)
+PAGE_SIZE = 50
+#: the most rows one call of a list tool returns
+MAX_PAGE_SIZE = 200
+
+
+class PageArgs(ToolArgs):
+    """Arguments of a paginated list tool (subclass it to add filters): ``limit`` rows per page
+    and the ``cursor`` returned by the previous page."""
+
+    limit: int = Field(PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE, description=f"Rows per page (default {PAGE_SIZE}, at most {MAX_PAGE_SIZE}).")
+    cursor: str | None = Field(None, max_length=200, description="The next_cursor of the previous page; omit for the first page.")
+
+
+def page(store: Store, table: str, args: PageArgs, where: Callable[[dict[str, Any]], bool] | None = None,
+         **equals: Any) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of ``store.select(table, where, **equals)`` in id order: the rows after
+    ``args.cursor`` (an id), at most ``args.limit`` of them, and the cursor of the next page
+    (the last id returned when more rows remain, else ``None``)."""
+    rows = store.select(table, where, after=args.cursor, limit=args.limit + 1, **equals)
+    if len(rows) > args.limit:
+        rows = rows[: args.limit]
+        return rows, rows[-1]["id"]
+    return rows, None
 
 
 class ToolError(Exception):
@@ -176,30 +202,40 @@ class Toolkit:
         ``{"status": "error", "code": ..., "message": ...}``; on error the store is unchanged.
         Never raises for anything in ``name`` or ``args``.
         """
+        result, _, changed = self.call_encoded(ctx, name, args, allowed)
+        return result, changed
+
+    def call_encoded(self, ctx: ToolContext, name: str, args: Any,
+                     allowed: frozenset[str]) -> tuple[dict[str, Any], bytes | None, list[str]]:
+        """:meth:`call`, also returning the canonical JSON of an ok call's ``result`` value
+        (``None`` for an error): the one serialisation of the step, which the env reuses for
+        the observation and the trace line."""
         tool = self.tools.get(name)
         if tool is None:
-            return error("unknown_tool", f"no tool named {name[:80]!r}; available: {', '.join(sorted(allowed))}"), []
+            return error("unknown_tool", f"no tool named {name[:80]!r}; available: {', '.join(sorted(allowed))}"), None, []
         if name not in allowed:
-            return error("tool_not_allowed", f"{name} is not allowed in this task"), []
+            return error("tool_not_allowed", f"{name} is not allowed in this task"), None, []
         if not isinstance(args, dict):
-            return error("invalid_args", "args must be a JSON object"), []
+            return error("invalid_args", "args must be a JSON object"), None, []
         try:
             parsed = tool.args_model.model_validate(args)
         except ValidationError as exc:
-            return error("invalid_args", _validation_message(exc)), []
+            return error("invalid_args", _validation_message(exc)), None, []
         store = ctx.store
         store.begin()
         try:
             value = tool.fn(ctx, parsed)
-            # Results are plain JSON; round-tripping also copies, so no caller shares store rows.
-            value = loads(dumps(value))
+            # Results are plain JSON: serialised once (which also rejects what is not JSON) and
+            # parsed back, so no caller shares (or can mutate) a store row.
+            payload = dumps(value)
+            value = loads(payload)
         except ToolError as exc:
             store.rollback()
-            return error(exc.code, exc.message, **exc.details), []
+            return error(exc.code, exc.message, **exc.details), None, []
         except Exception as exc:  # a tool bug must never escape step(): report it as data
             store.rollback()
-            return error("internal_error", f"{type(exc).__name__} in {name}"), []
-        return {"status": "ok", "result": value}, store.commit()
+            return error("internal_error", f"{type(exc).__name__} in {name}"), None, []
+        return {"status": "ok", "result": value}, payload, store.commit()
 
 
 def require_row(store: Store, table: str, rid: str, message: str | None = None) -> dict[str, Any]:
