@@ -13,7 +13,7 @@ from typing import Any
 
 from backoffice.envs.core.canonical import derive_seed, dumps, hash_obj
 from backoffice.envs.core.domain import Domain
-from backoffice.envs.core.release import FILES, SPLITS, Task, read_jsonl_gz, write_jsonl_gz
+from backoffice.envs.core.release import BLOCK_SIZE, BLOCKED_FILES, FILES, SPLITS, Task, read_jsonl_gz, write_jsonl_gz
 from backoffice.envs.core.store import Snapshot
 
 SPLIT_LETTER = {"train": "T", "heldout": "H", "generated": "G"}
@@ -79,11 +79,12 @@ def build_release(domain: Domain, out_dir: Path, progress: Callable[[int], None]
                 progress(1)
     folder = out_dir / domain.name
     folder.mkdir(parents=True, exist_ok=True)
-    digests = {
-        "tasks.jsonl.gz": write_jsonl_gz(folder / "tasks.jsonl.gz", tasks),
-        "snapshots.jsonl.gz": write_jsonl_gz(folder / "snapshots.jsonl.gz", snaps),
-        "keys.jsonl.gz": write_jsonl_gz(folder / "keys.jsonl.gz", keys),
-    }
+    digests, blocks = {}, {}
+    for name, records in (("tasks.jsonl.gz", tasks), ("snapshots.jsonl.gz", snaps), ("keys.jsonl.gz", keys)):
+        size = BLOCK_SIZE if name in BLOCKED_FILES else None
+        digests[name], offsets = write_jsonl_gz(folder / name, records, block_size=size)
+        if offsets is not None:
+            blocks[name] = {"size": size, "offsets": offsets}
     manifest = {
         "release": RELEASE_VERSION,
         "domain": domain.name,
@@ -91,6 +92,7 @@ def build_release(domain: Domain, out_dir: Path, progress: Callable[[int], None]
         "splits": {s: domain.sizes[s] for s in SPLITS},
         "defect_tags": list(domain.defect_tags),
         "files": digests,
+        "blocks": blocks,
         "tasks": entries,
     }
     (folder / "manifest.json").write_bytes(dumps(manifest) + b"\n")

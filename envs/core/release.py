@@ -13,6 +13,7 @@ Loaded releases and snapshots are cached per process so that every environment s
 from __future__ import annotations
 
 import gzip
+import io
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -77,13 +78,34 @@ def seeds_root() -> Path:
     return Path(str(resources.files("backoffice.seeds")))
 
 
-def write_jsonl_gz(path: Path, records: list[Any]) -> str:
-    """Write canonical JSONL, gzip'd reproducibly (mtime 0); return the digest of the content."""
-    data = b"".join(dumps(r) + b"\n" for r in records)
-    with open(path, "wb") as fh:
-        with gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0, compresslevel=9) as gz:
-            gz.write(data)
-    return hash_obj(data.decode())
+#: records per gzip member of the blocked files (snapshots, keys): a process that touches one
+#: task decompresses and parses one block, not the whole file
+BLOCK_SIZE = 32
+BLOCKED_FILES = ("snapshots.jsonl.gz", "keys.jsonl.gz")
+
+
+def _gzip(data: bytes) -> bytes:
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
+        gz.write(data)
+    return buf.getvalue()
+
+
+def write_jsonl_gz(path: Path, records: list[Any], block_size: int | None = None) -> tuple[str, list[int] | None]:
+    """Write canonical JSONL, gzip'd reproducibly (mtime 0); return the digest of the content and,
+    with ``block_size``, the byte offsets of its gzip members (one per ``block_size`` records, plus
+    the end of the file), which any gzip reader reads as one stream."""
+    lines = [dumps(r) + b"\n" for r in records]
+    data = b"".join(lines)
+    if block_size is None:
+        path.write_bytes(_gzip(data))
+        return hash_obj(data.decode()), None
+    offsets, members = [0], []
+    for start in range(0, len(lines), block_size):
+        members.append(_gzip(b"".join(lines[start:start + block_size])))
+        offsets.append(offsets[-1] + len(members[-1]))
+    path.write_bytes(b"".join(members))
+    return hash_obj(data.decode()), offsets
 
 
 def read_jsonl_gz(path: Path) -> Iterator[Any]:
@@ -91,6 +113,14 @@ def read_jsonl_gz(path: Path) -> Iterator[Any]:
         for line in fh:
             if line.strip():
                 yield loads(line)
+
+
+def read_block(path: Path, offsets: list[int], block: int) -> list[Any]:
+    """The records of one gzip member (``block``) of a file written with ``block_size``."""
+    with open(path, "rb") as fh:
+        fh.seek(offsets[block])
+        raw = fh.read(offsets[block + 1] - offsets[block])
+    return [loads(line) for line in gzip.decompress(raw).splitlines() if line.strip()]
 
 
 class Release:
@@ -115,9 +145,16 @@ class Release:
         self.snapshot_hashes: dict[str, str] = {
             t["task_id"]: t["snapshot_hash"] for t in self.manifest["tasks"]
         }
+        self._blocks: dict[str, dict[str, Any]] = self.manifest.get("blocks", {})
         self._raw_snapshots: dict[str, Any] | None = None
         self._snapshots: dict[str, Snapshot] = {}
-        self._keys: dict[str, dict[str, Any]] | None = None
+        self._keys: dict[str, dict[str, Any]] = {}
+        self._all_keys_read = False
+        # the position of each snapshot and task in the files (written in manifest order)
+        self._snapshot_pos: dict[str, int] = {}
+        for entry in self.manifest["tasks"]:
+            self._snapshot_pos.setdefault(entry["snapshot_id"], len(self._snapshot_pos))
+        self._task_pos = {entry["task_id"]: i for i, entry in enumerate(self.manifest["tasks"])}
 
     def task(self, task_id: str) -> Task:
         try:
@@ -126,15 +163,26 @@ class Release:
             raise KeyError(f"unknown task id {task_id!r} in the {self.domain} release") from None
 
     def snapshot(self, snapshot_id: str) -> Snapshot:
+        """One snapshot, parsed on first use (with its block of the file) and then shared."""
         snap = self._snapshots.get(snapshot_id)
         if snap is None:
             if self._raw_snapshots is None:
-                self._raw_snapshots = {
-                    r["snapshot_id"]: r["tables"] for r in read_jsonl_gz(self.path / "snapshots.jsonl.gz")
-                }
-            snap = Snapshot(snapshot_id, self._raw_snapshots[snapshot_id])
+                self._raw_snapshots = {}
+            if snapshot_id not in self._raw_snapshots:
+                records = self._read("snapshots.jsonl.gz", "snapshot_id", self._snapshot_pos.get(snapshot_id))
+                self._raw_snapshots.update((sid, r["tables"]) for sid, r in records.items() if sid not in self._snapshots)
+            snap = Snapshot(snapshot_id, self._raw_snapshots.pop(snapshot_id))
             self._snapshots[snapshot_id] = snap
         return snap
+
+    def _read(self, name: str, id_field: str, position: int | None) -> dict[str, Any]:
+        """The records of ``name`` by ``id_field``: the block holding ``position`` when the file
+        is blocked (and ``position`` known), else the whole file."""
+        blocks = self._blocks.get(name)
+        if blocks is None or position is None:
+            return {r[id_field]: r for r in read_jsonl_gz(self.path / name)}
+        records = read_block(self.path / name, blocks["offsets"], position // blocks["size"])
+        return {r[id_field]: r for r in records}
 
     def checked_hash(self, task_id: str) -> str:
         """The content hash of ``task_id``'s snapshot, computed from its rows (once per loaded
@@ -150,10 +198,18 @@ class Release:
         return computed
 
     def answer_key(self, task_id: str) -> dict[str, Any]:
-        """The answer key of a task. Only graders and reports call this."""
-        if self._keys is None:
-            self._keys = {r["task_id"]: r for r in read_jsonl_gz(self.path / "keys.jsonl.gz")}
-        return self._keys[task_id]
+        """The answer key of a task (its block of the keys file is parsed on first use). Only
+        graders and reports call this."""
+        key = self._keys.get(task_id)
+        if key is None:
+            position = self._task_pos.get(task_id)
+            if "keys.jsonl.gz" in self._blocks and position is not None:
+                self._keys.update(self._read("keys.jsonl.gz", "task_id", position))
+            elif not self._all_keys_read:
+                self._keys.update({r["task_id"]: r for r in read_jsonl_gz(self.path / "keys.jsonl.gz")})
+                self._all_keys_read = True
+            key = self._keys[task_id]
+        return key
 
 
 @cache
