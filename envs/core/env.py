@@ -86,7 +86,8 @@ class BackofficeEnv(gym.Env[str, Any]):
         self.observation_space = observation_space()
         self._trace_writer = TraceWriter(trace_path) if trace_path else None
         self._terminal_tools = self.domain.terminal_tools
-        self._brief_cache: dict[str, str] = {}
+        self._brief_cache: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._last_result: dict[str, Any] = {}
         self._task: Task | None = None
         self._store: Store | None = None
         self._done = True
@@ -151,6 +152,13 @@ class BackofficeEnv(gym.Env[str, Any]):
     def trace_path(self) -> str | None:
         """The file this env appends its trace lines to (``None``: not traced)."""
         return None if self._trace_writer is None else str(self._trace_writer.path)
+
+    @property
+    def last_result(self) -> dict[str, Any]:
+        """The last observation already parsed: the brief after ``reset``, the tool result
+        (``{"status": ..., "result": ...}`` or the error) after ``step``; equal to
+        ``json.loads(obs)``. Shared with the trace: read it, never mutate it."""
+        return self._last_result
 
     @property
     def task(self) -> Task | None:
@@ -251,9 +259,11 @@ class BackofficeEnv(gym.Env[str, Any]):
         self._trace: list[dict[str, Any]] = []
         self._shaped_total = 0.0
         self._done = False
-        obs = self._brief_cache.get(task.task_id)
-        if obs is None:
-            obs = self._brief_cache.setdefault(task.task_id, dumps_ascii(task.brief()))
+        cached = self._brief_cache.get(task.task_id)
+        if cached is None:
+            brief = task.brief()
+            cached = self._brief_cache.setdefault(task.task_id, (dumps_ascii(brief), brief))
+        obs, self._last_result = cached
         self._last_obs = obs
         info = {
             "task_id": task.task_id, "seed": episode_seed, "split": task.split,
@@ -298,8 +308,10 @@ class BackofficeEnv(gym.Env[str, Any]):
         # observation and the trace line as a pre-serialised fragment
         shown = orjson.Fragment(payload) if payload is not None else None
         obs = _ascii(dumps({"result": shown, "status": "ok"}) if ok else dumps(result))
+        self._last_result = result
         if len(obs) > OBS_MAX_LENGTH:
-            obs = dumps_ascii({"status": result["status"], "message": "result too large to show; the call was applied", "result": None})
+            self._last_result = {"status": result["status"], "message": "result too large to show; the call was applied", "result": None}
+            obs = dumps_ascii(self._last_result)
         record = {
             "episode_id": self._episode_id, "domain": self.domain.name, "task_id": self._task.task_id,
             "seed": self._seed, "step": self._steps, "clock": clock, "tool": tool, "args": args,

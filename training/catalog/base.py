@@ -139,14 +139,15 @@ class CatalogAgent:
         self._mask: np.ndarray | None = None
         self._started = False
 
-    def reset(self, obs: str, info: Mapping[str, Any]) -> None:
-        """Start an episode from the native reset observation (the brief) and ``info``."""
+    def reset(self, obs: str, info: Mapping[str, Any], parsed: Mapping[str, Any] | None = None) -> None:
+        """Start an episode from the native reset observation (the brief) and ``info``;
+        ``parsed`` is the observation already parsed (the native env's ``last_result``)."""
         self._taken[:] = 0.0
         self._steps = 0
         self._last_error = 0.0
         self._pending = None
         self._mask = None
-        self.spec.reset(loads(obs), info)
+        self.spec.reset(dict(parsed) if parsed is not None else loads(obs), info)
         self._started = True
 
     def native_action(self, action: Any) -> dict[str, Any] | str:
@@ -168,11 +169,12 @@ class CatalogAgent:
         self._pending = (index, call)
         return call
 
-    def update(self, obs: str) -> None:
-        """Take in the native observation that answered the last :meth:`native_action`."""
+    def update(self, obs: str, parsed: dict[str, Any] | None = None) -> None:
+        """Take in the native observation that answered the last :meth:`native_action`
+        (``parsed``: the same already parsed, the native env's ``last_result``, read-only)."""
         self._steps += 1
         self._mask = None
-        result = loads(obs)
+        result = parsed if parsed is not None else loads(obs)
         self._last_error = 1.0 if result.get("status") != "ok" else 0.0
         if self._pending is not None:
             index, call = self._pending

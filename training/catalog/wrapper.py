@@ -42,6 +42,9 @@ class CatalogEnv(gym.Wrapper[np.ndarray, np.int64, str, Any]):
     def __init__(self, env: gym.Env, spec: CatalogSpec, task_ids: Sequence[str] | None = None):
         super().__init__(env)
         native = cast("BackofficeEnv", env.unwrapped)
+        #: the native env under any wrappers: its ``last_result`` is the parsed observation
+        self.native = native
+        self._next_seed: int | None = None
         # the feature scale of step_fraction: the catalog's limit, whatever the native env's
         self.agent = CatalogAgent(spec, max_steps=spec.max_steps or native.domain.default_max_steps)
         self.task_ids = tuple(task_ids) if task_ids else ()
@@ -50,22 +53,23 @@ class CatalogEnv(gym.Wrapper[np.ndarray, np.int64, str, Any]):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         options = dict(options or {})
-        native = self.env.unwrapped
+        native = self.native
         if seed is None:
-            # chain from the native generator, re-seeded by every reset below: deterministic
-            # after one seeded reset, as SB3 vector envs do
-            seed = int(native.np_random.integers(2**31 - 1))
+            # a seed chain: deterministic after one seeded reset, as SB3 vector envs expect
+            # (the first unseeded reset draws from the native generator)
+            seed = self._next_seed if self._next_seed is not None else int(native.np_random.integers(2**31 - 1))
+        self._next_seed = derive_seed("catalog-chain", seed) % (2**31 - 1)
         if self.task_ids and "task_id" not in options and "generate" not in options:
             options["task_id"] = self.task_ids[derive_seed("catalog-pick", seed) % len(self.task_ids)]
         obs, info = self.env.reset(seed=seed, options=options)
-        self.agent.reset(obs, info)
+        self.agent.reset(obs, info, parsed=native.last_result)
         info["action_mask"] = self.action_masks().astype(np.int8)
         return self.agent.observation(), info
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         native_action = self.agent.native_action(action)
         obs, reward, terminated, truncated, info = self.env.step(native_action)
-        self.agent.update(obs)
+        self.agent.update(obs, parsed=self.native.last_result)
         info["action_mask"] = self.action_masks().astype(np.int8)
         return self.agent.observation(), reward, terminated, truncated, info
 
