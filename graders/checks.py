@@ -112,7 +112,11 @@ def select(spec: Mapping[str, Any], episode: Episode) -> list[dict[str, Any]]:
         got = (state.get(table, rid) for rid in named)
         rows = [r for r in got if r is not None and matches(r, spec["where"])]
     else:
-        rows = state.rows(table, where=lambda r: matches(r, spec.get("where")))
+        # plain-valued fields of ``where`` go to the store's indexes; the rest filter the hits
+        where = spec.get("where") or {}
+        equals = {k: v for k, v in where.items() if isinstance(v, _PLAIN)}
+        rest = {k: v for k, v in where.items() if k not in equals}
+        rows = state.select_where(table, equals, (lambda r: matches(r, rest)) if rest else None)
     if spec.get("created_only"):
         created = set(episode.diff.get(table, NO_CHANGES).get("created", ()))
         rows = [r for r in rows if r["id"] in created]

@@ -255,6 +255,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         if self.time_limit:  # gym.make(..., max_episode_steps=n): end (and grade) where TimeLimit cuts
             self._limit = min(self._limit, self.time_limit)
         self._ctx = ToolContext(self._store, task, 0)
+        self._has_clock = self._store.has_table("clock")
         self._steps = 0
         self._trace: list[dict[str, Any]] = []
         self._shaped_total = 0.0
@@ -280,7 +281,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         store = self._store
         assert store is not None
         self._steps += 1
-        clock_row = store._current("clock", "clock") if store.has_table("clock") else None
+        clock_row = store._current("clock", "clock") if self._has_clock else None
         clock = clock_row["now"] if clock_row else None
         tool, args, problem = parse_action(action)
         args_json = b"null"

@@ -91,12 +91,19 @@ def _register_shared_memory() -> None:
 _register_shared_memory()
 
 
+_ACTION_KEYS = frozenset(("tool", "args"))
+
+
 def parse_action(action: Any) -> tuple[str | None, Any, str | None]:
     """Split an action into ``(tool, args, problem)``; ``problem`` is ``None`` when well formed.
 
     Accepts ``{"tool": str, "args": dict}`` (``args`` may be omitted) or the same as JSON
     ``str``/``bytes``. Never raises.
     """
+    if type(action) is dict and action.keys() <= _ACTION_KEYS:  # the common case, checked fast
+        tool, args = action.get("tool"), action.get("args", {})
+        if type(tool) is str and tool and type(args) is dict:
+            return tool, args, None
     if isinstance(action, (str, bytes)):
         if len(action) > ACTION_MAX_BYTES:
             return None, None, f"action longer than {ACTION_MAX_BYTES} characters"

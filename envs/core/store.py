@@ -179,7 +179,7 @@ class Store:
 
     def commit(self) -> list[str]:
         """Keep the writes since :meth:`begin`; return the ``table:id`` keys they touched."""
-        touched = sorted(set(self._touched))
+        touched = sorted(set(self._touched)) if self._touched else []
         self._undo = None
         self._touched = []
         return touched
@@ -278,7 +278,14 @@ class Store:
 
         With an equality field this reads a lazy secondary index of the snapshot merged with
         the episode's writes: O(matching rows + rows written). Without one it scans the table.
+        (:meth:`select_where` takes the equalities as a mapping, for field names such as
+        ``limit`` that are also parameters here.)
         """
+        return self.select_where(table, equals, where, after=after, limit=limit)
+
+    def select_where(self, table: str, equals: Mapping[str, Any], where: Where | None = None, *,
+                     after: str | None = None, limit: int | None = None) -> list[Row]:
+        """:meth:`select` with the ``field: value`` equalities given as a mapping."""
         base = self._base(table)
         ids = self._candidates(table, equals)
         if ids is None:
