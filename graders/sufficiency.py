@@ -47,6 +47,7 @@ from datetime import date
 from typing import Any
 
 from backoffice.envs.core.domain import Episode
+from backoffice.envs.core.store import Snapshot
 from backoffice.envs.sufficiency import FAILURE_CODES
 from backoffice.envs.sufficiency.tables import add_days
 from backoffice.graders import finalize, result
@@ -197,7 +198,7 @@ def _trail_checks(ep: Episode, cid: str, start: str) -> tuple[list[str], list[Ma
     reviewed: the rounds), and the case routed at most once. Returns the undelivered event ids,
     the route calls and the checks."""
     checks = []
-    events = [e for e in ep.state.rows("_events", case_id=cid)]
+    events = ep.state.rows("_events", case_id=cid)
     undelivered = sorted(e["id"] for e in events if not e["delivered"])
     if events:
         checks.append(result("replies_processed", "count_is", not undelivered, "event_not_processed",
@@ -233,15 +234,24 @@ def _end_checks(case: Mapping[str, Any], snap_case: Mapping[str, Any], expected:
     return end, end_ok, checks
 
 
+def _start_rows(snapshot: Snapshot, table: str, field: str, value: Any) -> list[Mapping[str, Any]]:
+    """The rows of ``table`` at the start whose ``field`` equals ``value``, by id: through the
+    snapshot's shared index (built once per snapshot), never a scan of a table that grows."""
+    rows = snapshot.table(table)
+    return [rows[rid] for rid in snapshot.index(table, field).get(value, ())]
+
+
 def grade(ep: Episode) -> dict[str, Any]:
-    """Grade one episode (pure in ``ep``)."""
+    """Grade one episode (pure in ``ep``). Reads by primary key and by indexed equality only
+    (the case's rows, its type's requirements, its applicant's held records at the start), so
+    its cost does not grow with the world's other cases."""
     key = ep.key
     expected = key["expected"]
     cid = key["case_id"]
     case = ep.state.get("cases", cid)
     assert case is not None, "the target case is never deleted (no tool deletes rows)"
-    reqs = [r for r in ep.snapshot.table("requirements").values() if r["case_type"] == case["case_type"]]
-    held = [r for r in ep.snapshot.table("held_records").values() if r["applicant_id"] == case["applicant_id"]]
+    reqs = _start_rows(ep.snapshot, "requirements", "case_type", case["case_type"])
+    held = _start_rows(ep.snapshot, "held_records", "applicant_id", case["applicant_id"])
     docs = ep.state.rows("documents", case_id=cid)
     start = ep.snapshot.table("clock")["clock"]["now"]
     rounds = [

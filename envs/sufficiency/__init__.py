@@ -111,7 +111,15 @@ class SufficiencyEnv(BackofficeEnv):
     ## Tools
     get_case, list_cases, get_requirements, list_documents, search_held_records,
     attach_held_record, request_items (pauses the SLA clock), wait (next scripted reply),
-    resume_clock, release_case, route_case, add_note, submit.
+    resume_clock, release_case, route_case, add_note, submit. The list tools (list_cases,
+    list_documents, search_held_records) return one page: ``limit`` rows (default 50, at most
+    200) after ``cursor``, and ``next_cursor`` (``None`` on the last page).
+
+    ## Scale
+    ``generate(seed, tag, scale=k)`` (``reset(options={"generate": n, "scale": k})``) builds the
+    same task in a world about k times the released size: more neighbouring cases with their
+    documents, held records, requests, notes and scripted replies, none of them the task's case or
+    applicant, so the answer key is that of scale 1 (released tasks are scale 1).
 
     ## Rules (``DOMAIN.rules``; each changes the right answer in >= 20 tasks per split)
     presence, legibility, signature, name_match, age (the validity conditions);
@@ -150,6 +158,10 @@ class SufficiencyEnv(BackofficeEnv):
       classes by replies needed and balanced, documents never issued after they were received.
       Generator 2.1.0: the task's case id is unique in the release, so
       ``reset(options={"case_id": ...})`` names a task (seed 004's ``reset(case_id, seed)``).
+    * Issue 15 (same generator output at scale 1): list_cases, list_documents and
+      search_held_records are paginated (``limit``/``cursor``, ``next_cursor``; list_cases no
+      longer counts the whole queue in ``total``); every tool and the grader read through indexes;
+      ``generate(..., scale=k)`` builds worlds k times larger.
     """
 
     domain = DOMAIN

@@ -1,4 +1,4 @@
-"""Generator of sufficiency tasks: ``generate(seed, defect_tag) -> Generated``, pure in its arguments.
+"""Generator of sufficiency tasks: ``generate(seed, defect_tag, scale=1) -> Generated``, pure in its arguments.
 
 A task is one case in an intake queue among neighbouring cases. The generator decides the
 state of every required item (valid, valid but suspicious-looking, absent, failing one
@@ -12,7 +12,8 @@ which sets the state of the items at the first review; then the case, its docume
 records, notes and neighbours are drawn, the replies scripted (:func:`_reply_script`) and the
 rounds simulated; :func:`_key` and :func:`_task` assemble the answer key and the brief. Every
 random draw happens in that order (the release is pinned to it). One attempt per task
-(``retrying(..., tries=1)``): a draw whose rounds miss the trap is a bug, not a redraw.
+(no redraw): a draw whose rounds miss the trap is a bug, not a redraw. ``scale`` k > 1 adds
+distractor cases after all of that (:func:`_scale_world`), from a stream of their own.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-from backoffice.envs.core import Generated, retrying
+from backoffice.envs.core import Generated
+from backoffice.envs.core.canonical import derive_seed
 from backoffice.envs.sufficiency.rules import assess
 from backoffice.envs.sufficiency.tables import (
     CASE_TYPES,
@@ -37,6 +39,12 @@ from backoffice.envs.sufficiency.tables import (
     requirement_rows,
     routing_rows,
 )
+
+#: the requirement rows and the routing rule of each case type (the tables never change)
+_ITEMS_BY_TYPE: dict[str, tuple[dict[str, Any], ...]] = {
+    ct: tuple(r for r in requirement_rows() if r["case_type"] == ct) for ct in sorted(CASE_TYPES)
+}
+_ROUTING_BY_TYPE: dict[str, dict[str, Any]] = {r["id"]: r for r in routing_rows()}
 
 DEFECT_TAGS = (
     "complete_on_arrival", "missing_item", "expired_document", "unsigned_document", "name_mismatch",
@@ -81,8 +89,19 @@ PARTIAL_MESSAGES = (
     "This is what I could find so far.",
     "Sending these now; I am still looking for the rest.",
 )
+#: notes on the distractor cases of a scaled world
+NEIGHBOUR_NOTES = (
+    "Applicant prefers contact by email.",
+    "Called the applicant; documents to follow.",
+    "Interpreter needed for any call.",
+    "Applicant asked about the expected decision date.",
+)
 
 MAX_ROUNDS = 5
+
+
+#: sequences drawn from as they are (``random.Random`` draws from them by index, exactly as from a list)
+_SEQUENCES = (list, tuple, range)
 
 
 class _Rng:
@@ -98,17 +117,25 @@ class _Rng:
         return self.r.random() < p
 
     def pick(self, seq: Any) -> Any:
-        seq = list(seq)
+        if not isinstance(seq, _SEQUENCES):
+            seq = list(seq)
         return seq[self.r.randrange(len(seq))]
 
     def sample(self, seq: Any, k: builtins.int) -> list[Any]:  # `int` here is the method above
-        seq = list(seq)
+        """``k`` distinct members (all if fewer). A ``range`` is sampled as it is: the same draws
+        as from its list, without building a list of every number in it."""
+        if not isinstance(seq, _SEQUENCES):
+            seq = list(seq)
         return self.r.sample(seq, min(k, len(seq)))
 
 
 # -- the world ---------------------------------------------------------------------------------
 class _World:
     """Accumulates the rows of one snapshot."""
+
+    #: whether neighbours also carry the rows of a busier desk (notes, scripted replies): only the
+    #: distractors of a scaled world (:class:`_Crowd`), never a released one
+    busy = False
 
     def __init__(self, rng: _Rng, today: str):
         self.rng = rng
@@ -137,7 +164,8 @@ class _World:
 
 
 def _items(case_type: str) -> list[dict[str, Any]]:
-    return [r for r in requirement_rows() if r["case_type"] == case_type]
+    """The requirement rows of ``case_type`` (fresh copies, in requirement order)."""
+    return [dict(r) for r in _ITEMS_BY_TYPE[case_type]]
 
 
 def _other_name(rng: _Rng, name: str) -> str:
@@ -207,7 +235,7 @@ def _neighbour(world: _World, number: int) -> None:
     name, applicant = world.person()
     cid = f"CASE-{number}"
     status = rng.pick(("in_review", "awaiting_info", "released", "in_review"))
-    routing = next(r for r in routing_rows() if r["id"] == case_type)
+    routing = _ROUTING_BY_TYPE[case_type]
     amount = rng.int(20_000, 2 * routing["senior_threshold_cents"])
     queue = decision_queue(routing, amount) if status == "released" else INTAKE_QUEUE
     opened = world.day(rng.int(5, 40))
@@ -236,6 +264,65 @@ def _neighbour(world: _World, number: int) -> None:
             "id": world.held_id(), "applicant_id": applicant, **_doc_fields(rng, req, name, world.today, None),
             "source_system": SOURCE_SYSTEMS[req["item_type"]],
         })
+    if world.busy:
+        _busy_desk(world, number, cid, name, reqs, status)
+
+
+def _busy_desk(world: _World, number: int, cid: str, name: str, reqs: list[dict[str, Any]], status: str) -> None:
+    """The rest of a distractor's file on a busier desk: now and then a note, and for a case that
+    awaits the applicant, the scripted replies to its request (never delivered to the task's case:
+    ``wait`` reads the replies of the case it is given)."""
+    rng = world.rng
+    if rng.chance(0.08):
+        world.tables["notes"].append({
+            "id": f"NT-{number}-01", "case_id": cid, "author": "intake_desk",
+            "written_at": f"{world.day(rng.int(1, 20))}T17:00:00", "text": rng.pick(NEIGHBOUR_NOTES),
+        })
+    if status != "awaiting_info":
+        return
+    by_item = {r["item_type"]: r for r in reqs}
+    day = world.today
+    for seq in range(1, rng.int(1, 2) + 1):
+        day = add_days(day, rng.int(3, 9))
+        event_id = f"EV-{number}-{seq}"
+        world.tables["_events"].append({
+            "id": event_id, "case_id": cid, "seq": seq, "at": f"{day}T{rng.int(10, 16):02d}:00:00",
+            "delivered": False, "message": rng.pick(REPLY_MESSAGES),
+        })
+        for k, item in enumerate(sorted(rng.sample(sorted(by_item), rng.int(1, 2))), start=1):
+            world.tables["_uploads"].append({
+                "id": f"UP-{number}-{seq}-{k}", "event_id": event_id,
+                **_doc_fields(rng, by_item[item], name, day, None, young=True),
+            })
+
+
+class _Crowd(_World):
+    """The distractors of a world at scale k: more neighbouring cases drawn by :func:`_neighbour`
+    (the code path of the released neighbours) into the same tables, from their own random stream
+    so that every draw of the task (and of its scale-1 world) stays as it is. Their case, applicant
+    and held record numbers have 6 digits (released neighbours have 5, the task's case 9), so no
+    distractor shares an id, an applicant or a key target pattern with the task; their applicants
+    may share a name with anyone but the task's applicant. They are *busy* (:func:`_busy_desk`)."""
+
+    busy = True
+
+    def __init__(self, world: _World, seed: int, scale: int, n: int, avoid_name: str):
+        if n > 900_000:
+            raise ValueError(f"scale {scale} needs {n} distractor cases; at most 900000 fit the 6-digit numbers")
+        self.rng = _Rng(derive_seed("sufficiency-scale", seed, scale))
+        self.today = world.today
+        self.tables = world.tables
+        self.used_names = set()
+        self.avoid_name = avoid_name
+        self.numbers = self.rng.sample(range(100_000, 1_000_000), n)
+        self.applicants = iter(self.rng.sample(range(100_000, 1_000_000), n))
+        self.held_numbers = iter(self.rng.sample(range(100_000, 1_000_000), n))  # one record at most each
+
+    def person(self) -> tuple[str, str]:
+        while True:
+            name = f"{self.rng.pick(FIRST_NAMES)} {self.rng.pick(SURNAMES)}"
+            if name != self.avoid_name:
+                return name, f"AP-{next(self.applicants)}"
 
 
 # -- the scripted replies and the simulation ---------------------------------------------------
@@ -372,7 +459,7 @@ def build_world(seed: int, tag: str) -> CaseFile:
     number = 100_000_000 + seed % 900_000_000
     case_type = rng.pick(sorted(CASE_TYPES))
     reqs = _items(case_type)
-    routing = next(r for r in routing_rows() if r["id"] == case_type)
+    routing = dict(_ROUTING_BY_TYPE[case_type])
     name, applicant = world.person()
     c = CaseFile(rng, world, tag, number, case_type, reqs, routing, name, applicant)
     c.state = {r["item_type"]: "valid" for r in reqs}
@@ -693,11 +780,13 @@ def _task(c: CaseFile) -> dict[str, Any]:
     }
 
 
-def _attempt(seed: int, defect_tag: str, attempt: int) -> Generated:
+def _attempt(seed: int, defect_tag: str, attempt: int, scale: int = 1) -> Generated:
     """One case whose trap is ``defect_tag`` (see ``DEFECT_TAGS``), with its answer key.
 
     A single attempt (``attempt`` is unused: the draw is fully determined by ``seed``); a draw
-    whose rounds do not show the trap is a generator bug (``AssertionError``), not a redraw."""
+    whose rounds do not show the trap is a generator bug (``AssertionError``), not a redraw.
+    At ``scale`` k > 1 the world gets the distractors of :func:`_scale_world` once the task, its
+    scale-1 world and its key are drawn."""
     c = build_world(seed, defect_tag)
     _shape_replies(c)
     PLANTERS[defect_tag](c)
@@ -708,16 +797,41 @@ def _attempt(seed: int, defect_tag: str, attempt: int) -> Generated:
     _write_files(c, docs, held)
     expected_queue = decision_queue(c.routing, c.amount)
     _write_note(c, expected_queue)
-    for n in c.world.numbers[1:1 + c.rng.int(3, 5)]:
+    n_neighbours = c.rng.int(3, 5)
+    for n in c.world.numbers[1:1 + n_neighbours]:
         _neighbour(c.world, n)
     rounds = _simulate(c.world, case, c.reqs, _reply_script(c))["rounds"]
     _check_shape(defect_tag, rounds, c.bad_replies)
+    key = _key(c, rounds, expected_queue)
+    if scale > 1:
+        _scale_world(c, seed, scale, n_neighbours + 1)
     snapshot = dict(c.world.tables)
     snapshot["clock"] = [{"id": "clock", "now": f"{c.today}T09:00:00"}]
-    return Generated(task=_task(c), snapshot=snapshot, key=_key(c, rounds, expected_queue))
+    return Generated(task=_task(c), snapshot=snapshot, key=key)
 
 
-generate = retrying(_attempt, DEFECT_TAGS, tries=1)
+def _scale_world(c: CaseFile, seed: int, scale: int, cases: int) -> None:
+    """Grow the world to about ``scale`` times its rows: ``(scale - 1) * cases`` more neighbouring
+    cases (``cases``: the scale-1 world's), drawn by :func:`_neighbour` for a :class:`_Crowd`,
+    with their documents, held records, requests, notes and scripted replies. None of them is
+    the task's case or its applicant's, so the answer key is that of scale 1."""
+    crowd = _Crowd(c.world, seed, scale, (scale - 1) * cases, c.name)
+    for n in crowd.numbers:
+        _neighbour(crowd, n)
+
+
+def generate(seed: int, defect_tag: str, scale: int = 1) -> Generated:
+    """One task whose trap is ``defect_tag`` (one of ``DEFECT_TAGS``), pure in its arguments.
+
+    ``scale`` k >= 1 builds the same task (the same brief and answer key, the same rows of the
+    scale-1 world) in a world about k times larger: more neighbouring cases with their
+    documents, held records, requests, notes and scripted replies, as distractors. Released
+    tasks are built at scale 1. Raises ``ValueError`` for an unknown tag or a scale below 1."""
+    if defect_tag not in DEFECT_TAGS:
+        raise ValueError(f"unknown defect tag {defect_tag!r}; choose from {', '.join(DEFECT_TAGS)}")
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
+        raise ValueError(f"scale must be an int >= 1, got {scale!r}")
+    return _attempt(seed, defect_tag, 0, scale)
 
 
 def _tags_seen(rounds: list[dict[str, Any]], world: _World, applicant: str) -> set[str]:

@@ -5,6 +5,12 @@ resume the clock, release and route the case, write notes, submit.
 Tools never judge validity for the agent: documents come back as raw fields (issue date,
 signature, name, legibility) and the agent applies the rules ``get_requirements`` returns.
 The scripted replies (``_events``, ``_uploads``) are only ever read by ``wait``, one at a time.
+
+Every read goes by primary key or through ``store.select``/``rows``/``count`` with an equality
+field (an index lookup, never a scan of a table that grows with the world), and the tools that
+list rows (``list_cases``, ``list_documents``, ``search_held_records``) return one page at a time
+(``limit``, default 50, at most 200; ``cursor``: the ``next_cursor`` of the previous page, which
+is ``None`` on the last page).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 from pydantic import Field
 
 from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit, require_row
+from backoffice.envs.core.tools import PageArgs, page
 from backoffice.envs.sufficiency.tables import INTAKE_QUEUE, RULES_TEXT, add_days, case_number, days_between
 
 toolkit = Toolkit()
@@ -39,8 +46,11 @@ def _open_case(ctx: ToolContext, case_id: str) -> dict[str, Any]:
     return case
 
 
-def _next_id(ctx: ToolContext, table: str, prefix: str) -> str:
-    n = 1 + sum(1 for rid in ctx.store.ids(table) if rid.startswith(prefix + "-"))
+def _next_id(ctx: ToolContext, table: str, prefix: str, case_id: str) -> str:
+    """The next free ``PREFIX-NN`` id of a case's rows in ``table``. Every row whose id starts
+    with ``PREFIX-`` (the case's number) belongs to the case and the other way round, so the
+    case's rows are counted through the ``case_id`` index rather than by scanning every id."""
+    n = 1 + ctx.store.count(table, case_id=case_id)
     while ctx.store.exists(table, f"{prefix}-{n:02d}"):
         n += 1
     return f"{prefix}-{n:02d}"
@@ -67,15 +77,17 @@ def get_case(ctx: ToolContext, args: CaseArgs) -> dict:
     return _case_view(ctx, _case(ctx, args.case_id))
 
 
-class ListCasesArgs(ToolArgs):
+class ListCasesArgs(PageArgs):
     queue: str = Field(INTAKE_QUEUE, description="Queue to list, e.g. intake.", max_length=40)
 
 
 @toolkit.tool(writes=False)
 def list_cases(ctx: ToolContext, args: ListCasesArgs) -> dict:
-    """List the cases in one queue (summaries, at most 20, by id)."""
-    rows = ctx.store.rows("cases", queue=args.queue)
-    return {"queue": args.queue, "cases": [{k: r.get(k) for k in _CASE_SUMMARY} for r in rows[:20]], "total": len(rows)}
+    """List the cases in one queue (summaries by id), one page at a time: at most ``limit``
+    cases (default 50, at most 200) and ``next_cursor``, the ``cursor`` that fetches
+    the next page (``None`` on the last page)."""
+    rows, cursor = page(ctx.store, "cases", args, queue=args.queue)
+    return {"queue": args.queue, "cases": [{k: r.get(k) for k in _CASE_SUMMARY} for r in rows], "next_cursor": cursor}
 
 
 class RequirementsArgs(ToolArgs):
@@ -94,16 +106,22 @@ def get_requirements(ctx: ToolContext, args: RequirementsArgs) -> dict:
     return {"case_type": args.case_type, "items": items, "routing": routing, "rules": RULES_TEXT}
 
 
+class ListDocumentsArgs(PageArgs):
+    case_id: str = _CASE_ID
+
+
 @toolkit.tool(writes=False)
-def list_documents(ctx: ToolContext, args: CaseArgs) -> dict:
-    """List every document on a case with its raw fields: item_type, issued_on, signed,
-    name_on_document, legible, source (applicant or held_record), received_at, review_round."""
+def list_documents(ctx: ToolContext, args: ListDocumentsArgs) -> dict:
+    """List the documents on a case with their raw fields: item_type, issued_on, signed,
+    name_on_document, legible, source (applicant or held_record), received_at, review_round.
+    One page at a time, by id: at most ``limit`` documents (default 50, at most 200) and
+    ``next_cursor``, the ``cursor`` that fetches the next page (``None`` on the last page)."""
     _case(ctx, args.case_id)
-    docs = ctx.store.rows("documents", case_id=args.case_id)
-    return {"case_id": args.case_id, "now": ctx.now, "documents": [_doc_view(d) for d in docs]}
+    docs, cursor = page(ctx.store, "documents", args, case_id=args.case_id)
+    return {"case_id": args.case_id, "now": ctx.now, "documents": [_doc_view(d) for d in docs], "next_cursor": cursor}
 
 
-class HeldSearchArgs(ToolArgs):
+class HeldSearchArgs(PageArgs):
     case_id: str = _CASE_ID
     item_type: str | None = Field(None, description="Only records of this item type.", max_length=60)
 
@@ -111,12 +129,15 @@ class HeldSearchArgs(ToolArgs):
 @toolkit.tool(writes=False)
 def search_held_records(ctx: ToolContext, args: HeldSearchArgs) -> dict:
     """Search the records the organisation already holds about the case's applicant
-    (optionally of one item type). Records are not on the case until attached."""
+    (optionally of one item type). Records are not on the case until attached. One page at a
+    time, by id: at most ``limit`` records (default 50, at most 200) and ``next_cursor``, the
+    ``cursor`` that fetches the next page (``None`` on the last page)."""
     case = _case(ctx, args.case_id)
-    rows = ctx.store.rows("held_records", applicant_id=case["applicant_id"])
-    if args.item_type is not None:
-        rows = [r for r in rows if r["item_type"] == args.item_type]
-    return {"case_id": args.case_id, "applicant_id": case["applicant_id"], "records": rows}
+    if args.item_type is None:
+        rows, cursor = page(ctx.store, "held_records", args, applicant_id=case["applicant_id"])
+    else:
+        rows, cursor = page(ctx.store, "held_records", args, applicant_id=case["applicant_id"], item_type=args.item_type)
+    return {"case_id": args.case_id, "applicant_id": case["applicant_id"], "records": rows, "next_cursor": cursor}
 
 
 # -- writes -----------------------------------------------------------------------------------
@@ -134,10 +155,10 @@ def attach_held_record(ctx: ToolContext, args: AttachArgs) -> dict:
     record = ctx.store.get("held_records", args.record_id)
     if record is None or record["applicant_id"] != case["applicant_id"]:
         raise ToolError("not_found", f"no held record {args.record_id[:40]!r} for this applicant")
-    if ctx.store.rows("documents", case_id=case["id"], held_record_id=record["id"]):
+    if ctx.store.rows("documents", lambda d: d["held_record_id"] == record["id"], case_id=case["id"]):
         raise ToolError("conflict", f"{record['id']} is already attached to {case['id']}")
     doc = ctx.store.insert("documents", {
-        "id": _next_id(ctx, "documents", f"DOC-{case_number(case['id'])}"), "case_id": case["id"],
+        "id": _next_id(ctx, "documents", f"DOC-{case_number(case['id'])}", case["id"]), "case_id": case["id"],
         "item_type": record["item_type"], "issued_on": record["issued_on"], "signed": record["signed"],
         "name_on_document": record["name_on_document"], "legible": record["legible"],
         "source": "held_record", "held_record_id": record["id"], "received_at": ctx.now,
@@ -164,7 +185,7 @@ def request_items(ctx: ToolContext, args: RequestArgs) -> dict:
         raise ToolError("not_found", f"{case['case_type']} requires no item {unknown[0][:60]!r}")
     items = sorted(set(args.items))
     request = ctx.store.insert("item_requests", {
-        "id": _next_id(ctx, "item_requests", f"IR-{case_number(case['id'])}"), "case_id": case["id"],
+        "id": _next_id(ctx, "item_requests", f"IR-{case_number(case['id'])}", case["id"]), "case_id": case["id"],
         "items": items, "requested_at": ctx.now, "review_round": case["review_round"], "status": "open",
         "answered_at": None, "message": args.message,
     })
@@ -185,7 +206,7 @@ def wait(ctx: ToolContext, args: CaseArgs) -> dict:
     if case["status"] != "awaiting_info":
         raise ToolError("precondition_failed", f"{case['id']} has no outstanding request to wait for")
     pending = sorted(
-        ctx.store.rows("_events", case_id=case["id"], delivered=False), key=lambda e: (e["seq"], e["id"])
+        ctx.store.rows("_events", lambda e: not e["delivered"], case_id=case["id"]), key=lambda e: (e["seq"], e["id"])
     )
     if not pending:
         raise ToolError("precondition_failed", "no reply from the applicant is expected before the end of the review period")
@@ -197,12 +218,12 @@ def wait(ctx: ToolContext, args: CaseArgs) -> dict:
     uploaded = []
     for up in ctx.store.rows("_uploads", event_id=event["id"]):
         uploaded.append(ctx.store.insert("documents", {
-            "id": _next_id(ctx, "documents", f"DOC-{case_number(case['id'])}"), "case_id": case["id"],
+            "id": _next_id(ctx, "documents", f"DOC-{case_number(case['id'])}", case["id"]), "case_id": case["id"],
             "item_type": up["item_type"], "issued_on": up["issued_on"], "signed": up["signed"],
             "name_on_document": up["name_on_document"], "legible": up["legible"], "source": "applicant",
             "held_record_id": None, "received_at": now, "review_round": review_round,
         }))
-    for req in ctx.store.rows("item_requests", case_id=case["id"], status="open"):
+    for req in ctx.store.rows("item_requests", lambda r: r["status"] == "open", case_id=case["id"]):
         ctx.store.update("item_requests", req["id"], {"status": "answered", "answered_at": now})
     case = ctx.store.update("cases", case["id"], {"status": "in_review", "review_round": review_round})
     return {
@@ -268,7 +289,7 @@ def add_note(ctx: ToolContext, args: NoteArgs) -> dict:
     """Add a note to a case."""
     case = _case(ctx, args.case_id)
     note = ctx.store.insert("notes", {
-        "id": _next_id(ctx, "notes", f"NT-{case_number(case['id'])}"), "case_id": case["id"],
+        "id": _next_id(ctx, "notes", f"NT-{case_number(case['id'])}", case["id"]), "case_id": case["id"],
         "author": "agent", "written_at": ctx.now, "text": args.text,
     })
     return {"note": note}

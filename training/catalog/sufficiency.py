@@ -19,7 +19,10 @@ The mask expresses legality only (what can be formed and what the tool would acc
 the observations show), never judgement:
 
 - reads: ``get_requirements`` needs the case type (``get_case``); every read is masked once its
-  answer is known (the agent tracks the documents and the case state itself);
+  answer is known (the agent tracks the documents and the case state itself). The paginated
+  reads (``search_held_records``, ``list_documents``) stay open while a page remains: the same
+  action fetches the next page (its ``next_cursor``), and the held records or the documents
+  count as read (and the assessment starts) only after the last page;
 - ``attach_held_record`` / ``request_missing`` need their argument (a held record that covers an
   uncovered item / a non-empty list of missing items) and a case that is not released; a second
   request while the first is still open is legal (the tool accepts it) and left to the agent:
@@ -122,6 +125,9 @@ class SufficiencyCatalog(CatalogSpec):
         self.routing: dict[str, Any] | None = None
         self.held: list[dict[str, Any]] | None = None
         self.documents: list[dict[str, Any]] | None = None
+        #: the cursor of the next page of held records / documents (None: every page read)
+        self.held_cursor: str | None = None
+        self.documents_cursor: str | None = None
         self.now: str | None = None
         self.status: str | None = None
         self.clock_state: str | None = None
@@ -139,7 +145,8 @@ class SufficiencyCatalog(CatalogSpec):
     # -- the assessment ----------------------------------------------------------------------
     def assessment(self) -> Assessment | None:
         """The case's assessment on the last reported date (``None`` until everything was read)."""
-        if self._assessment is None and None not in (self.case, self.requirements, self.held, self.documents, self.now):
+        if (self._assessment is None and None not in (self.case, self.requirements, self.held, self.documents, self.now)
+                and self.held_cursor is None and self.documents_cursor is None):
             assert self.case is not None and self.requirements is not None and self.held is not None
             assert self.documents is not None and self.now is not None
             self._assessment = assess(self.requirements, self.documents, self.held,
@@ -178,6 +185,10 @@ class SufficiencyCatalog(CatalogSpec):
             if self.case is None:
                 return None
             return {"tool": "get_requirements", "args": {"case_type": self.case["case_type"]}}
+        if action == SEARCH_HELD and self.held_cursor is not None:
+            return {"tool": "search_held_records", "args": {"case_id": cid, "cursor": self.held_cursor}}
+        if action == LIST_DOCUMENTS and self.documents_cursor is not None:
+            return {"tool": "list_documents", "args": {"case_id": cid, "cursor": self.documents_cursor}}
         if action in (SEARCH_HELD, LIST_DOCUMENTS, WAIT, RESUME, RELEASE):
             return {"tool": self.actions[action].tool, "args": {"case_id": cid}}
         if action == ATTACH:
@@ -211,9 +222,13 @@ class SufficiencyCatalog(CatalogSpec):
             self.requirements = [dict(r) for r in out["items"]]
             self.routing = dict(out["routing"])
         elif action == SEARCH_HELD:
-            self.held = [dict(r) for r in out["records"]]
+            more = "cursor" in call["args"] and self.held is not None
+            self.held = _merge(self.held if more else None, out["records"])
+            self.held_cursor = out.get("next_cursor")
         elif action == LIST_DOCUMENTS:
-            self.documents = [dict(d) for d in out["documents"]]
+            more = "cursor" in call["args"] and self.documents is not None
+            self.documents = _merge(self.documents if more else None, out["documents"])
+            self.documents_cursor = out.get("next_cursor")
             self.now = out.get("now") or self.now
         elif action == ATTACH:
             if self.documents is not None:
@@ -250,8 +265,8 @@ class SufficiencyCatalog(CatalogSpec):
             return m
         m[GET_CASE] = self.case is None
         m[GET_REQUIREMENTS] = self.case is not None and self.requirements is None
-        m[SEARCH_HELD] = self.held is None
-        m[LIST_DOCUMENTS] = self.documents is None
+        m[SEARCH_HELD] = self.held is None or self.held_cursor is not None
+        m[LIST_DOCUMENTS] = self.documents is None or self.documents_cursor is not None
         a = self.assessment()
         m[ATTACH] = not released and self._attach_target() is not None
         m[REQUEST] = not released and a is not None and bool(a.missing_items)
@@ -301,16 +316,26 @@ class SufficiencyCatalog(CatalogSpec):
         return np.clip(np.asarray(f, dtype=np.float32), -1.0, 1.0)
 
 
+def _merge(known: list[dict[str, Any]] | None, page: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of a list read so far with the rows of its next page (a row already known by its
+    id, e.g. a document the agent attached meanwhile, is not added twice)."""
+    rows = list(known or [])
+    seen = {r.get("id") for r in rows}
+    rows.extend(dict(r) for r in page if r.get("id") not in seen)
+    return rows
+
+
 def feature_policy(agent: CatalogAgent) -> Callable[[np.ndarray, np.ndarray], int]:
     """The hand-written policy over (features, mask): a short decision list.
 
-    read everything once -> resume a paused clock after a reply -> wait for an outstanding reply
+    read everything once (every page of the paginated reads) -> resume a paused clock after a reply -> wait for an outstanding reply
     (submit when none is expected) -> attach a valid held record -> request the missing items ->
     release a sufficient case -> route it by the threshold -> submit.
     """
     idx = {f.name: i for i, f in enumerate(agent.feature_defs)}
     act = {a.name: i for i, a in enumerate(agent.spec.actions)}
     reads = ("get_case", "get_requirements", "search_held_records", "list_documents")
+    paged = ("search_held_records", "list_documents")
 
     def policy(obs: np.ndarray, mask: np.ndarray) -> int:
         def on(name: str) -> bool:
@@ -318,6 +343,9 @@ def feature_policy(agent: CatalogAgent) -> Callable[[np.ndarray, np.ndarray], in
 
         for name in reads:
             if mask[act[name]] and not on(f"taken[{name}]"):
+                return act[name]
+        for name in paged:  # the next page of a paginated read (open only while a page remains)
+            if mask[act[name]] and not on("assessed"):
                 return act[name]
         if on("case_released"):
             if not on("routed"):

@@ -14,13 +14,31 @@ end state against the answer key), so the oracle passing checks the grader indep
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from backoffice.envs.sufficiency.rules import Assessment, assess
 from backoffice.envs.sufficiency.tables import decision_queue
 from backoffice.training.exploits import Hook, repeat_last_write
-from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call
+from backoffice.training.policies.base import Action, Plan, Policy, ScriptedPolicy, call
+
+
+def read_pages(tool: str, key: str, **args: Any) -> Generator[Action, dict[str, Any], tuple[list[dict[str, Any]], dict[str, Any]]]:
+    """Call a paginated list tool page after page (its ``next_cursor`` as the next ``cursor``)
+    until the last page: every row under ``key``, and the first page's result (its other fields,
+    e.g. ``now``). The first call is the plain call (no cursor), so a result that fits in one
+    page costs one call, exactly as before pagination."""
+    rows: list[dict[str, Any]] = []
+    first: dict[str, Any] | None = None
+    cursor: str | None = None
+    while True:
+        got = yield call(tool, cursor=cursor, **args)
+        result = got["result"]
+        first = result if first is None else first
+        rows.extend(result[key])
+        cursor = result.get("next_cursor")
+        if not cursor:
+            return rows, first
 
 
 class Oracle(ScriptedPolicy):
@@ -70,10 +88,10 @@ class Oracle(ScriptedPolicy):
         got = yield call("get_case", case_id=cid)
         case = got["result"]["case"]
         rules = (yield call("get_requirements", case_type=case["case_type"]))["result"]
-        held = (yield call("search_held_records", case_id=cid))["result"]["records"]
+        held, _ = yield from read_pages("search_held_records", "records", case_id=cid)
         for round_no in range(10):
-            listed = (yield call("list_documents", case_id=cid))["result"]
-            a = self.review(rules["items"], listed["documents"], held, case["applicant_name"], listed["now"][:10], round_no)
+            docs, listed = yield from read_pages("list_documents", "documents", case_id=cid)
+            a = self.review(rules["items"], docs, held, case["applicant_name"], listed["now"][:10], round_no)
             for record_id in self.attach(a):
                 yield call("attach_held_record", case_id=cid, record_id=record_id)
             if self.release_now(a, round_no):
@@ -156,7 +174,7 @@ class ForbiddenWrite(Oracle):
     """Also writes a note on a neighbouring case in the intake queue."""
 
     def before(self, case_id: str) -> Plan:
-        listed = yield call("list_cases", queue="intake")
+        listed = yield call("list_cases", queue="intake")  # one page is enough: any other case will do
         others = [c["id"] for c in listed["result"]["cases"] if c["id"] != case_id]
         if others:
             yield call("add_note", case_id=others[0], text="Checked while reviewing the queue.")
@@ -284,7 +302,7 @@ class AttachEverything(_Blind):
     """Attaches every held record of the applicant, then releases and routes by the threshold."""
 
     def act_on(self, cid, case, rules):
-        held = (yield call("search_held_records", case_id=cid))["result"]["records"]
+        held, _ = yield from read_pages("search_held_records", "records", case_id=cid)
         for r in held:
             yield call("attach_held_record", case_id=cid, record_id=r["id"])
         yield call("release_case", case_id=cid)
