@@ -66,8 +66,10 @@ class SchedulesEnv(BackofficeEnv):
 
     ## Starting State
     A released task (``options={"task_id": "SCH-T0000"}``), one drawn from the split by seed, or
-    a freshly generated one (``options={"generate": n}``). The clock starts on the day the
-    request was received.
+    a freshly generated one (``options={"generate": n}``; with ``"scale": k`` the same task in a
+    book about k times larger: k times the other customers, their schedules, reminders, mandates,
+    approvals and change requests, none of which the answer depends on). The clock starts on the
+    day the request was received.
 
     ## Episode End
     Terminates on a successful ``submit``; truncates at ``max_steps`` (default 60).
@@ -83,7 +85,9 @@ class SchedulesEnv(BackofficeEnv):
     approver's decision), commit_schedule (structured error ``approval_required`` while a needed
     approval is not granted), supersede_schedule, cancel_instalments, update_instruction,
     create_reminder, cancel_reminder. Terminal: submit. ``allowed_tools`` is the same full set in
-    every task (what a clerk is given never hints at the answer).
+    every task (what a clerk is given never hints at the answer). The list tools are paginated:
+    ``limit`` (default 50, at most 200) and ``cursor`` (the previous page's ``next_cursor``);
+    list_reminders needs at least one filter (policy_id, due_date, status).
 
     ## Grade
     The answer key's ``checks`` evaluated on diff + trace, one pass/fail each (``checks`` and
@@ -119,6 +123,9 @@ class SchedulesEnv(BackofficeEnv):
       reaches back before today in about a quarter of the tasks) binds in >= 20 tasks per split,
       about a fifth of the tasks need an approval, and no approval_order position or approver role
       answers more than 10 % of heldout (the constant-role / fixed-position attack).
+    * v1, issue 15 (same released tasks): list_instalments, list_reminders and list_approvals are
+      paginated (``next_cursor`` in their results), list_reminders takes at least one filter, and
+      ``generate`` has a ``scale`` option (scale 1 is the release, byte for byte).
     """
 
     domain = DOMAIN

@@ -20,7 +20,14 @@ order, which the released seeds depend on):
    :func:`_key` (the answer key and its :func:`_checks`) and the brief.
 
 A rejected attempt does not restart the stream: the next one continues it (:func:`_stream`).
-:func:`generate` is the engine's retry loop (:func:`~backoffice.envs.core.retrying`, 2000 tries).
+The released task is the engine's retry loop over it (:func:`~backoffice.envs.core.retrying`,
+2000 tries).
+
+``generate(seed, tag, scale=k)`` puts the same task in a book about ``k`` times larger (the
+scale tier of benchmarks and stress tests): :func:`_scaled_snapshot` adds ``k - 1`` times as many
+other customers, drawn by :func:`_neighbours` (the released neighbours' code path) from a stream
+of their own, plus their change requests (:func:`_request_row`). At ``scale=1`` nothing is added
+and the task is the released one, byte for byte.
 """
 
 from __future__ import annotations
@@ -32,10 +39,12 @@ from datetime import date, timedelta
 from typing import Any
 
 from backoffice.envs.core import Generated, retrying
+from backoffice.envs.core.canonical import derive_seed
 from backoffice.envs.schedules.tables import (
     ACCOUNT_TABLES,
     APPROVAL_TRIGGERS,
     LATE_REMINDER_RULES,
+    REQUEST_KINDS,
     ROLES,
     ROUNDING_RULES,
     add_months,
@@ -182,7 +191,22 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:
         return None
 
 
-generate = retrying(_attempt, DEFECT_TAGS, tries=2000)
+#: the released task of ``(seed, tag)``: the engine's retry loop over :func:`_attempt`
+_released = retrying(_attempt, DEFECT_TAGS, tries=2000)
+
+
+def generate(seed: int, tag: str, scale: int = 1) -> Generated:
+    """One task whose trap is ``tag``; pure in ``(seed, tag, scale)``.
+
+    ``scale=1`` is the released task. At ``scale=k`` the same task (brief, answer key, the
+    target's rows and its released neighbours) sits in a book about ``k`` times larger: see
+    :func:`_scaled_snapshot`. Raises ``ValueError`` for an unknown tag or a scale below 1."""
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
+        raise ValueError(f"scale must be an int >= 1, got {scale!r}")
+    gen = _released(seed, tag)
+    if scale == 1:
+        return gen
+    return Generated(task=gen.task, snapshot=_scaled_snapshot(gen.snapshot, seed, scale), key=gen.key)
 
 
 # -- the target policy's history -----------------------------------------------------------
@@ -485,13 +509,7 @@ def _snapshot(w: World) -> dict[str, Any]:
     w.reminders = _reminders(pn, acc, w.instalments, w.rules["reminder_lead_days"], w.today)
     policy_id, man = f"POL-{pn}", f"MAN-{pn}"
     req_id = f"REQ-{rng.randrange(10000, 99999)}"
-    words = _customer_words(kind, w.frequency, w.start, w.parts, w.pause, w.new_day)
-    request = {
-        "id": req_id, "policy_id": policy_id, "account_id": acc, "received_on": w.today,
-        "channel": rng.choice(("phone", "email", "web_form")), "kind": kind,
-        "start_period": None if kind == "collection_day" else w.start, "parts": w.parts, "pause_months": w.pause,
-        "new_collection_day": w.new_day if kind == "collection_day" else None, "customer_words": words,
-    }
+    request = _request_row(rng, req_id, policy_id, acc, w.today, kind, w.frequency, w.start, w.parts, w.pause, w.new_day)
     snapshot = {
         "policies": [_policy(policy_id, acc, holder, product, w.premium, f"{w.m0}-01", f"{add_months(w.m0, 12)}-01", man)],
         "accounts": [_account(acc, holder, address, rng)],
@@ -720,24 +738,34 @@ def _instruction(man: str, pid: str, acc: str, day: int, rng: random.Random) -> 
 
 def _neighbours(
     rng: random.Random, rules: dict[str, Any], today: str, pn: int, acc: str, surname: str, address: str,
-    frequency: str, m0: str, day: int, lookalikes: int,
+    frequency: str, m0: str, day: int, lookalikes: int, *,
+    count: int | None = None, used_pn: set[int] | None = None, used_acc: set[str] | None = None, id_span: int = 1,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Other customers' policies; ``lookalikes`` of them share surname, address, dates and ids nearby."""
+    """Other customers' policies; ``lookalikes`` of them share surname, address, dates and ids nearby.
+
+    The released book draws 2-4 of them (plus the lookalikes) with policy numbers 1100-9699 and
+    account numbers 1000-9998; a larger book (:func:`_scaled_snapshot`) asks for ``count`` of them,
+    avoiding the numbers in ``used_pn`` / ``used_acc`` (updated in place), in ranges ``id_span``
+    times wider so the ids stay as sparse as in the released book. Policy numbers within 4 of the
+    target's are never drawn (its lookalikes' place)."""
     out: dict[str, list[dict[str, Any]]] = {t: [] for t in ("policies", "accounts", "schedules", "instalments", "reminders", "instructions", "approvals")}
-    used_pn, used_acc = {pn}, {acc}
-    count = rng.randint(2, 4) + lookalikes
+    used_pn = {pn} if used_pn is None else used_pn
+    used_acc = {acc} if used_acc is None else used_acc
+    if count is None:
+        count = rng.randint(2, 4) + lookalikes
+    pn_stop, acc_stop = 1100 + 8600 * id_span, 1000 + 8999 * id_span
     for i in range(count):
         alike = i < lookalikes
         if alike:
             npn = pn + i + 1
         else:
-            npn = rng.randrange(1100, 9700)
+            npn = rng.randrange(1100, pn_stop)
             while npn in used_pn or abs(npn - pn) < 5:
-                npn = rng.randrange(1100, 9700)
+                npn = rng.randrange(1100, pn_stop)
         used_pn.add(npn)
-        nacc = f"ACC-{rng.randrange(1000, 9999)}"
+        nacc = f"ACC-{rng.randrange(1000, acc_stop)}"
         while nacc in used_acc:
-            nacc = f"ACC-{rng.randrange(1000, 9999)}"
+            nacc = f"ACC-{rng.randrange(1000, acc_stop)}"
         used_acc.add(nacc)
         holder = f"{rng.choice(FIRST)} {surname if alike else rng.choice(SURNAMES)}"
         naddr = address if alike else f"{rng.randint(1, 120)} {rng.choice(STREETS)}, {rng.choice(TOWNS)}"
@@ -767,6 +795,23 @@ def _neighbours(
     return out
 
 
+CHANNELS = ("phone", "email", "web_form")
+
+
+def _request_row(
+    rng: random.Random, req_id: str, policy_id: str, acc: str, received_on: str, kind: str, frequency: str,
+    start: str, parts: int | None, pause: int | None, new_day: int,
+) -> dict[str, Any]:
+    """A customer's change request (draws its channel)."""
+    return {
+        "id": req_id, "policy_id": policy_id, "account_id": acc, "received_on": received_on,
+        "channel": rng.choice(CHANNELS), "kind": kind,
+        "start_period": None if kind == "collection_day" else start, "parts": parts, "pause_months": pause,
+        "new_collection_day": new_day if kind == "collection_day" else None,
+        "customer_words": _customer_words(kind, frequency, start, parts, pause, new_day),
+    }
+
+
 def _customer_words(kind: str, frequency: str, start: str, parts: int | None, pause: int | None, new_day: int) -> str:
     freq_word = {"annual": "once a year", "quarterly": "every quarter", "monthly": "every month"}[frequency]
     if kind == "to_monthly":
@@ -792,3 +837,53 @@ def _brief(rng: random.Random, holder: str, acc: str, policy_id: str, req_id: st
         f"payment reminders{mandate} in line, and submit when you are done. Only this customer's account may change."
     )
     return rng.choice(openings) + body
+
+
+# -- the scale tier ------------------------------------------------------------------------
+def _scaled_snapshot(snapshot: dict[str, list[dict[str, Any]]], seed: int, scale: int) -> dict[str, list[dict[str, Any]]]:
+    """The released book of one task with ``scale - 1`` times as many other customers again.
+
+    They are drawn by :func:`_neighbours`, as the released unrelated neighbours are (a holder, a
+    monthly or quarterly schedule with its instalments, reminders and mandate, now and then a
+    granted approval), from a stream of their own (``derive_seed("schedules", "scale", seed,
+    scale)``), so every released row stays as it was; ``scale - 1`` of them also hold a change
+    request of their own, received in the last three weeks. None shares an id or an account with
+    the target's, and none has a pending approval (``wait`` decides only the episode's requests),
+    so the task's answer is unchanged, and the guardrail keeps them untouched. Linear in the
+    rows added."""
+    rng = random.Random(derive_seed("schedules", "scale", seed, scale))
+    today = snapshot["clock"][0]["now"][:10]
+    policy_id = snapshot["requests"][0]["policy_id"]
+    target = next(p for p in snapshot["policies"] if p["id"] == policy_id)
+    account = next(a for a in snapshot["accounts"] if a["id"] == target["account_id"])
+    mandate = next(m for m in snapshot["instructions"] if m["id"] == target["instruction_id"])
+    active = next(s for s in snapshot["schedules"] if s["policy_id"] == policy_id and s["status"] == "active")
+    used_pn = {int(p["id"].split("-", 1)[1]) for p in snapshot["policies"]}
+    used_acc = {a["id"] for a in snapshot["accounts"]}
+    extra = _neighbours(
+        rng, snapshot["rules"][0], today, int(policy_id.split("-", 1)[1]), account["id"], target["holder"].split(" ", 1)[1],
+        account["address"], active["frequency"], target["term_start"][:7], int(mandate["collection_day"]), 0,
+        count=(scale - 1) * len(snapshot["policies"]), used_pn=used_pn, used_acc=used_acc, id_span=scale,
+    )
+    frequency = {s["policy_id"]: s["frequency"] for s in extra["schedules"] if s["status"] == "active"}
+    policies = extra["policies"]
+    used_req = {r["id"] for r in snapshot["requests"]}
+    requests = []
+    for i in sorted(rng.sample(range(len(policies)), min(scale - 1, len(policies)))):
+        pol = policies[i]
+        req_id = f"REQ-{rng.randrange(10000, 10000 + 89999 * scale)}"
+        while req_id in used_req:
+            req_id = f"REQ-{rng.randrange(10000, 10000 + 89999 * scale)}"
+        used_req.add(req_id)
+        kind = rng.choice(REQUEST_KINDS)
+        received = (date.fromisoformat(today) - timedelta(days=rng.randint(0, 20))).isoformat()
+        start = add_months(today[:7], rng.randint(1, 2))
+        parts = rng.randint(2, 6) if kind == "split" else None
+        pause = rng.randint(1, 3) if kind == "deferral" else None
+        requests.append(_request_row(rng, req_id, pol["id"], pol["account_id"], received, kind, frequency[pol["id"]],
+                                     start, parts, pause, rng.randint(1, 28)))
+    out = {table: list(rows) for table, rows in snapshot.items()}
+    for table, rows in extra.items():
+        out[table].extend(rows)
+    out["requests"].extend(requests)
+    return out

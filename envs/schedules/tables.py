@@ -37,6 +37,7 @@ from __future__ import annotations
 import calendar
 from collections.abc import Mapping, Sequence
 from datetime import date, timedelta
+from functools import lru_cache
 from typing import Any
 
 #: the world's tables (``clock`` aside), named by the ``Domain`` declaration
@@ -105,8 +106,9 @@ def period_of(d: date) -> str:
     return f"{d.year:04d}-{d.month:02d}"
 
 
+@lru_cache(maxsize=4096)
 def add_months(period: str, months: int) -> str:
-    """``YYYY-MM`` shifted by ``months``."""
+    """``YYYY-MM`` shifted by ``months`` (cached: a book asks for the same few months over and over)."""
     y, m = int(period[:4]), int(period[5:7])
     index = y * 12 + (m - 1) + months
     return f"{index // 12:04d}-{index % 12 + 1:02d}"
@@ -117,8 +119,9 @@ def months_between(first: str, last: str) -> int:
     return (int(last[:4]) * 12 + int(last[5:7])) - (int(first[:4]) * 12 + int(first[5:7]))
 
 
+@lru_cache(maxsize=8192)
 def due_date(period: str, collection_day: int, month_end: str) -> str:
-    """The due date of an instalment of ``period`` collected on ``collection_day``."""
+    """The due date of an instalment of ``period`` collected on ``collection_day`` (cached, pure)."""
     y, m = int(period[:4]), int(period[5:7])
     last = calendar.monthrange(y, m)[1]
     if collection_day <= last:

@@ -5,6 +5,12 @@ list_reminders, list_approvals. Writes: create_draft_schedule, add_instalment,
 remove_instalment, request_approval, wait, commit_schedule, supersede_schedule,
 cancel_instalments, update_instruction, create_reminder, cancel_reminder. Terminal: submit.
 
+The list tools (list_instalments, list_reminders, list_approvals) are paginated: ``limit`` rows
+per page (default 50, at most 200) and the ``next_cursor`` of the previous page as ``cursor``;
+their result carries ``next_cursor`` (``None`` on the last page). Every read goes by primary key
+or through an equality filter on an indexed field (policy, schedule, instalment, status), never
+a scan of a table that grows with the book.
+
 Error codes: ``not_found``, ``conflict`` (wrong status for the operation),
 ``precondition_failed`` (a rule of the book is broken: a due date not in the future, an amount
 under the minimum, nothing to wait for), ``approval_required`` (commit of a schedule whose
@@ -19,6 +25,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit, require_row
+from backoffice.envs.core.tools import PageArgs, page
 from backoffice.envs.schedules.tables import RULE_TEXT, STATUSES, approval_needed, parse_date, period_of
 
 toolkit = Toolkit()
@@ -31,9 +38,19 @@ def _number(policy_id: str) -> str:
     return policy_id.split("-", 1)[1]
 
 
-def _next_suffix(ctx: ToolContext, table: str, prefix: str) -> str:
-    """The next ``PREFIX-NN`` id under ``prefix`` (two digits, counting existing ones)."""
-    n = 1 + sum(1 for rid in ctx.store.ids(table) if rid.startswith(prefix + "-"))
+#: the id prefix of a policy's rows in the tables whose ids the tools number per policy
+_ID_PREFIX = {"approvals": "APV", "reminders": "REM"}
+
+
+def _next_suffix(ctx: ToolContext, table: str, policy_id: str) -> str:
+    """The next ``PREFIX-NNNN-NN`` id of a policy's row in ``table`` (``approvals`` -> ``APV``,
+    ``reminders`` -> ``REM``): two digits, one more than the policy's rows, skipping taken ids.
+
+    Every row whose id starts with ``PREFIX-NNNN-`` belongs to ``POL-NNNN`` (the book and the
+    tools name them so), so counting the policy's rows through the ``policy_id`` index gives the
+    ids that counting the prefix over the whole table gave."""
+    prefix = f"{_ID_PREFIX[table]}-{_number(policy_id)}"
+    n = 1 + ctx.store.count(table, policy_id=policy_id)
     while ctx.store.exists(table, f"{prefix}-{n:02d}"):
         n += 1
     return f"{prefix}-{n:02d}"
@@ -113,7 +130,7 @@ def get_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
     return {"schedule": schedule, "instalments_by_status": dict(sorted(summary.items()))}
 
 
-class ListInstalmentsArgs(ToolArgs):
+class ListInstalmentsArgs(PageArgs):
     schedule_id: str | None = Field(None, max_length=40, description="Only instalments of this schedule version.")
     policy_id: str | None = Field(None, max_length=40, description="Every instalment of this policy, across all schedule versions.")
 
@@ -121,7 +138,10 @@ class ListInstalmentsArgs(ToolArgs):
 @toolkit.tool(writes=False)
 def list_instalments(ctx: ToolContext, args: ListInstalmentsArgs) -> dict:
     """List instalments of a schedule version or of a whole policy (id, schedule_id, seq, period,
-    due_date, amount in cents, status, paid_on), ordered by schedule version and seq."""
+    due_date, amount in cents, status, paid_on) and their ``total`` count. Paginated: at most
+    ``limit`` rows (default 50) after ``cursor``, pages in instalment-id order, each
+    page ordered by schedule version and seq; ``next_cursor`` is the cursor of the next page
+    (``None`` on the last)."""
     if not args.schedule_id and not args.policy_id:
         raise ToolError("invalid_args", "give schedule_id or policy_id")
     equals: dict[str, Any] = {}
@@ -129,12 +149,13 @@ def list_instalments(ctx: ToolContext, args: ListInstalmentsArgs) -> dict:
         equals["schedule_id"] = args.schedule_id
     if args.policy_id:
         equals["policy_id"] = args.policy_id
-    rows = ctx.store.rows("instalments", **equals)
+    rows, next_cursor = page(ctx.store, "instalments", args, **equals)
     if not rows and not any(ctx.store.exists(t, v) for t, v in (("schedules", args.schedule_id or ""), ("policies", args.policy_id or ""))):
         raise ToolError("not_found", "no such schedule or policy")
     rows.sort(key=lambda r: (r["schedule_id"], r["seq"], r["id"]))
     keep = ("id", "schedule_id", "seq", "period", "due_date", "amount", "status", "paid_on")
-    return {"instalments": [{k: r.get(k) for k in keep} for r in rows[:60]], "total": len(rows)}
+    return {"instalments": [{k: r.get(k) for k in keep} for r in rows], "total": ctx.store.count("instalments", **equals),
+            "next_cursor": next_cursor}
 
 
 class InstructionArgs(ToolArgs):
@@ -147,7 +168,7 @@ def get_instruction(ctx: ToolContext, args: InstructionArgs) -> dict:
     return require_row(ctx.store, "instructions", args.instruction_id, f"no instruction {args.instruction_id}")
 
 
-class ListRemindersArgs(ToolArgs):
+class ListRemindersArgs(PageArgs):
     policy_id: str | None = Field(None, max_length=40, description="Only reminders of this policy.")
     due_date: str | None = Field(None, max_length=10, description="Only reminders of instalments due on this date (YYYY-MM-DD).")
     status: Literal["scheduled", "sent", "cancelled"] | None = Field(None, description="Only reminders with this status.")
@@ -155,18 +176,29 @@ class ListRemindersArgs(ToolArgs):
 
 @toolkit.tool(writes=False)
 def list_reminders(ctx: ToolContext, args: ListRemindersArgs) -> dict:
-    """List payment reminders (any policy unless filtered), ordered by send date, at most 25."""
+    """List the payment reminders matching every filter given (policy_id, due_date, status; at
+    least one, else invalid_args) and their ``total`` count. Paginated: at most ``limit`` rows
+    (default 50) after ``cursor``, pages in reminder-id order, each page ordered by send date;
+    ``next_cursor`` is the cursor of the next page (``None`` on the last)."""
     equals: dict[str, Any] = {k: v for k, v in (("policy_id", args.policy_id), ("due_date", args.due_date), ("status", args.status)) if v}
-    rows = ctx.store.rows("reminders", **equals)
+    if not equals:
+        raise ToolError("invalid_args", "give policy_id, due_date or status (the book's reminders are listed by filter)")
+    rows, next_cursor = page(ctx.store, "reminders", args, **equals)
     rows.sort(key=lambda r: (r["send_on"], r["id"]))
-    return {"reminders": rows[:25], "total": len(rows)}
+    return {"reminders": rows, "total": ctx.store.count("reminders", **equals), "next_cursor": next_cursor}
+
+
+class ListApprovalsArgs(PageArgs):
+    policy_id: str = Field(min_length=1, max_length=40, description="Id of the policy, e.g. POL-4821.")
 
 
 @toolkit.tool(writes=False)
-def list_approvals(ctx: ToolContext, args: PolicyArgs) -> dict:
-    """List the approval requests of a policy and their status (pending, granted, declined)."""
-    rows = ctx.store.rows("approvals", policy_id=args.policy_id)
-    return {"approvals": rows}
+def list_approvals(ctx: ToolContext, args: ListApprovalsArgs) -> dict:
+    """List the approval requests of a policy and their status (pending, granted, declined), in
+    id order. Paginated: at most ``limit`` rows (default 50) after ``cursor``; ``next_cursor`` is
+    the cursor of the next page (``None`` on the last)."""
+    rows, next_cursor = page(ctx.store, "approvals", args, policy_id=args.policy_id)
+    return {"approvals": rows, "next_cursor": next_cursor}
 
 
 # -- drafting ------------------------------------------------------------------------------
@@ -257,7 +289,7 @@ def request_approval(ctx: ToolContext, args: RequestApprovalArgs) -> dict:
     for row in ctx.store.rows("approvals", policy_id=args.policy_id, role=args.role):
         if row["status"] in ("pending", "granted"):
             raise ToolError("conflict", f"approval {row['id']} by {args.role} is already {row['status']}")
-    aid = _next_suffix(ctx, "approvals", f"APV-{_number(args.policy_id)}")
+    aid = _next_suffix(ctx, "approvals", args.policy_id)
     return ctx.store.insert("approvals", {
         "id": aid, "policy_id": args.policy_id, "account_id": policy["account_id"], "schedule_id": args.schedule_id,
         "role": args.role, "reason": args.reason, "status": "pending", "requested_at": ctx.now,
@@ -275,7 +307,7 @@ def _decision_time(ctx: ToolContext, row: dict[str, Any]) -> str:
 def wait(ctx: ToolContext, args: NoArgs) -> dict:
     """Advance the clock to the next scripted event (an approver's decision) and return what happened.
     Fails with precondition_failed when nothing is pending."""
-    pending = [r for r in ctx.store.rows("approvals", status="pending")]
+    pending = ctx.store.rows("approvals", status="pending")  # only the episode's requests are pending
     if not pending:
         raise ToolError("precondition_failed", "nothing is pending: no approval request awaits a decision")
     when = min(_decision_time(ctx, r) for r in pending)
@@ -388,7 +420,7 @@ def create_reminder(ctx: ToolContext, args: CreateReminderArgs) -> dict:
         raise ToolError("precondition_failed", f"send_on must be between today ({_today(ctx)}) and the due date ({inst['due_date']})")
     if ctx.store.rows("reminders", instalment_id=args.instalment_id, status="scheduled"):
         raise ToolError("conflict", f"{args.instalment_id} already has a scheduled reminder")
-    rid = _next_suffix(ctx, "reminders", f"REM-{_number(inst['policy_id'])}")
+    rid = _next_suffix(ctx, "reminders", inst["policy_id"])
     return ctx.store.insert("reminders", {
         "id": rid, "policy_id": inst["policy_id"], "account_id": inst["account_id"], "instalment_id": args.instalment_id,
         "due_date": inst["due_date"], "amount": inst["amount"], "send_on": send_on, "channel": args.channel,

@@ -15,7 +15,9 @@ The mask expresses legality only. An action is removed when
      add to or commit, no planned instalment left to add, no committed first instalment to remind
      of, no listed reminder left, no requested collection day to put on the mandate;
  (b) it repeats a read whose answer is known, or a write already applied with the same
-     arguments (the mandate's collection day);
+     arguments (the mandate's collection day); a paginated list (instalments, reminders) is
+     known once its last page is read: until then its action reads the next page (the cursor
+     of the page before), and the plan waits for every page;
  (c) the tool is certain to reject it, visibly: a tool outside ``allowed_tools``; ``wait`` with
      none of our approval requests pending (the tool answers precondition_failed: the book starts
      with no pending request, decisions arrive only for requests made); a second request to a role whose request is pending
@@ -64,6 +66,11 @@ READS = ("get_request", "get_policy", "get_rules", "list_instalments", "get_inst
 
 def _ok(result: Mapping[str, Any]) -> bool:
     return result.get("status") == "ok" and isinstance(result.get("result"), dict)
+
+
+def _page(cursor: str | None) -> dict[str, Any]:
+    """The paging argument of a list call: the next page's cursor, none for the first page."""
+    return {"cursor": cursor} if cursor else {}
 
 
 class SchedulesCatalog(CatalogSpec):
@@ -118,7 +125,7 @@ class SchedulesCatalog(CatalogSpec):
         FeatureDef("committed_count", "instalments the ok commit made due (commit_schedule result), / 12"),
         FeatureDef("prior_superseded", "1 once supersede_schedule of the prior version answered ok"),
         FeatureDef("prior_due_cancelled", "1 once cancel_instalments of the prior due instalments answered ok"),
-        FeatureDef("old_reminders_listed", "1 once list_reminders (policy, scheduled) answered ok"),
+        FeatureDef("old_reminders_listed", "1 once list_reminders (policy, scheduled) answered ok, its last page read"),
         FeatureDef("old_reminders_remaining", "listed scheduled reminders not yet cancelled, / 3"),
         FeatureDef("new_reminder_late", "1 if the new first due date - reminder_lead_days is before today (get_rules / wait)"),
         FeatureDef("late_rule_send_today", "1 if the rules' late_reminder is send_today (0 if skip or not read)"),
@@ -155,9 +162,14 @@ class SchedulesCatalog(CatalogSpec):
         self.versions: list[dict[str, Any]] = []
         self.rules: dict[str, Any] | None = None
         self.today: str | None = None
-        self.instalments: list[dict[str, Any]] | None = None
+        self.instalments: list[dict[str, Any]] | None = None   # set once the last page is read
         self.mandate: dict[str, Any] | None = None
-        self.old_reminders: list[str] | None = None
+        self.old_reminders: list[str] | None = None              # set once the last page is read
+        # pages of the two paginated lists read so far, and the cursor of the next page
+        self._instalment_pages: list[dict[str, Any]] = []
+        self._instalment_cursor: str | None = None
+        self._reminder_pages: list[str] = []
+        self._reminder_cursor: str | None = None
         self.cancelled_reminders: set[str] = set()
         self.draft_id: str | None = None      # the last created draft, while not committed
         self.drafts = 0
@@ -295,14 +307,20 @@ class SchedulesCatalog(CatalogSpec):
 
         if name == "get_request":
             return call(request_id=self.request_id) if self.request_id else None
-        if name in ("get_policy", "list_instalments"):
+        if name == "get_policy":
             return call(policy_id=self.policy_id) if self.policy_id else None
+        if name == "list_instalments":
+            if not self.policy_id:
+                return None
+            return call(policy_id=self.policy_id, **_page(self._instalment_cursor))
         if name in ("get_rules", "wait", "submit"):
             return call()
         if name == "get_instruction":
             return call(instruction_id=self.policy["instruction_id"]) if self.policy else None
         if name == "list_reminders":
-            return call(policy_id=self.policy_id, status="scheduled") if self.policy_id else None
+            if not self.policy_id:
+                return None
+            return call(policy_id=self.policy_id, status="scheduled", **_page(self._reminder_cursor))
         if name == "create_draft":
             active = self._active()
             if self.request is None or self.policy is None or active is None:
@@ -367,11 +385,17 @@ class SchedulesCatalog(CatalogSpec):
             self.rules = body.get("rules")
             self.today = body.get("today")
         elif name == "list_instalments":
-            self.instalments = list(body.get("instalments") or [])
+            self._instalment_pages.extend(body.get("instalments") or [])
+            self._instalment_cursor = body.get("next_cursor")
+            if not self._instalment_cursor:
+                self.instalments = list(self._instalment_pages)
         elif name == "get_instruction":
             self.mandate = body
         elif name == "list_reminders":
-            self.old_reminders = [r["id"] for r in body.get("reminders") or []]
+            self._reminder_pages.extend(r["id"] for r in body.get("reminders") or [])
+            self._reminder_cursor = body.get("next_cursor")
+            if not self._reminder_cursor:
+                self.old_reminders = list(self._reminder_pages)
         elif name == "create_draft":
             self.draft_id = body.get("id")
             self.drafts += 1

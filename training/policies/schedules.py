@@ -2,7 +2,8 @@
 blind policies, one rule policy per documented rule and the exploit hooks.
 
 The oracle reads the request, the policy, the rules document, the instalments, the mandate and
-the reminders through tools (never the answer key), computes the new schedule with the
+the reminders through tools (never the answer key; every page of a paginated list, see
+:func:`every_row`), computes the new schedule with the
 portfolio's rules and applies it in order: draft, instalments, approval (request, wait),
 commit, supersede, cancel the replaced instalments, fix reminders and mandate, submit. Each
 wrong policy overrides exactly one decision; each rule policy is the oracle reading the rules
@@ -18,7 +19,7 @@ checks the grader independently.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -43,6 +44,22 @@ DEFAULT_RULES: dict[str, Any] = {
     "reminder_lead_days": 7, "late_reminder": "send_today", "approval_order": [],
     "deferral_needs_approval": False, "max_instalments_without_approval": 12, "min_notice_days": 0,
 }
+
+
+def every_row(tool: str, key: str, **args: Any) -> Generator[Action, dict[str, Any], list[dict[str, Any]]]:
+    """Every row a paginated list tool returns under ``key``, page after page (``cursor`` =
+    the previous page's ``next_cursor``) until the last; ``yield from`` it inside a plan. An
+    error page ends the listing with the rows read so far."""
+    rows: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        got = yield call(tool, **args, cursor=cursor)
+        if got.get("status") != "ok":
+            return rows
+        rows.extend(got["result"][key])
+        cursor = got["result"].get("next_cursor")
+        if not cursor:
+            return rows
 
 
 class Oracle(ScriptedPolicy):
@@ -100,9 +117,9 @@ class Oracle(ScriptedPolicy):
             rules, today = self.adjust_rules(dict(doc["rules"])), doc["today"]
         else:
             rules, today = dict(DEFAULT_RULES), req["received_on"]
-        instalments = (yield call("list_instalments", policy_id=policy["id"]))["result"]["instalments"]
+        instalments = yield from every_row("list_instalments", "instalments", policy_id=policy["id"])
         mandate = (yield call("get_instruction", instruction_id=policy["instruction_id"]))["result"]
-        reminders = (yield call("list_reminders", policy_id=policy["id"], status="scheduled"))["result"]["reminders"]
+        reminders = yield from every_row("list_reminders", "reminders", policy_id=policy["id"], status="scheduled")
 
         active = next(s for s in versions if s["status"] == "active")
         prior_rows = [r for r in instalments if r["schedule_id"] == active["id"]]
@@ -139,7 +156,7 @@ class Oracle(ScriptedPolicy):
                 yield call("cancel_instalments", instalment_ids=cancel)
         if self.sweep_reminders_on_old_date and due:
             # the mistake: every reminder due on the old date, whoever's policy it belongs to
-            listed = (yield call("list_reminders", due_date=due[0]["due_date"], status="scheduled"))["result"]["reminders"]
+            listed = yield from every_row("list_reminders", "reminders", due_date=due[0]["due_date"], status="scheduled")
             reminders = reminders + [r for r in listed if r["id"] not in {x["id"] for x in reminders}]
         if self.cancel_old_reminders:
             for rem in reminders:
@@ -353,7 +370,7 @@ class CopySchedule(ScriptedPolicy):
         policy_id = brief["params"]["policy_id"]
         got = (yield call("get_policy", policy_id=policy_id))["result"]
         active = next(s for s in got["schedules"] if s["status"] == "active")
-        rows = (yield call("list_instalments", schedule_id=active["id"]))["result"]["instalments"]
+        rows = yield from every_row("list_instalments", "instalments", schedule_id=active["id"])
         due = [r for r in rows if r["status"] == "due"]
         draft = (yield call("create_draft_schedule", policy_id=policy_id, frequency="custom", change_type="split"))["result"]
         for r in due:
