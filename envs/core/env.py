@@ -101,7 +101,7 @@ class BackofficeEnv(gym.Env[str, Any]):
     _rng_seed: int | None = None
     _rng_seed_used: int | None = None
 
-    @property  # type: ignore[override]
+    @property
     def _np_random(self) -> np.random.Generator | None:
         if self._rng is None and self._rng_seed is not None:
             self._rng, self._rng_seed_used = seeding.np_random(self._rng_seed)
@@ -112,7 +112,7 @@ class BackofficeEnv(gym.Env[str, Any]):
     def _np_random(self, value: np.random.Generator | None) -> None:
         self._rng, self._rng_seed = value, None
 
-    @property  # type: ignore[override]
+    @property
     def _np_random_seed(self) -> int | None:
         return self._rng_seed if self._rng is None and self._rng_seed is not None else self._rng_seed_used
 
