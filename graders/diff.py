@@ -35,7 +35,8 @@ def diff_overlay(
     Returns only tables with changes, in table-name order; ids are sorted; ``updated`` holds
     ``{"before": old, "after": new}`` for each changed field (a missing field is ``None``);
     ``created_rows`` and ``deleted_rows`` carry the content of the created rows (as they are at
-    the end) and of the deleted rows (as they were in the snapshot), by id.
+    the end) and of the deleted rows (as they were in the snapshot), by id. Everything in it is
+    plain, fresh JSON data (lists, not the store's tuples), shared with no store.
     """
     out: Diff = {}
     for table in sorted(overlay):
@@ -58,9 +59,10 @@ def diff_overlay(
                 deleted_rows[rid] = _plain_row(before)
             elif after != before:
                 fields = {}
-                for key in sorted(set(before) | set(after)):
-                    if before.get(key) != after.get(key):
-                        fields[key] = {"before": before.get(key), "after": after.get(key)}
+                for key in sorted(before.keys() | after.keys()):
+                    old, new = before.get(key), after.get(key)
+                    if old != new:
+                        fields[key] = {"before": _plain(old), "after": _plain(new)}
                 updated[rid] = fields
         if created or deleted or updated:
             out[table] = {"created": created, "updated": updated, "deleted": deleted,
@@ -68,12 +70,17 @@ def diff_overlay(
     return out
 
 
+_FLAT = frozenset((str, int, float, bool, type(None)))
+
+
 def _plain_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A store row (frozen: tuples for lists) as plain JSON data."""
-    return {k: _plain(v) for k, v in row.items()}
+    """A store row (frozen: tuples for lists) as plain JSON data (a fresh dict)."""
+    return {k: v if type(v) in _FLAT else _plain(v) for k, v in row.items()}
 
 
 def _plain(value: Any) -> Any:
+    if type(value) in _FLAT:
+        return value
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
     if isinstance(value, Mapping):

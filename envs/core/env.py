@@ -361,7 +361,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         if judge and self.domain.judge is not None:
             judged = self.domain.judge(episode, self.judge)
             judged = loads(dumps(judged)) if judged is not None else None
-        return grade, loads(dumps(diff)), self._store.content_hash(), judged
+        return grade, diff, self._store.content_hash(), judged  # the diff is fresh plain data already
 
     def grade_now(self) -> dict[str, Any]:
         """The pure grade of the current state, without ending the episode (for notebooks)."""

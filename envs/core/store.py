@@ -79,7 +79,7 @@ def _hashable(value: Any) -> bool:
 class Snapshot:
     """An immutable named set of tables. Share one instance between any number of stores."""
 
-    __slots__ = ("snapshot_id", "_tables", "_ids", "_sums", "_hash", "_indexes")
+    __slots__ = ("snapshot_id", "_tables", "_ids", "_sums", "_digests", "_hash", "_indexes")
 
     def __init__(self, snapshot_id: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]):
         self.snapshot_id = snapshot_id
@@ -93,6 +93,7 @@ class Snapshot:
         self._tables = built
         self._ids: dict[str, tuple[str, ...]] = {}
         self._sums: dict[str, int] = {}
+        self._digests: dict[str, dict[str, int]] = {}
         self._hash: str | None = None
         self._indexes: dict[tuple[str, str], dict[Any, tuple[str, ...]]] = {}
 
@@ -130,8 +131,15 @@ class Snapshot:
         """The sum of the row digests of one table (computed once)."""
         s = self._sums.get(name)
         if s is None:
-            s = self._sums[name] = sum(row_digest(r) for r in self._tables[name].values()) % _MOD
+            digests = self._digests[name] = {rid: row_digest(r) for rid, r in self._tables[name].items()}
+            s = self._sums[name] = sum(digests.values()) % _MOD
         return s
+
+    def row_digest(self, name: str, rid: str) -> int:
+        """The digest of one row of the snapshot (kept from :meth:`digest_sum`)."""
+        if name not in self._digests:
+            self.digest_sum(name)
+        return self._digests[name][rid]
 
     def table_hash(self, name: str) -> str:
         return table_hash_of(self.digest_sum(name))
@@ -402,7 +410,7 @@ class Store:
                 if old is row:
                     continue
                 if old is not None:
-                    total -= row_digest(old)
+                    total -= snap.row_digest(name, rid)
                 if row is not None:
                     total += row_digest(row)
             hashes[name] = table_hash_of(total)
