@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backoffice.envs.core.domain import Episode
+from backoffice.envs.core.store import Store
 from backoffice.envs.registration import FAILURE_CODES, GUARDRAIL_CODE
 from backoffice.envs.registration.tables import ADDRESS_FIELDS, REFER_CLASSES, digits, fold, phone_key
 from backoffice.graders.checks import result
@@ -120,7 +121,8 @@ def _duplicates(ep: Episode, pids: set[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class _Task:
-    """What every check of one episode reads: the key's decision and the record it concerns."""
+    """What every check of one episode reads: the key's decision and the record it concerns,
+    and the start state as a store (indexed reads of the snapshot)."""
 
     ep: Episode
     decision: str
@@ -128,6 +130,7 @@ class _Task:
     created: list[str]
     pid: str | None
     patient: dict[str, Any] | None
+    start: Store
 
 
 def _task(ep: Episode) -> _Task:
@@ -142,7 +145,7 @@ def _task(ep: Episode) -> _Task:
     else:
         pid = None
     patient = ep.state.get("patients", pid) if pid else None
-    return _Task(ep, decision, key["intake_form_id"], created, pid, patient)
+    return _Task(ep, decision, key["intake_form_id"], created, pid, patient, Store(ep.snapshot))
 
 
 def _search_first(ep: Episode) -> dict[str, Any]:
@@ -160,31 +163,27 @@ def _no_duplicate(t: _Task) -> dict[str, Any]:
                   None if len(t.created) <= allowed_new else {"created": t.created}, gate=True)
 
 
-def _view(ep: Episode, table: str, start: bool) -> list[dict[str, Any]]:
-    return list(ep.snapshot.table(table).values()) if start else ep.state.rows(table)
-
-
 def _present(t: _Task, item: str, start: bool) -> bool:
-    """Whether ``item`` of the registration set is in place (at the start, or at the end)."""
-    ep, key, pid = t.ep, t.ep.key, t.pid
+    """Whether ``item`` of the registration set is in place (at the start, or at the end): read
+    by the patient's id through the store's indexes, never by scanning a table."""
+    key, pid = t.ep.key, t.pid
     if not pid:
         return False
+    view = t.start if start else t.ep.state
     if item == "patient":
-        return any(r["id"] == pid for r in _view(ep, "patients", start))
+        return view.exists("patients", pid)
     if item == "coverage":
         cov = key["coverage"]
-        return any(r["patient_id"] == pid and r["payer_id"] == cov["payer_id"] and r["status"] == "active"
-                   and str(r["member_id"]).strip().upper() == cov["member_id"] for r in _view(ep, "coverages", start))
+        return any(str(r["member_id"]).strip().upper() == cov["member_id"]
+                   for r in view.rows("coverages", patient_id=pid, payer_id=cov["payer_id"], status="active"))
     if item == "gp_link":
-        return any(r["patient_id"] == pid and r["practice_id"] == key["practice_id"] and r["status"] == "active"
-                   for r in _view(ep, "gp_links", start))
+        return view.count("gp_links", patient_id=pid, practice_id=key["practice_id"], status="active") > 0
     if item.startswith("contact:"):
         c = next(c for c in key["contacts"] if f"contact:{c['role']}" == item)
-        return any(r["patient_id"] == pid and r["role"] == c["role"] and fold(r["name"]) == fold(c["name"])
-                   for r in _view(ep, "contacts", start))
-    guardians = {r["id"] for r in _view(ep, "contacts", start) if r["patient_id"] == pid and r["role"] == "guardian"}
-    return any(r["patient_id"] == pid and r["intake_form_id"] == t.form_id and r["given_by"] == key["consent_by"]
-               and (r["given_by"] != "guardian" or r["contact_id"] in guardians) for r in _view(ep, "consents", start))
+        return any(fold(r["name"]) == fold(c["name"]) for r in view.rows("contacts", patient_id=pid, role=c["role"]))
+    guardians = {r["id"] for r in view.rows("contacts", patient_id=pid, role="guardian")}
+    return any(r["given_by"] != "guardian" or r["contact_id"] in guardians
+               for r in view.rows("consents", patient_id=pid, intake_form_id=t.form_id, given_by=key["consent_by"]))
 
 
 def _registration_set(t: _Task, checks: list[dict[str, Any]]) -> list[str]:
@@ -249,11 +248,12 @@ def _minor_guardian(t: _Task) -> dict[str, Any]:
     return result("minor_guardian", "rule", ok, "guardian_missing", None if ok else {"patient_id": t.pid})
 
 
-def _verified_fields(ep: Episode, form_id: str) -> dict[str, Any]:
+def _verified_fields(t: _Task) -> dict[str, Any]:
     """R-VERIFIED-FIELD (gate): a verified field changed only with evidence cited for it."""
+    ep = t.ep
     overwritten = []
     pdiff = ep.diff.get("patients")
-    evidence = {r["id"]: r["field"] for r in ep.snapshot.table("evidence").values() if r["intake_form_id"] == form_id}
+    evidence = {r["id"]: r["field"] for r in t.start.rows("evidence", intake_form_id=t.form_id)}
     for rid, fields in sorted((pdiff or NO_CHANGES).get("updated", {}).items()):
         before = ep.snapshot.table("patients")[rid]
         verified = set(before.get("verified") or ())
@@ -307,7 +307,7 @@ def grade(ep: Episode) -> dict[str, Any]:
     checks.append(_coverage_valid(ep))
     if key.get("minor") and t.decision != "refer":
         checks.append(_minor_guardian(t))
-    checks.append(_verified_fields(ep, t.form_id))
+    checks.append(_verified_fields(t))
     # gate: no write on an existing record other than the form's person
     touched = _touched(ep)
     wrong = sorted(p for p in touched if p != (key["patient_id"] if t.decision == "update" else None))

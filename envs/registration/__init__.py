@@ -82,7 +82,9 @@ class RegistrationEnv(BackofficeEnv):
     records with coverages, contacts, consents and GP links, payers with their member rosters,
     GP practices, earlier intake forms, open referrals with running timers and queued letters, the
     rule file and the clock. Reset restores it exactly, clearing notifications and timers queued
-    during the previous episode.
+    during the previous episode. ``reset(options={"generate": n, "scale": k})`` builds generated
+    task ``n`` in a world about ``k`` times larger (the same task and answer, more distractor
+    patients and rows; see :mod:`backoffice.envs.registration.generator`).
 
     ## Episode End
     Terminates on ``submit`` or ``refer_to_human``; truncates at ``max_steps`` (default 40).
@@ -92,7 +94,9 @@ class RegistrationEnv(BackofficeEnv):
 
     ## Tools
     get_intake_form, search_patients, get_patient, get_name_variants, get_rules, verify_member_id,
-    lookup_member, create_patient (also queues the welcome letter), update_patient (cite
+    lookup_member (the three list tools search_patients, get_rules and lookup_member return one
+    page: ``limit`` rows, default 50, at most 200, and ``next_cursor`` to pass as ``cursor`` for
+    the next page, ``null`` on the last), create_patient (also queues the welcome letter), update_patient (cite
     ``evidence_ids`` for verified fields; a value equal to the stored one up to formatting, such
     as a phone in another format or a name in another case, is kept as stored and writes
     nothing), add_coverage, add_contact, record_consent, link_gp (ends the previous active link),

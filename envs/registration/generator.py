@@ -24,6 +24,14 @@ order, which the released seeds depend on):
    then :func:`_key`, the answer key, and the instructions.
 
 :func:`generate` is the engine's retry loop (:func:`~backoffice.envs.core.retrying`, 50 tries).
+
+The scale tier: ``generate(seed, tag, scale=k)`` builds the same task (instructions, form,
+search results, answer) in a world about ``k`` times the released size. Once an attempt's world
+is consistent, :func:`_add_distractors` grows it with blocks of background patients and what
+they have on file, drawn by the same functions from a stream of their own, none of them shown
+by the form's search; only the answer key's ``targets`` (the ids new rows will get) change.
+Scale 1 is the released generator, byte for byte. Building is linear in the rows (about 2-4 s
+for 1000x, ~76k rows, on one core).
 """
 
 from __future__ import annotations
@@ -32,9 +40,11 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
+from functools import partial
 from typing import Any
 
 from backoffice.envs.core import retrying
+from backoffice.envs.core.canonical import derive_seed
 from backoffice.envs.core.domain import Generated
 from backoffice.envs.registration.tables import (
     CITIES,
@@ -52,6 +62,7 @@ from backoffice.envs.registration.tables import (
     STREETS,
     age_on,
     decide,
+    digits,
     fold,
     given_equivalent,
     identifier_check_digit,
@@ -62,7 +73,7 @@ from backoffice.envs.registration.tables import (
     parse_date,
     phone_key,
 )
-from backoffice.envs.registration.tools import ALL_TOOLS, search_score
+from backoffice.envs.registration.tools import ALL_TOOLS, search_score, swapped_dates
 
 DEFECT_TAGS = (
     "new_patient", "existing_patient_exact", "existing_patient_name_variant", "transposed_dob_digits",
@@ -70,6 +81,14 @@ DEFECT_TAGS = (
 )
 EXISTING_TAGS = ("existing_patient_exact", "existing_patient_name_variant", "transposed_dob_digits", "conflicting_identifier")
 FORMAL_NAMES = tuple(g[0] for g in NAME_GROUPS)
+#: city -> its GP practices' ids, in the order of :data:`PRACTICES`
+PRACTICES_IN: dict[str, tuple[str, ...]] = {city: tuple(p[0] for p in PRACTICES if p[2] == city) for city in sorted({p[2] for p in PRACTICES})}
+#: (formal only, sex or None) -> the given names :meth:`World.given` draws from, in draw order
+GIVEN_POOLS: dict[tuple[bool, str | None], tuple[str, ...]] = {
+    (formal, sex): tuple(n for n in (FORMAL_NAMES if formal else FORMAL_NAMES + PLAIN_GIVEN)
+                         if sex is None or (n in FEMALE) == (sex == "F"))
+    for formal in (False, True) for sex in (None, "F", "M")
+}
 
 
 @dataclass
@@ -93,6 +112,33 @@ class Person:
     practice: str = ""
 
 
+DIGITS = "0123456789"
+
+
+def below(rng: random.Random, n: int) -> int:
+    """``rng.randrange(n)`` (so ``rng.randint(a, a + n - 1) - a``), drawn exactly as CPython's
+    ``Random`` draws it: rejection sampling over ``getrandbits(n.bit_length())``. The same
+    draws from the same stream (the released seeds depend on them) without randint's and
+    randrange's argument handling, which was most of the generator's time."""
+    k = n.bit_length()
+    r = rng.getrandbits(k)
+    while r >= n:
+        r = rng.getrandbits(k)
+    return r
+
+
+def digit_string(rng: random.Random, n: int) -> str:
+    """``n`` decimal digits, each ``rng.randint(0, 9)`` (see :func:`below`)."""
+    getrandbits = rng.getrandbits
+    out = []
+    for _ in range(n):
+        r = getrandbits(4)
+        while r >= 10:
+            r = getrandbits(4)
+        out.append(DIGITS[r])
+    return "".join(out)
+
+
 class World:
     """Random draws for one task, with uniqueness bookkeeping."""
 
@@ -106,7 +152,7 @@ class World:
 
     def identifier(self) -> str:
         while True:
-            body = str(self.rng.randint(1, 9)) + "".join(str(self.rng.randint(0, 9)) for _ in range(8))
+            body = str(1 + below(self.rng, 9)) + digit_string(self.rng, 8)
             check = identifier_check_digit(body)
             if check is not None and body + str(check) not in self.identifiers:
                 self.identifiers.add(body + str(check))
@@ -115,7 +161,7 @@ class World:
     def member_id(self, payer_id: str) -> str:
         prefix = next(p[2] for p in PAYERS if p[0] == payer_id)
         while True:
-            body = "".join(str(self.rng.randint(0, 9)) for _ in range(7))
+            body = digit_string(self.rng, 7)
             mid = f"{prefix}{body}{luhn_digit(body)}"
             if mid not in self.members:
                 self.members.add(mid)
@@ -123,7 +169,7 @@ class World:
 
     def phone(self) -> str:
         while True:
-            p = "07" + "".join(str(self.rng.randint(0, 9)) for _ in range(9))
+            p = "07" + digit_string(self.rng, 9)
             if p not in self.phones:
                 self.phones.add(p)
                 return p
@@ -140,8 +186,7 @@ class World:
         return d.isoformat()
 
     def given(self, sex: str | None = None, formal: bool = False) -> tuple[str, str]:
-        pool = FORMAL_NAMES if formal else FORMAL_NAMES + PLAIN_GIVEN
-        g = self.rng.choice([n for n in pool if sex is None or (n in FEMALE) == (sex == "F")])
+        g = self.rng.choice(GIVEN_POOLS[formal, sex])
         return g, ("F" if g in FEMALE else "M")
 
     def person(self, family: str, minor: bool = False, address: tuple[str, str, str] | None = None,
@@ -305,14 +350,19 @@ def _draw_subject(w: World, tag: str, outcome: str) -> Desk:
 
 
 def _add_background(desk: Desk) -> None:
-    """Background patients, none sharing the subject's family name; sometimes one deceased."""
+    """Background patients (12-18), none sharing the subject's family name; sometimes the first
+    of them deceased. Called once per world, and once more per distractor block of a scaled
+    world (:func:`_add_distractors`)."""
     w, rng, records = desk.w, desk.rng, desk.records
+    families = [f for f in FAMILY_NAMES if f != desk.family]
+    first = len(records)
     for _ in range(rng.randint(12, 18)):
-        records.append(w.person(rng.choice([f for f in FAMILY_NAMES if f != desk.family]), minor=rng.random() < 0.15))
+        records.append(w.person(rng.choice(families), minor=rng.random() < 0.15))
     if rng.random() < 0.3:
-        records[0].status = "deceased"
+        dead = records[first]
+        dead.status = "deceased"
         dod = w.today - timedelta(days=rng.randint(100, 2000))
-        records[0].date_of_death = max(dod, date.fromisoformat(records[0].dob) + timedelta(days=400)).isoformat()
+        dead.date_of_death = max(dod, date.fromisoformat(dead.dob) + timedelta(days=400)).isoformat()
 
 
 def _add_look_alikes(desk: Desk) -> None:
@@ -571,13 +621,15 @@ class Tables:
                               "status": "active", "linked_at": f"{2026 - rng.randint(1, 10)}-{rng.randint(1, 12):02d}-01", "ended_at": ""})
 
 
-def _patient_rows(desk: Desk) -> tuple[list[Person], Tables]:
-    """The records in a shuffled order, as patient rows with registration dates."""
+def _patient_rows(desk: Desk, t: Tables | None = None) -> tuple[list[Person], Tables]:
+    """The records in a shuffled order, as patient rows with registration dates (appended to
+    ``t``, ids continuing, when given: a distractor block)."""
     w, rng = desk.w, desk.rng
     order = list(desk.records)
     rng.shuffle(order)
-    patients, pid_of = [], {}
-    for i, p in enumerate(order, 1):
+    t = Tables([], {}) if t is None else t
+    patients, pid_of = t.patients, t.pid_of
+    for i, p in enumerate(order, len(patients) + 1):
         pid = f"{PREFIX['patients']}-{i:04d}"
         pid_of[id(p)] = pid
         reg_year = max(int(p.dob[:4]) + 1, 2024 - rng.randint(0, 14))
@@ -592,7 +644,7 @@ def _patient_rows(desk: Desk) -> tuple[list[Person], Tables]:
             "status": p.status, "date_of_death": p.date_of_death, "verified": sorted(p.verified),
             "registered_at": registered, "updated_at": min(max(registered, updated), w.now),
         })
-    return order, Tables(patients, pid_of)
+    return order, t
 
 
 def _on_file(desk: Desk, order: list[Person], t: Tables) -> None:
@@ -616,9 +668,10 @@ def _on_file(desk: Desk, order: list[Person], t: Tables) -> None:
             t.add_cov(rng, pid, payer, mid)
             t.roster.append((payer, mid, p))
         if rng.random() < 0.7:
-            t.add_gp(rng, pid, rng.choice([x[0] for x in PRACTICES if x[2] == p.city] or [PRACTICES[0][0]]))
-        if age_on(p.dob, desk.today) < MINOR_AGE or rng.random() < 0.2:
-            role = "guardian" if age_on(p.dob, desk.today) < MINOR_AGE else "next_of_kin"
+            t.add_gp(rng, pid, rng.choice(PRACTICES_IN.get(p.city) or (PRACTICES[0][0],)))
+        minor = age_on(p.dob, desk.today) < MINOR_AGE
+        if minor or rng.random() < 0.2:
+            role = "guardian" if minor else "next_of_kin"
             t.contacts.append({"id": f"{PREFIX['contacts']}-{len(t.contacts) + 1:04d}", "patient_id": pid, "role": role,
                                "name": f"{different_given(w, [p.given], 'F' if role == 'guardian' else None)} {p.family}",
                                "relationship": "mother" if role == "guardian" else "spouse",
@@ -647,12 +700,18 @@ def _form_contacts_on_file(desk: Desk, form: FormDraft, t: Tables) -> None:
         t.contacts.append(t.guardian_on_file)
 
 
-def _roster_and_consents(rng: random.Random, t: Tables) -> list[dict[str, Any]]:
-    """The payers' member roster (shuffled) and earlier treatment consents."""
-    rng.shuffle(t.roster)
+def _roster_and_consents(rng: random.Random, t: Tables, first_member: int = 0, first_patient: int = 0) -> list[dict[str, Any]]:
+    """The payers' member roster rows of ``t.roster[first_member:]`` (shuffled) and earlier
+    treatment consents of five of ``t.patients[first_patient:]`` (a distractor block's slices
+    start past the world's)."""
+    entries = t.roster[first_member:]
+    rng.shuffle(entries)
+    t.roster[first_member:] = entries
     member_roster = [{"id": f"{PREFIX['member_roster']}-{i:04d}", "payer_id": payer, "member_id": mid, "given_name": p.given,
-                      "family_name": p.family, "dob": p.dob, "status": "active"} for i, (payer, mid, p) in enumerate(t.roster, 1)]
-    for i, c in enumerate(rng.sample(t.patients, k=min(5, len(t.patients))), 1):
+                      "family_name": p.family, "dob": p.dob, "status": "active"}
+                     for i, (payer, mid, p) in enumerate(entries, first_member + 1)]
+    patients = t.patients[first_patient:]
+    for i, c in enumerate(rng.sample(patients, k=min(5, len(patients))), len(t.consents) + 1):
         t.consents.append({"id": f"{PREFIX['consents']}-{i:04d}", "patient_id": c["id"], "intake_form_id": f"{PREFIX['intake_forms']}-8{i:03d}",
                            "kind": "treatment", "given_by": "self", "contact_id": "", "recorded_at": "2025-11-03T10:00:00"})
     return member_roster
@@ -663,13 +722,7 @@ def _form_rows(desk: Desk, draft: FormDraft, patients: list[dict[str, Any]]) -> 
     w, rng, subject, record = desk.w, desk.rng, desk.subject, desk.record
     n_forms = rng.randint(2, 6)
     form_id = f"{PREFIX['intake_forms']}-{n_forms:04d}"
-    forms = []
-    for i in range(1, n_forms):  # earlier forms, already processed
-        src = patients[(i * 7) % len(patients)]
-        forms.append({**_blank_form(f"{PREFIX['intake_forms']}-{i:04d}", f"2026-02-1{i % 10}T09:30:00", "processed"),
-                      "given_name": src["given_name"], "family_name": src["family_name"], "dob": src["dob"], "sex": src["sex"],
-                      "address_line": src["address_line"], "city": src["city"], "postcode": src["postcode"], "phone": src["phone"],
-                      "identifier": src["identifier"], "consent_signed_by": "self"})
+    forms = _earlier_forms(n_forms, patients)
     form = {
         **_blank_form(form_id, w.now, "pending"),
         "given_name": draft.given if rng.random() < 0.85 else draft.given.upper(),
@@ -690,6 +743,20 @@ def _form_rows(desk: Desk, draft: FormDraft, patients: list[dict[str, Any]]) -> 
     return forms, form
 
 
+def _earlier_forms(n_forms: int, patients: list[dict[str, Any]], forms: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """``n_forms - 1`` earlier (processed) forms of ``patients``, appended to ``forms`` (ids
+    continuing) when given."""
+    forms = [] if forms is None else forms
+    first = len(forms)
+    for k in range(1, n_forms):
+        i, src = first + k, patients[(k * 7) % len(patients)]
+        forms.append({**_blank_form(f"{PREFIX['intake_forms']}-{i:04d}", f"2026-02-1{i % 10}T09:30:00", "processed"),
+                      "given_name": src["given_name"], "family_name": src["family_name"], "dob": src["dob"], "sex": src["sex"],
+                      "address_line": src["address_line"], "city": src["city"], "postcode": src["postcode"], "phone": src["phone"],
+                      "identifier": src["identifier"], "consent_signed_by": "self"})
+    return forms
+
+
 def _evidence_rows(desk: Desk, form_id: str) -> list[dict[str, Any]]:
     """The address document (when the record's verified address may change) and an unrelated letter."""
     w, rng, subject = desk.w, desk.rng, desk.subject
@@ -704,23 +771,26 @@ def _evidence_rows(desk: Desk, form_id: str) -> list[dict[str, Any]]:
     return evidence_rows
 
 
-def _queues(w: World, patients: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Old referrals with their timers; queued letters."""
+def _queues(w: World, patients: list[dict[str, Any]], queues: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Old referrals with their timers; queued letters (appended to ``queues``, ids continuing,
+    when given: a distractor block)."""
     rng = w.rng
-    referrals: list[dict[str, Any]] = []
-    timers: list[dict[str, Any]] = []
-    notifications: list[dict[str, Any]] = []
-    for i in range(1, rng.randint(1, 3) + 1):
+    if queues is None:
+        queues = {"referrals": [], "notifications": [], "task_timers": []}
+    referrals, timers, notifications = queues["referrals"], queues["task_timers"], queues["notifications"]
+    first = len(referrals)
+    for i in range(first + 1, first + rng.randint(1, 3) + 1):
         rid = f"{PREFIX['referrals']}-{i:04d}"
         referrals.append({"id": rid, "intake_form_id": f"INT-9{i:03d}", "reason": rng.choice(("ambiguous_match", "other")), "basis": [],
                           "note": "Two possible records, sent to the supervisor.", "status": "open", "created_at": f"{w.today - timedelta(days=1)}T15:00:00"})
         timers.append({"id": f"{PREFIX['task_timers']}-{i:04d}", "kind": "referral_pickup", "ref_id": rid,
                        "due_at": f"{w.today}T{rng.randint(9, 12):02d}:00:00", "status": "running"})
-    for i in range(1, rng.randint(2, 4) + 1):
+    first = len(notifications)
+    for i in range(first + 1, first + rng.randint(2, 4) + 1):
         notifications.append({"id": f"{PREFIX['notifications']}-{i:04d}", "kind": rng.choice(("welcome_pack", "appointment_reminder")),
                               "ref_id": rng.choice(patients)["id"], "channel": rng.choice(("post", "sms")), "status": "queued",
                               "created_at": f"{w.today - timedelta(days=1)}T17:00:00"})
-    return {"referrals": referrals, "notifications": notifications, "task_timers": timers}
+    return queues
 
 
 def write_tables(desk: Desk, draft: FormDraft) -> tuple[dict[str, list[dict[str, Any]]], Tables, dict[str, Any]]:
@@ -745,6 +815,73 @@ def write_tables(desk: Desk, draft: FormDraft) -> tuple[dict[str, list[dict[str,
     return snapshot, t, form
 
 
+def form_query(form: dict[str, Any]) -> dict[str, Any]:
+    """The search of the form's person (name, date of birth, identifier, postcode) as
+    :func:`~backoffice.envs.registration.tools.search_score` takes it."""
+    return {"name": f"{form['given_name']} {form['family_name']}", "dob": form["dob"],
+            "identifier": form["identifier"] or None, "postcode": form["postcode"] or None}
+
+
+def form_search(form: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
+    """Whether the search of the form's person (:func:`form_query`) shows a patient row.
+
+    Only a row born on the form's date (or a swap of it), holding its identifier or whose family
+    name is one of its words can score 3 (as in
+    :func:`~backoffice.envs.registration.tools.search_candidates`): only those are scored."""
+    query = form_query(form)
+    dobs = {form["dob"], *swapped_dates(form["dob"])}
+    words = set(fold(query["name"]).replace(",", " ").split())
+    ident = digits(query["identifier"])
+
+    def shows(row: dict[str, Any]) -> bool:
+        if row["dob"] not in dobs and fold(row["family_name"]) not in words and (len(ident) != 10 or row["identifier"] != ident):
+            return False
+        return search_score(row, **query) >= 3
+
+    return shows
+
+
+# -- the scale tier ----------------------------------------------------------------------------
+def _add_distractors(seed: int, attempt: int, desk: Desk, snapshot: dict[str, list[dict[str, Any]]], t: Tables,
+                     form: dict[str, Any], scale: int) -> None:
+    """Grow a consistent world to about ``scale`` times its size: blocks of background patients
+    (:func:`_add_background`) until the index holds ``scale`` times the world's patients, each
+    block with what a world's background has on file (:func:`_on_file`: coverages, GP links,
+    contacts; roster entries and earlier consents: :func:`_roster_and_consents`), earlier forms
+    (:func:`_earlier_forms`) and queues (:func:`_queues`), written by the same functions with
+    ids continuing after the world's.
+
+    The blocks draw from their own stream (derived from ``seed`` and ``attempt``) after the
+    world is complete, and share its uniqueness bookkeeping, so the task, its form and its
+    search are the scale-1 ones: identifiers, phones and member ids stay unique, and a drawn
+    patient the form's search would show is dropped, so no distractor becomes a hit, a
+    candidate or the holder of the form's identifier (the answer cannot change). Linear in the
+    rows drawn."""
+    dw = World(derive_seed("registration-scale", seed, attempt))
+    dw.today, dw.now = desk.w.today, desk.w.now
+    dw.identifiers, dw.members, dw.phones = desk.w.identifiers, desk.w.members, desk.w.phones
+    shows = form_search(form)
+
+    def shown(p: Person) -> bool:
+        return shows({"identifier": p.identifier, "given_name": p.given, "family_name": p.family, "dob": p.dob,
+                      "postcode": p.postcode})
+
+    queues = {k: snapshot[k] for k in ("referrals", "notifications", "task_timers")}
+    target = scale * len(t.patients)
+    while len(t.patients) < target:
+        block = Desk(dw, desk.tag, desk.outcome, False, desk.subject)
+        _add_background(block)
+        block.records = [p for p in block.records if not shown(p)]
+        if not block.records:
+            continue
+        first_patient, first_member = len(t.patients), len(t.roster)
+        order, _ = _patient_rows(block, t)
+        _on_file(block, order, t)
+        snapshot["member_roster"] += _roster_and_consents(dw.rng, t, first_member, first_patient)
+        _earlier_forms(dw.rng.randint(2, 6), t.patients[first_patient:], snapshot["intake_forms"])
+        _queues(dw, t.patients[first_patient:], queues)
+
+
 # -- the answer key ----------------------------------------------------------------------------
 def _consistent(desk: Desk, form: dict[str, Any], t: Tables, record_pid: str | None) -> list[str] | None:
     """The blocking record ids when the world says what the outcome class says, else ``None``.
@@ -752,17 +889,18 @@ def _consistent(desk: Desk, form: dict[str, Any], t: Tables, record_pid: str | N
     The search shows every blocking record and at least one look-alike beside them; the
     decision read from the hits is the one read from the whole index."""
     outcome, patients = desk.outcome, t.patients
+    shows = form_search(form)
+    hits = [r for r in patients if shows(r)]
+    if not 3 <= len(hits) <= MAX_HITS:
+        return None
     got, basis = decide(form, patients)
     if got != outcome:
         return None
-    query = {"name": f"{form['given_name']} {form['family_name']}", "dob": form["dob"],
-             "identifier": form["identifier"] or None, "postcode": form["postcode"] or None}
-    hits = [r for r in patients if search_score(r, **query) >= 3]
     if outcome == "refer_ambiguous":
         assert record_pid is not None  # the ambiguous outcome always plants the record
         if basis != sorted([record_pid, t.pid_of[id(desk.other)]]):
             return None
-    if not 3 <= len(hits) <= MAX_HITS or decide(form, hits) != (got, basis) or len(hits) <= len(basis) + (outcome == "update"):
+    if decide(form, hits) != (got, basis) or len(hits) <= len(basis) + (outcome == "update"):
         return None
     if desk.record is not None and record_pid not in basis and outcome != "refer_conflict":
         return None
@@ -860,9 +998,10 @@ def _key(desk: Desk, draft: FormDraft, snapshot: dict[str, list[dict[str, Any]]]
     return key
 
 
-def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:
+def _attempt(seed: int, tag: str, attempt: int, scale: int = 1) -> Generated | None:
     """One registration task whose trap is ``tag`` (see :data:`DEFECT_TAGS`), or ``None`` when
-    the world drawn from ``attempt``'s stream is inconsistent with its outcome class."""
+    the world drawn from ``attempt``'s stream is inconsistent with its outcome class; in a
+    world about ``scale`` times the released size (:func:`_add_distractors`)."""
     desk = build_world(seed, tag, attempt)
     draft = draw_form(desk)
     snapshot, t, form = write_tables(desk, draft)
@@ -870,6 +1009,8 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:
     basis = _consistent(desk, form, t, record_pid)
     if basis is None:
         return None
+    if scale > 1:
+        _add_distractors(seed, attempt, desk, snapshot, t, form, scale)
     key = _key(desk, draft, snapshot, t, form, basis, record_pid)
     instructions = _instructions(desk.rng, form["id"], desk.w.now[:10])
     return Generated(
@@ -879,7 +1020,20 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:
     )
 
 
-generate = retrying(_attempt, DEFECT_TAGS, tries=50)
+_generate = retrying(_attempt, DEFECT_TAGS, tries=50)
+
+
+def generate(seed: int, defect_tag: str, scale: int = 1) -> Generated:
+    """One registration task whose trap is ``defect_tag`` (pure in its arguments): the engine's
+    retry loop over :func:`_attempt`. ``scale`` > 1 builds the same task (form, search, answer)
+    in a world about ``scale`` times the released size (:func:`_add_distractors`); scale 1 is
+    the released generator, byte for byte. Raises ``ValueError`` for an unknown tag or a scale
+    below 1."""
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
+        raise ValueError(f"scale must be an integer >= 1, got {scale!r}")
+    if scale == 1:
+        return _generate(seed, defect_tag)
+    return retrying(partial(_attempt, scale=scale), DEFECT_TAGS, tries=50)(seed, defect_tag)
 
 
 def _blank_form(form_id: str, received_at: str, status: str) -> dict[str, Any]:

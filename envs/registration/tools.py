@@ -8,13 +8,15 @@ evidence) are allowed here and caught by the grader, as at a real desk.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 from backoffice.envs.core.canonical import derive_seed
-from backoffice.envs.core.tools import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit, require_row
+from backoffice.envs.core.store import Store
+from backoffice.envs.core.tools import NoArgs, PageArgs, ToolArgs, ToolContext, ToolError, Toolkit, page, require_row
 from backoffice.envs.registration.tables import (
     PREFIX,
     REFERRAL_REASONS,
@@ -30,7 +32,6 @@ from backoffice.envs.registration.tables import (
 
 toolkit = Toolkit()
 
-SEARCH_LIMIT = 20
 PATIENT_SUMMARY = ("id", "identifier", "given_name", "family_name", "dob", "postcode", "status")
 
 
@@ -64,7 +65,7 @@ def get_intake_form(ctx: ToolContext, args: IntakeFormArgs) -> dict:
     return form
 
 
-class SearchArgs(ToolArgs):
+class SearchArgs(PageArgs):
     name: str | None = Field(None, description="Any part of the name, in any order (e.g. 'Bill Smith').", max_length=120)
     dob: str | None = Field(None, description="Date of birth YYYY-MM-DD.")
     identifier: str | None = Field(None, description="Patient identifier (10 digits, spaces allowed).", max_length=20)
@@ -95,19 +96,83 @@ def search_score(row: dict[str, Any], name: str | None = None, dob: str | None =
     return score
 
 
+def swapped_dates(dob: str) -> list[str]:
+    """Every string that is ``dob`` with two different adjacent characters swapped (the dates
+    :func:`~backoffice.envs.registration.tables.is_transposition` pairs with ``dob``)."""
+    return [dob[:i] + dob[i + 1] + dob[i] + dob[i + 2:] for i in range(len(dob) - 1) if dob[i] != dob[i + 1]]
+
+
+def search_candidates(store: Store, name: str | None = None, dob: str | None = None, identifier: str | None = None) -> dict[str, dict[str, Any]]:
+    """Every patient row that can score 3 in :func:`search_score`, by id, read through indexes.
+
+    A hit needs the identifier (3), or the family name among the name's words (2), or the date
+    of birth, equal or with two swapped digits (2): the other parts score 1 each. So the hits
+    are among the rows holding the identifier, the rows born on the date or a swap of it (exact
+    lookups), and the rows whose family name folds to one of the words: the snapshot's distinct
+    family names are few (a fixed vocabulary), so their folds are compared and each matching
+    one is read by index, plus the patients this episode wrote (their names may be new).
+    O(candidates + distinct family names + rows written), never O(patients)."""
+    found: dict[str, dict[str, Any]] = {}
+
+    def add(rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            found[row["id"]] = row
+
+    ident = digits(identifier) if identifier else ""
+    if len(ident) == 10:
+        add(store.select("patients", identifier=ident))
+    if dob:
+        for day in (dob, *swapped_dates(dob)):
+            add(store.select("patients", dob=day))
+    tokens = set(fold(name).replace(",", " ").split()) if name else set()
+    if tokens:
+        for family in store.snapshot.index("patients", "family_name"):
+            if fold(family) in tokens:
+                add(store.select("patients", family_name=family))
+        written = store.diff().get("patients")
+        if written:
+            for rid in [*written["created"], *written["updated"]]:
+                row = store.get("patients", rid)
+                if row is not None and fold(row["family_name"]) in tokens:
+                    found[rid] = row
+    return found
+
+
+def search_order(seed: int | None, patient_id: str) -> tuple[int, str]:
+    """Where a patient comes in a task's search results: a hash of the task seed and the id
+    (ties by id), so the order is fixed per task and says nothing about match quality."""
+    return derive_seed("search-order", str(seed), patient_id), patient_id  # str(): the parts are joined as text
+
+
+def search_hits(store: Store, seed: int | None, name: str | None = None, dob: str | None = None,
+                identifier: str | None = None, postcode: str | None = None) -> list[dict[str, Any]]:
+    """The rows :func:`search_score` counts as hits (3 or more), in :func:`search_order`."""
+    hits = [row for row in search_candidates(store, name, dob, identifier).values()
+            if search_score(row, name, dob, identifier, postcode) >= 3]
+    hits.sort(key=lambda r: search_order(seed, r["id"]))
+    return hits
+
+
 @toolkit.tool(writes=False)
 def search_patients(ctx: ToolContext, args: SearchArgs) -> dict:
     """Fuzzy search of patient records by name, date of birth, identifier and postcode.
 
     Matches tolerate name order, listed name variants and swapped date-of-birth digits, so results
     include look-alikes. Results come in no particular order (not ranked by quality): judge each
-    candidate yourself. At most 20 summaries."""
+    candidate yourself. Returns ``count`` (all hits) and one page of summaries: ``limit`` per
+    page (default 50, at most 200); when more remain, ``next_cursor`` is set: pass it as
+    ``cursor`` for the next page (``null`` on the last page)."""
     if not any((args.name, args.dob, args.identifier, args.postcode)):
         raise ToolError("invalid_args", "give at least one of name, dob, identifier, postcode")
-    hits = [row for row in ctx.store.iter_rows("patients")
-            if search_score(row, args.name, args.dob, args.identifier, args.postcode) >= 3]
-    hits.sort(key=lambda r: derive_seed("search-order", ctx.task.seed, r["id"]))
-    return {"count": len(hits), "results": [{k: r[k] for k in PATIENT_SUMMARY} for r in hits[:SEARCH_LIMIT]]}
+    seed = ctx.task.seed
+    hits = search_hits(ctx.store, seed, args.name, args.dob, args.identifier, args.postcode)
+    start = 0
+    if args.cursor is not None:  # the page after the cursor's place in the order
+        start = bisect_right([search_order(seed, r["id"]) for r in hits], search_order(seed, args.cursor))
+    shown = hits[start:start + args.limit]
+    more = start + args.limit < len(hits)
+    return {"count": len(hits), "results": [{k: r[k] for k in PATIENT_SUMMARY} for r in shown],
+            "next_cursor": shown[-1]["id"] if more and shown else None}
 
 
 class PatientArgs(ToolArgs):
@@ -136,10 +201,17 @@ def get_name_variants(ctx: ToolContext, args: NameArgs) -> dict:
     return {"name": args.name, "variants": list(name_variants(args.name))}
 
 
+class RulesArgs(PageArgs):
+    """One page of the rule file."""
+
+
 @toolkit.tool(writes=False)
-def get_rules(ctx: ToolContext, args: NoArgs) -> dict:
-    """Return the registration rule file (rule ids, titles, texts) and today's date."""
-    return {"today": ctx.now[:10], "rules": ctx.store.rows("rules")}
+def get_rules(ctx: ToolContext, args: RulesArgs) -> dict:
+    """Return today's date and the registration rule file (rule ids, titles, texts) in rule id
+    order, ``limit`` rules per page (default 50, at most 200); ``next_cursor`` is set when
+    more remain: pass it as ``cursor`` for the next page (``null`` on the last page)."""
+    rules, next_cursor = page(ctx.store, "rules", args)
+    return {"today": ctx.now[:10], "rules": rules, "next_cursor": next_cursor}
 
 
 class MemberArgs(ToolArgs):
@@ -172,7 +244,7 @@ def verify_member_id(ctx: ToolContext, args: MemberArgs) -> dict:
             "given_name": m["given_name"], "family_name": m["family_name"], "dob": m["dob"]}
 
 
-class LookupArgs(ToolArgs):
+class LookupArgs(PageArgs):
     payer_id: str = Field(description="Payer id, e.g. PAY-NWH.", max_length=40)
     family_name: str = Field(description="Member's family name.", max_length=60)
     dob: str = Field(description="Member's date of birth YYYY-MM-DD.")
@@ -182,10 +254,15 @@ class LookupArgs(ToolArgs):
 
 @toolkit.tool(writes=False)
 def lookup_member(ctx: ToolContext, args: LookupArgs) -> dict:
-    """Find a payer's members by family name and date of birth (to recover a mistyped member id)."""
+    """Find a payer's members by family name and date of birth (to recover a mistyped member id),
+    in roster order, ``limit`` per page (default 50, at most 200); ``next_cursor`` is set when
+    more remain: pass it as ``cursor`` for the next page (``null`` on the last page)."""
     _payer(ctx, args.payer_id)
-    rows = ctx.store.rows("member_roster", lambda r: fold(r["family_name"]) == fold(args.family_name) and r["dob"] == args.dob, payer_id=args.payer_id)
-    return {"members": [{k: r[k] for k in ("member_id", "given_name", "family_name", "dob", "status")} for r in rows[:10]]}
+    family = fold(args.family_name)
+    rows, next_cursor = page(ctx.store, "member_roster", args, lambda r: fold(r["family_name"]) == family,
+                             payer_id=args.payer_id, dob=args.dob)
+    return {"members": [{k: r[k] for k in ("member_id", "given_name", "family_name", "dob", "status")} for r in rows],
+            "next_cursor": next_cursor}
 
 
 # -- writing ---------------------------------------------------------------------------------

@@ -28,6 +28,11 @@ contact added or on file. A referral's note is a fixed template naming the reaso
 candidate records the matching rule accepts (its judge score never enters ``pass``); its ``basis`` cites
 those records, plus, for an identity conflict, the result holding the form's identifier.
 
+Paged reads: ``search_patients`` returns one page at a time; the search action fetches the next
+page (the ``next_cursor`` of the last one) until the last page has come back, and only then are
+the results known (``searched``, the slots); until then the action stays legal. A form's search
+shows 3-6 records, so at every world size it is one page.
+
 The matching rule the features use is the rule file's
 (:func:`backoffice.envs.registration.tables.match_candidates`, the clerk's computation), fed only
 the observed form, the observed name variants and the search summaries.
@@ -107,7 +112,8 @@ class RegistrationCatalog(CatalogSpec):
         ActionDef("get_rules", "get_rules",
                   "Read the rule file and today's date (masked as a known answer once the brief gave the date)."),
         ActionDef("search_patients", "search_patients",
-                  "Search the index with the form's name, date of birth, identifier (if any) and postcode."),
+                  "Search the index with the form's name, date of birth, identifier (if any) and postcode; while the "
+                  "last page returned a next_cursor, read the next page."),
         ActionDef("get_name_variants[given]", "get_name_variants", "Read the variants of the form's given name."),
         ActionDef("get_name_variants[family]", "get_name_variants",
                   "Read the variants of the form's family name (a given name when the form swapped them)."),
@@ -146,7 +152,7 @@ class RegistrationCatalog(CatalogSpec):
     features = (
         FeatureDef("form_read", "1 once get_intake_form returned the form"),
         FeatureDef("today_known", "1 once today's date is known (from the brief or get_rules)"),
-        FeatureDef("searched", "1 once search_patients returned results"),
+        FeatureDef("searched", "1 once search_patients returned its results (every page)"),
         FeatureDef("n_results", f"search results returned / {N_SLOTS}"),
         FeatureDef("variants_pending", "1 if a search result with the form's date of birth (or two swapped digits) "
                                        "differs from the form only in the given name (or, written the other way "
@@ -209,7 +215,9 @@ class RegistrationCatalog(CatalogSpec):
         self.form: dict[str, Any] | None = None
         self.variants: dict[str, tuple[str, ...]] = {}
         self.variants_read = {VARIANTS_GIVEN: False, VARIANTS_FAMILY: False}
-        self.results: list[dict[str, Any]] | None = None
+        self.results: list[dict[str, Any]] | None = None  # every search page, once the last one is read
+        self.search_pages: list[dict[str, Any]] = []      # the pages read so far
+        self.search_cursor: str | None = None             # the next page's cursor while pages remain
         self.matches: list[dict[str, Any]] = []
         self.holder: str | None = None  # a non-candidate result holding the form's valid identifier
         self.records: dict[str, dict[str, Any]] = {}  # patient id -> record as read, with this episode's writes
@@ -332,7 +340,7 @@ class RegistrationCatalog(CatalogSpec):
             return {"tool": "get_name_variants", "args": {"name": name}} if name else None
         if action == SEARCH:
             args: dict[str, Any] = {"name": f"{f('given_name')} {f('family_name')}".strip(), "dob": f("dob"),
-                    "identifier": f("identifier"), "postcode": f("postcode")}
+                    "identifier": f("identifier"), "postcode": f("postcode"), "cursor": self.search_cursor}
             return {"tool": "search_patients", "args": {k: v for k, v in args.items() if v}}
         if action in OPEN:
             i = action - OPEN[0]
@@ -428,8 +436,11 @@ class RegistrationCatalog(CatalogSpec):
         elif action in (VARIANTS_GIVEN, VARIANTS_FAMILY):
             self.variants[fold(str(got.get("name", "")))] = tuple(got.get("variants") or ())
             self.variants_read[action] = True
-        elif action == SEARCH:
-            self.results = list(got.get("results") or ())
+        elif action == SEARCH:  # pages accumulate; the results are known once the last page is read
+            self.search_pages += list(got.get("results") or ())
+            self.search_cursor = got.get("next_cursor") or None
+            if self.search_cursor is None:
+                self.results = self.search_pages
         elif action in OPEN:
             pid = str(got.get("id", ""))
             self.records[pid] = {**got, "contacts": [dict(c) for c in got.get("contacts") or ()]}
@@ -579,7 +590,8 @@ def feature_policy(agent: CatalogAgent) -> Callable[[np.ndarray, np.ndarray], in
         if not on("form_read"):
             return act["get_intake_form"]
         for read in ("get_name_variants[given]", "get_name_variants[family]", "search_patients"):
-            if not on(f"taken[{read}]") and mask[act[read]]:
+            # the search stays unmasked while pages remain (next_cursor): read them all
+            if mask[act[read]] and (not on(f"taken[{read}]") or read == "search_patients"):
                 return act[read]
         if not on("patient_known"):
             if on("identifier_conflict"):

@@ -40,6 +40,17 @@ from backoffice.training.policies.base import Action, Plan, ScriptedPolicy, call
 Decision = tuple[str, Any]  # ("create", None) | ("update", patient_id) | ("refer", (reason, ids)) | ("stop", None)
 
 
+def all_pages(tool: str, rows_key: str, **args: Any) -> Generator[Action, dict[str, Any], list[dict[str, Any]]]:
+    """Every row a paginated read returns: the first page, then one call per ``next_cursor``
+    (a released world's reads fit in one page, so this is one call there)."""
+    got = (yield call(tool, **args))["result"]
+    rows = list(got[rows_key])
+    while got.get("next_cursor"):
+        got = (yield call(tool, **args, cursor=got["next_cursor"]))["result"]
+        rows += got[rows_key]
+    return rows
+
+
 class Oracle(ScriptedPolicy):
     """Registers the intake form correctly, reading only tool results."""
 
@@ -89,8 +100,8 @@ class Oracle(ScriptedPolicy):
         check = (yield call("verify_member_id", payer_id=form["payer_id"], member_id=form["member_id"]))["result"]
         if check["valid"] and fold(check["family_name"]) == fold(rec["family_name"]) and check["dob"] == rec["dob"]:
             return check["member_id"]
-        found = (yield call("lookup_member", payer_id=form["payer_id"], family_name=rec["family_name"], dob=rec["dob"]))["result"]
-        members = [m for m in found["members"] if m["status"] == "active" and given_equivalent(m["given_name"], rec["given_name"])]
+        found = yield from all_pages("lookup_member", "members", payer_id=form["payer_id"], family_name=rec["family_name"], dob=rec["dob"])
+        members = [m for m in found if m["status"] == "active" and given_equivalent(m["given_name"], rec["given_name"])]
         return members[0]["member_id"] if len(members) == 1 else None
 
     def consent(self, pid: str, minor: bool, guardian_id: str | None) -> dict[str, Any]:
@@ -122,9 +133,8 @@ class Oracle(ScriptedPolicy):
             variants[fold(name)] = tuple(got["variants"])
         results: list[dict[str, Any]] = []
         if self.search_first:
-            found = yield call("search_patients", name=f"{form['given_name']} {form['family_name']}", dob=form["dob"],
-                               identifier=form["identifier"] or None, postcode=form["postcode"] or None)
-            results = found["result"]["results"]
+            results = yield from all_pages("search_patients", "results", name=f"{form['given_name']} {form['family_name']}",
+                                           dob=form["dob"], identifier=form["identifier"] or None, postcode=form["postcode"] or None)
         kind, detail = self.decide(form, results, variants)
         if kind == "stop":
             return
