@@ -219,6 +219,11 @@ class Store:
             return layer[rid]
         return self._base(table).get(rid)
 
+    def written_ids(self, table: str) -> list[str]:
+        """The ids of ``table`` this episode created, changed or deleted, sorted: O(rows written)."""
+        self._base(table)
+        return sorted(self._overlay.get(table) or ())
+
     def get(self, table: str, rid: str) -> Row | None:
         """A copy of one row, or ``None``."""
         row = self._current(table, rid)

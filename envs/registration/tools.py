@@ -129,12 +129,10 @@ def search_candidates(store: Store, name: str | None = None, dob: str | None = N
         for family in store.snapshot.index("patients", "family_name"):
             if fold(family) in tokens:
                 add(store.select("patients", family_name=family))
-        written = store.diff().get("patients")
-        if written:
-            for rid in [*written["created"], *written["updated"]]:
-                row = store.get("patients", rid)
-                if row is not None and fold(row["family_name"]) in tokens:
-                    found[rid] = row
+        for rid in store.written_ids("patients"):
+            row = store.get("patients", rid)
+            if row is not None and fold(row["family_name"]) in tokens:
+                found[rid] = row
     return found
 
 
