@@ -73,6 +73,12 @@ def test_select_and_count_equal_a_scan(case: Any, equals: dict[str, Any]) -> Non
     for after in [None, "R-03", "R-99", ""]:
         want = [r for r in expected if after is None or r["id"] > after]
         assert store.select("t", after=after, limit=3, **equals) == want[:3]
+        in_x = [r for r in want if r.get("g") == "x"]
+        assert store.select("t", lambda r: r.get("g") == "x", after=after, **equals) == in_x
+        assert store.select_where("t", equals, after=after, limit=1) == want[:1]
+    diff = store.diff().get("t", {})
+    changed = {*diff.get("created", ()), *diff.get("updated", ()), *diff.get("deleted", ())}
+    assert changed <= set(store.written_ids("t")) <= {rid for op, rid, _ in ops if op != "rollback"}
 
 
 @settings(max_examples=200, deadline=None)

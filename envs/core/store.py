@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from backoffice.envs.core.canonical import digest, dumps
@@ -79,7 +79,7 @@ def _hashable(value: Any) -> bool:
 class Snapshot:
     """An immutable named set of tables. Share one instance between any number of stores."""
 
-    __slots__ = ("snapshot_id", "_tables", "_ids", "_sums", "_digests", "_hash", "_indexes")
+    __slots__ = ("snapshot_id", "_tables", "_ids", "_sums", "_digests", "_hash", "_indexes", "_memo")
 
     def __init__(self, snapshot_id: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]):
         self.snapshot_id = snapshot_id
@@ -94,6 +94,7 @@ class Snapshot:
         self._ids: dict[str, tuple[str, ...]] = {}
         self._sums: dict[str, int] = {}
         self._digests: dict[str, dict[str, int]] = {}
+        self._memo: dict[Hashable, Any] = {}
         self._hash: str | None = None
         self._indexes: dict[tuple[str, str], dict[Any, tuple[str, ...]]] = {}
 
@@ -123,6 +124,14 @@ class Snapshot:
                 groups.setdefault(row.get(field), []).append(rid)
             index = self._indexes[key] = {v: tuple(ids) for v, ids in groups.items()}
         return index
+
+    def memo(self, key: Hashable, factory: Callable[[Snapshot], Any]) -> Any:
+        """``factory(self)``, computed once per snapshot and ``key``: where a domain keeps a
+        derived read-only structure (e.g. a word index of names) that lives as long as the
+        snapshot. The factory must not mutate the snapshot."""
+        if key not in self._memo:
+            self._memo[key] = factory(self)
+        return self._memo[key]
 
     def row_count(self) -> dict[str, int]:
         return {name: len(rows) for name, rows in self._tables.items()}
@@ -264,26 +273,6 @@ class Store:
             if row is not None:
                 yield row
 
-    def _candidates(self, table: str, equals: Mapping[str, Any]) -> Sequence[str] | None:
-        """Sorted live ids that may match ``equals`` (from the most selective index), or
-        ``None`` when no equality field can use an index (then the caller scans)."""
-        usable = [(k, v) for k, v in equals.items() if _hashable(v)]
-        if not usable:
-            return None
-        best: tuple[str, ...] | None = None
-        for field, value in usable:
-            bucket = self._snap.index(table, field).get(value, ())
-            if best is None or len(bucket) < len(best):
-                best = bucket
-            if not best:
-                break
-        assert best is not None
-
-        def matches(row: Row) -> bool:
-            return all(row.get(k) == v for k, v in usable)
-
-        return self._live_ids(table, best, matches)
-
     def select(self, table: str, where: Where | None = None, *, after: str | None = None,
                limit: int | None = None, **equals: Any) -> list[Row]:
         """Copies of the live rows whose fields equal every ``field=value`` in ``equals`` and for
@@ -299,26 +288,53 @@ class Store:
 
     def select_where(self, table: str, equals: Mapping[str, Any], where: Where | None = None, *,
                      after: str | None = None, limit: int | None = None) -> list[Row]:
-        """:meth:`select` with the ``field: value`` equalities given as a mapping."""
+        """:meth:`select` with the ``field: value`` equalities given as a mapping.
+
+        Walks the most selective index bucket from ``after`` (a bisection) and merges in the
+        episode's written rows on the way, so a page costs O(page + rows written)."""
         base = self._base(table)
-        ids = self._candidates(table, equals)
-        if ids is None:
-            ids = self._live_ids(table, self._snap.ids(table), None)
-        start = bisect_right(ids, after) if after is not None else 0
-        layer = self._overlay.get(table) or {}
-        out: list[Row] = []
-        for i in range(start, len(ids)):
-            rid = ids[i]
-            row = layer[rid] if rid in layer else base.get(rid)
-            if row is None:
-                continue
-            if equals and any(row.get(k) != v for k, v in equals.items()):
-                continue
-            if where is not None and not where(row):
-                continue
-            out.append(dict(row))
-            if limit is not None and len(out) >= limit:
+        layer = self._overlay.get(table)
+        usable = [(k, v) for k, v in equals.items() if _hashable(v)]
+        base_ids: Sequence[str] = self._snap.ids(table)
+        for field, value in usable:
+            bucket = self._snap.index(table, field).get(value, ())
+            if len(bucket) < len(base_ids):
+                base_ids = bucket
+            if not base_ids:
                 break
+        start = bisect_right(base_ids, after) if after is not None else 0
+        written: list[str] = []
+        if layer:
+            written = sorted(rid for rid, row in layer.items()
+                             if row is not None and (after is None or rid > after)
+                             and all(row.get(k) == v for k, v in usable))
+        out: list[Row] = []
+        want = limit if limit is not None else -1
+
+        def take(row: Row) -> bool:
+            """Keep ``row`` if it matches; ``True`` when the page is full."""
+            if equals and any(row.get(k) != v for k, v in equals.items()):
+                return False
+            if where is not None and not where(row):
+                return False
+            out.append(dict(row))
+            return len(out) == want
+
+        j = 0
+        for i in range(start, len(base_ids)):
+            rid = base_ids[i]
+            while j < len(written) and written[j] < rid:
+                row = layer[written[j]]  # type: ignore[index]
+                j += 1
+                if take(row):  # type: ignore[arg-type]
+                    return out
+            if layer and rid in layer:
+                continue  # written: merged from ``written`` (if it still matches)
+            if take(base[rid]):
+                return out
+        for rid in written[j:]:
+            if take(layer[rid]):  # type: ignore[index,arg-type]
+                return out
         return out
 
     def rows(self, table: str, where: Where | None = None, **equals: Any) -> list[Row]:
