@@ -29,6 +29,9 @@ as authority), wrong_outcome (wrong outcome, or a proceed whose ledger entry / o
 missing or wrong), side_effect_before_decision, basis_missing_or_wrong, extra_decision (more
 than one decision or escalation on the request), and the guardrail's forbidden_write.
 
+Every look-up is by primary key or by an indexed equality (``Store.rows(table, field=value)``)
+on the snapshot: grading costs O(the episode's trace and the approver's rows), not O(tables).
+
 Rule-sharing policy: the grader judges with :mod:`backoffice.envs.approvals.authority` (the
 whole-snapshot verdict, built on the public rule helpers of :mod:`backoffice.envs.approvals.rules`)
 and never imports the oracle's or the catalog's decision code (``training.policies.approvals``,
@@ -42,6 +45,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from backoffice.envs.approvals import authority as auth
+from backoffice.envs.core.store import Store
 from backoffice.graders.checks import result
 from backoffice.graders.diff import NO_CHANGES
 from backoffice.graders.grade import finalize
@@ -59,22 +63,6 @@ _PROBLEM_CODE = (
     (auth.REPORTING_LINE, "invalid_approver"),
 )
 _DOWNSTREAM = ("ledger_entries", "orders")
-
-
-class _SnapshotTables(Mapping):
-    """The snapshot's tables as ``name -> {id: row}`` (read-only view)."""
-
-    def __init__(self, snapshot: Any):
-        self._snap = snapshot
-
-    def __getitem__(self, name: str) -> Mapping[str, Any]:
-        return self._snap.table(name)
-
-    def __iter__(self):  # pragma: no cover - not used
-        return iter(self._snap.table_names)
-
-    def __len__(self) -> int:  # pragma: no cover - not used
-        return len(self._snap.table_names)
 
 
 def _decisions(ep: Episode, request_id: str) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
@@ -95,7 +83,7 @@ def _decisions(ep: Episode, request_id: str) -> tuple[list[dict[str, Any]], list
     return decisions, downstream
 
 
-def _approver_check(decisions: list[dict[str, Any]], verdicts: dict[str, auth.Assessment], tables: Mapping[str, Any],
+def _approver_check(decisions: list[dict[str, Any]], verdicts: dict[str, auth.Assessment], tables: auth.Reader,
                     request: Mapping[str, Any], named: str) -> tuple[dict[str, Any], bool, int | None]:
     """approver_valid: every decision in an approver's name, at its own decision time. Returns
     the check, whether it passed and the step of the first valid proceed (``None``: none)."""
@@ -149,7 +137,7 @@ def _downstream_check(ep: Episode, rid: str, ds: Mapping[str, Any]) -> dict[str,
 
 
 def _basis_check(decisions: list[dict[str, Any]], verdicts: dict[str, auth.Assessment],
-                 tables: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+                 tables: auth.Reader) -> tuple[dict[str, Any], bool]:
     """basis_cited: every decision, at its decision time; a decision in the approver's name
     resting on a delegation not in effect then is an expired delegation used."""
     code = "basis_missing_or_wrong"
@@ -161,7 +149,7 @@ def _basis_check(decisions: list[dict[str, Any]], verdicts: dict[str, auth.Asses
         _, found = auth.applies_as_basis(tables, d["basis_ids"], verdict, d["outcome"], d["approver_id"], d["_clock"])
         issues.extend(f"{d['id']}: {i}" for i in found)
         if d["outcome"] != "escalate" and any(
-            (dl := tables["delegations"].get(i)) is not None and not auth.delegation_in_effect(tables, dl, d["_clock"])
+            (dl := tables.get("delegations", i)) is not None and not auth.delegation_in_effect(tables, dl, d["_clock"])
             for i in d["basis_ids"]
         ):
             code = "expired_delegation_used"
@@ -173,7 +161,9 @@ def grade(ep: Episode) -> dict[str, Any]:
     """Grade one approvals episode (see the module docstring)."""
     exp = ep.key["expected"]
     rid = exp["request_id"]
-    tables = _SnapshotTables(ep.snapshot)
+    # the snapshot's reference tables through a fresh store: primary keys and the snapshot's
+    # shared secondary indexes, so a verdict costs O(the approver's rows), not O(tables)
+    tables = Store(ep.snapshot)
     request = ep.snapshot.table("requests")[rid]
     decisions, downstream = _decisions(ep, rid)
     verdicts = {d["id"]: auth.assess(tables, request, exp["approver_id"], d["_clock"]) for d in decisions}

@@ -76,6 +76,10 @@ class ApprovalsEnv(BackofficeEnv):
     ## Starting State
     A released world snapshot: about 27 people in a reporting hierarchy, nine roles, rules for
     six request types, role assignments, delegations, a pending queue, history, and the clock.
+    A generated task takes a ``scale`` (``reset(options={"generate": n, "scale": k})``): the
+    same task in an organisation about k times larger (extra teams with their own people,
+    requests, history, and the other desks' roles, assignments and delegations), whose extra
+    rows never change the answer.
 
     ## Episode End
     Terminates on ``submit``; truncates at ``max_steps`` (default 40).
@@ -87,7 +91,9 @@ class ApprovalsEnv(BackofficeEnv):
     ## Tools
     list_pending, get_request, get_rules, list_roles, find_people, get_person,
     lookup_role_holders, lookup_delegations, record_decision, escalate, post_ledger_entry,
-    release_order, submit.
+    release_order, submit. The list tools (list_pending, list_roles, find_people,
+    lookup_role_holders) are paginated in id order: ``limit`` rows per call (default 50, at most
+    200) and ``next_cursor``, passed back as ``cursor`` for the next page (null on the last).
 
     ## Grade
     ``approver_valid``, ``outcome_match``, ``side_effects``, ``basis_cited``, ``outcome``, plus
@@ -106,6 +112,9 @@ class ApprovalsEnv(BackofficeEnv):
     * v0, seeds v1 (generator version 2): the approver is checked first and every decision
       names them and cites their authority; escalations cite the blocking fact; every decision
       on the request is graded (extra_decision); outcome classes rebalanced with decoys.
+    * v0, seeds v1: list tools paginate with ``limit`` / ``cursor`` (``list_pending`` in id
+      order, replacing its ``page`` argument); generated worlds take a ``scale``; released
+      tasks unchanged.
     """
 
     domain = DOMAIN

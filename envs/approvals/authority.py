@@ -6,27 +6,88 @@ policies: the oracle works from tool results alone. The rules' arithmetic on sin
 missing fields, windows, candidate roles, delegated limit) is :mod:`.rules`, shared with the
 oracle and the catalog; the whole-snapshot verdict here is the grader's alone.
 
-``tables`` is any mapping ``table name -> {id: row}`` (a :class:`Snapshot`'s tables or plain
-dicts). Times are ISO strings; dates compare as strings.
+``tables`` is a :class:`~backoffice.envs.core.Store` (the grader: every look-up goes through
+its primary key or an indexed ``rows(table, field=value)``, so a verdict costs O(the approver's
+rows), not O(tables)) or any mapping ``table name -> {id: row}`` (plain dicts: the generator's
+world under construction and small hand-made tables; those are scanned). Times are ISO
+strings; dates compare as strings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from backoffice.envs.approvals import rules
 from backoffice.envs.approvals.rules import role_sufficient, window_covers
 
 __all__ = [
-    "Assessment", "Authority", "accepted_roles", "applicable_rule", "applies_as_basis", "approver_rows", "assess",
+    "Assessment", "Authority", "Reader", "Source", "TablesReader", "accepted_roles", "applicable_rule", "applies_as_basis", "approver_rows", "assess",
     "assignment_active", "authority", "delegation_in_effect", "holds_directly", "reporting_line", "role_sufficient",
-    "window_covers",
+    "reader", "window_covers",
 ]
 
 Row = Mapping[str, Any]
 Tables = Mapping[str, Mapping[str, Row]]
+
+
+class Reader(Protocol):
+    """What the verdict reads: a row by primary key, and the rows whose fields equal given
+    values (in id order). :class:`~backoffice.envs.core.Store` is one (indexed)."""
+
+    def get(self, table: str, rid: str) -> Any: ...
+
+    def rows(self, table: str, where: Callable[[Any], bool] | None = None, **equals: Any) -> list[Any]: ...
+
+
+#: tables smaller than this are scanned (cheaper than building an index for one verdict)
+_SCAN_BELOW = 256
+
+
+class TablesReader:
+    """A :class:`Reader` over plain ``name -> {id: row}`` mappings: each ``(table, field)``
+    of a large table looked up by equality is indexed on first use, so a verdict over a large world built from
+    dicts (a scaled generated world) costs one pass per index, not one per look-up. A view in
+    time: do not change the tables while using one (build a new one instead)."""
+
+    def __init__(self, tables: Tables):
+        self._tables = tables
+        self._indexes: dict[tuple[str, str], dict[Any, list[Row]]] = {}
+
+    def get(self, table: str, rid: str) -> Row | None:
+        return self._tables[table].get(rid)
+
+    def _index(self, table: str, field: str) -> dict[Any, list[Row]]:
+        index = self._indexes.get((table, field))
+        if index is None:
+            index = self._indexes[(table, field)] = {}
+            for row in self._tables[table].values():
+                value = row.get(field)
+                if isinstance(value, Hashable):
+                    index.setdefault(value, []).append(row)
+        return index
+
+    def rows(self, table: str, where: Callable[[Any], bool] | None = None, **equals: Any) -> list[Row]:
+        first = next(iter(equals.items()), None)
+        candidates: Iterable[Row]
+        if first is not None and isinstance(first[1], Hashable) and len(self._tables[table]) > _SCAN_BELOW:
+            candidates = self._index(table, first[0]).get(first[1], ())
+        else:
+            candidates = self._tables[table].values()
+        found = [r for r in candidates
+                 if all(r.get(k) == v for k, v in equals.items()) and (where is None or where(r))]
+        return sorted(found, key=lambda r: r["id"])
+
+
+Source = Tables | Reader
+
+
+def reader(tables: Source) -> Reader:
+    """``tables`` as a :class:`Reader` (a store is one already; mappings are wrapped)."""
+    if isinstance(tables, Mapping):
+        return TablesReader(tables)
+    return tables
 
 #: Problems an assessment can find (internal vocabulary; never shown to agents).
 HARD_LIMIT = "hard_limit"
@@ -38,37 +99,34 @@ LIMIT = "limit"
 NO_AUTHORITY = "no_authority"
 
 
-def applicable_rule(tables: Tables, request_type: str, amount: int) -> Row | None:
+def applicable_rule(tables: Source, request_type: str, amount: int) -> Row | None:
     """The rule whose band holds ``amount``; above every band, the top band (its hard limit
     then decides). ``None`` if the type has no rules."""
-    return rules.applicable_rule((r for r in tables["rules"].values() if r["request_type"] == request_type), amount)
+    return rules.applicable_rule(reader(tables).rows("rules", request_type=request_type), amount)
 
 
 def assignment_active(rh: Row, at: str) -> bool:
     return rules.in_window(rh, at)
 
 
-def holds_directly(tables: Tables, person_id: str, role_id: str, at: str) -> list[Row]:
-    """Role assignments of ``person_id`` to ``role_id`` valid at ``at``."""
-    return [
-        rh for rh in tables["role_holders"].values()
-        if rh["person_id"] == person_id and rh["role_id"] == role_id and assignment_active(rh, at)
-    ]
+def holds_directly(tables: Source, person_id: str, role_id: str, at: str) -> list[Row]:
+    """Role assignments of ``person_id`` to ``role_id`` valid at ``at`` (by id)."""
+    return reader(tables).rows("role_holders", lambda rh: assignment_active(rh, at), person_id=person_id, role_id=role_id)
 
 
-def delegation_in_effect(tables: Tables, d: Row, at: str) -> bool:
+def delegation_in_effect(tables: Source, d: Row, at: str) -> bool:
     """Window covers the day, not revoked at or before ``at``, delegator still holds the role."""
     return rules.in_window(d, at) and bool(holds_directly(tables, d["delegator_id"], d["role_id"], at))
 
 
-def reporting_line(tables: Tables, person_id: str) -> list[str]:
+def reporting_line(tables: Source, person_id: str) -> list[str]:
     """Managers of ``person_id`` from the direct one upwards (cycle-safe)."""
-    people = tables["people"]
+    src = reader(tables)
     out: list[str] = []
-    current = people.get(person_id)
+    current = src.get("people", person_id)
     while current is not None and current.get("manager_id") and current["manager_id"] not in out:
         out.append(current["manager_id"])
-        current = people.get(current["manager_id"])
+        current = src.get("people", current["manager_id"])
     return out
 
 
@@ -82,24 +140,25 @@ class Authority:
     delegators: dict[str, str] = field(default_factory=dict)  # authorising delegation id -> delegator
 
 
-def authority(tables: Tables, person_id: str, request_type: str, amount: int, level: int, at: str) -> Authority:
-    """The person's authority for a request of ``request_type`` and ``amount`` at ``at``."""
-    roles = tables["roles"]
+def authority(tables: Source, person_id: str, request_type: str, amount: int, level: int, at: str) -> Authority:
+    """The person's authority for a request of ``request_type`` and ``amount`` at ``at``: reads
+    only the person's own assignments and received delegations (and their delegators' roles)."""
+    src = reader(tables)
     out = Authority()
-    for rh in sorted(tables["role_holders"].values(), key=lambda r: r["id"]):
-        role = roles.get(rh["role_id"])
-        if rh["person_id"] != person_id or role is None or not assignment_active(rh, at):
+    for rh in src.rows("role_holders", person_id=person_id):
+        role = src.get("roles", rh["role_id"])
+        if role is None or not assignment_active(rh, at):
             continue
         if request_type in role["request_types"]:
             out.covering.append(rh["id"])
             if role_sufficient(role, request_type, level) and role["amount_limit"] >= amount:
                 out.ids.append(rh["id"])
-    for d in sorted(tables["delegations"].values(), key=lambda r: r["id"]):
-        role = roles.get(d["role_id"])
-        if d["delegate_id"] != person_id or role is None or request_type not in role["request_types"]:
+    for d in src.rows("delegations", delegate_id=person_id):
+        role = src.get("roles", d["role_id"])
+        if role is None or request_type not in role["request_types"]:
             continue
         sufficient = role_sufficient(role, request_type, level) and rules.delegated_limit(role, d) >= amount
-        if delegation_in_effect(tables, d, at):
+        if delegation_in_effect(src, d, at):
             out.covering.append(d["id"])
             if sufficient:
                 out.ids.append(d["id"])
@@ -129,20 +188,22 @@ class Assessment:
         return {i for ids in self.blocking.values() for i in ids}
 
 
-def accepted_roles(tables: Tables, request_type: str, amount: int, level: int) -> list[str]:
-    """Roles that could approve the request (escalation targets that count)."""
-    return [r["id"] for r in rules.candidate_roles(tables["roles"].values(), request_type, amount, level)]
+def accepted_roles(tables: Source, request_type: str, amount: int, level: int) -> list[str]:
+    """Roles that could approve the request (escalation targets that count). Reads the whole
+    ``roles`` table: the desk's role catalogue, which does not grow with the organisation."""
+    return [r["id"] for r in rules.candidate_roles(reader(tables).rows("roles"), request_type, amount, level)]
 
 
-def approver_rows(tables: Tables, person_id: str) -> list[str]:
+def approver_rows(tables: Source, person_id: str) -> list[str]:
     """Every role assignment of ``person_id`` and every delegation they received (any window)."""
+    src = reader(tables)
     return sorted(
-        [rh["id"] for rh in tables["role_holders"].values() if rh["person_id"] == person_id]
-        + [d["id"] for d in tables["delegations"].values() if d["delegate_id"] == person_id]
+        [rh["id"] for rh in src.rows("role_holders", person_id=person_id)]
+        + [d["id"] for d in src.rows("delegations", delegate_id=person_id)]
     )
 
 
-def _blocking(tables: Tables, rule: Row, request: Row, approver_id: str, auth: Authority) -> dict[str, list[str]]:
+def _blocking(tables: Reader, rule: Row, request: Row, approver_id: str, auth: Authority) -> dict[str, list[str]]:
     """The problems that keep the approver from deciding (procedure steps 2-3), in policy
     order, each with the ids that show it (what an escalation cites)."""
     blocking: dict[str, list[str]] = {}
@@ -160,20 +221,21 @@ def _blocking(tables: Tables, rule: Row, request: Row, approver_id: str, auth: A
     return blocking
 
 
-def assess(tables: Tables, request: Row, approver_id: str, at: str) -> Assessment:
+def assess(tables: Source, request: Row, approver_id: str, at: str) -> Assessment:
     """Apply the desk policy (``tables.POLICY``) to ``request`` with ``approver_id`` at ``at``.
 
     The named approver is checked first (separation of duties, authority now): when they may
     not decide, the request is escalated. Otherwise they reject it above the hard limit, hold
     it when a required field is empty, and approve it (``proceed``) when nothing blocks.
     """
-    rule = applicable_rule(tables, request["type"], request["amount"])
+    src = reader(tables)
+    rule = applicable_rule(src, request["type"], request["amount"])
     if rule is None:
         return Assessment(None, "escalate", [NO_AUTHORITY], [NO_AUTHORITY], [], [], None, {},
-                          {NO_AUTHORITY: approver_rows(tables, approver_id) or [approver_id]})
+                          {NO_AUTHORITY: approver_rows(src, approver_id) or [approver_id]})
     amount = request["amount"]
-    auth = authority(tables, approver_id, request["type"], amount, rule["required_level"], at)
-    blocking = _blocking(tables, rule, request, approver_id, auth)
+    auth = authority(src, approver_id, request["type"], amount, rule["required_level"], at)
+    blocking = _blocking(src, rule, request, approver_id, auth)
     approver = list(blocking)
     problems = list(approver)
     if amount > rule["hard_limit"]:
@@ -190,12 +252,12 @@ def assess(tables: Tables, request: Row, approver_id: str, at: str) -> Assessmen
         outcome = "proceed"
     return Assessment(
         rule["id"], outcome, problems, approver, auth.ids,
-        accepted_roles(tables, request["type"], amount, rule["required_level"]),
+        accepted_roles(src, request["type"], amount, rule["required_level"]),
         rule["required_role_id"], auth.delegators, blocking,
     )
 
 
-def applies_as_basis(tables: Tables, basis_ids: Iterable[str], assessment: Assessment, outcome: str,
+def applies_as_basis(tables: Source, basis_ids: Iterable[str], assessment: Assessment, outcome: str,
                      approver_id: str | None, at: str) -> tuple[bool, list[str]]:
     """Do the cited ids exist and apply to the recorded decision? Returns ``(ok, problems)``.
 
@@ -208,6 +270,7 @@ def applies_as_basis(tables: Tables, basis_ids: Iterable[str], assessment: Asses
     assignment or delegation whose role, level, limit or cap falls short, or any of their
     assignments and delegations when none covers the request), and nothing else.
     """
+    src = reader(tables)
     ids = list(basis_ids)
     issues: list[str] = []
     if assessment.rule_id is None or assessment.rule_id not in ids:
@@ -223,17 +286,17 @@ def applies_as_basis(tables: Tables, basis_ids: Iterable[str], assessment: Asses
     supporting: set[str] = set()
     for did in ids:
         if did in assessment.delegators:
-            d = tables["delegations"][did]
-            supporting.update(rh["id"] for rh in holds_directly(tables, d["delegator_id"], d["role_id"], at))
+            d = src.get("delegations", did)
+            supporting.update(rh["id"] for rh in holds_directly(src, d["delegator_id"], d["role_id"], at))
     if not any(i in assessment.authority_ids for i in ids):
         issues.append("no authority cited")
     for cid in ids:
         if cid == assessment.rule_id:
             continue
-        if cid in tables["rules"]:
+        if src.get("rules", cid) is not None:
             issues.append(f"{cid} does not apply")
             continue
-        if tables["role_holders"].get(cid) is None and tables["delegations"].get(cid) is None:
+        if src.get("role_holders", cid) is None and src.get("delegations", cid) is None:
             issues.append(f"{cid} does not exist")
             continue
         if cid not in assessment.authority_ids and cid not in supporting:

@@ -8,6 +8,12 @@ target request and a named approver whose situation is the task's trap. The resu
 with :func:`backoffice.envs.approvals.authority.assess` so that the trap is the only problem;
 a draw that fails the check is redrawn from a derived seed (still pure in the arguments).
 
+``generate(seed, defect_tag, scale=k)`` builds the same task (brief, key and every row of its
+world unchanged) in an organisation about ``k`` times larger: :func:`scale_up` adds ``k - 1``
+extra teams from the same building blocks (people, assignments and delegations of the other
+desks' roles, queued and decided requests with their decisions, ledger entries and orders), in
+time linear in the rows added. ``scale=1`` is exactly the released generator.
+
 Shortcuts fail on purpose: roles that cover other request types, delegations valid in time but
 capped below the amount, roles that ended yesterday, approvers who report to the requester,
 people who share the approver's name in another department, empty fields that the rule does
@@ -47,6 +53,9 @@ LAST = (
     "Rahman", "Schulz", "Takahashi", "Urquhart", "Varga", "Whitfield", "Xu", "Yilmaz", "Zimmermann",
     "Albrecht", "Brennan", "Costa", "Dubois", "Esposito", "Fischer", "Greco", "Horvath", "Ibrahim",
 )
+
+#: every (first name, surname) pair, drawn from by ``_add_people`` (built once)
+NAME_PAIRS = tuple((f, s) for f in FIRST for s in LAST)
 
 #: (key, title, department, manager key)
 ORG = (
@@ -161,12 +170,16 @@ class World:
     #: (delegator, delegate, role id, window kind) of the scenario's delegation, written once
     #: the request's submission date is known
     pending_delegation: tuple[str, str, str, str] | None = None
+    #: extra digits of the ids drawn from now on (a scaled world's extra rows: wider id spaces,
+    #: so they never collide with the task's own ids nor run out)
+    extra_digits: int = 0
 
     @property
     def today(self) -> str:
         return self.now[:10]
 
     def new_id(self, prefix: str, digits: int) -> str:
+        digits += self.extra_digits
         while True:
             rid = f"{prefix}-{self.rng.randrange(10 ** (digits - 1), 10 ** digits)}"
             if rid not in self.used_ids:
@@ -250,7 +263,7 @@ def build_world(rng: random.Random) -> World:
 def _add_people(w: World) -> None:
     """The ``ORG`` chart with drawn names (surnames unique) and its reporting hierarchy."""
     rng = w.rng
-    names = rng.sample([(f, s) for f in FIRST for s in LAST], len(ORG))
+    names = rng.sample(NAME_PAIRS, len(ORG))
     surnames_used: set[str] = set()
     for (key, title, dept, manager), (first, last) in zip(ORG, names):
         if last in surnames_used:  # keep surnames unique so find_people look-alikes are deliberate
@@ -314,18 +327,29 @@ def add_background(w: World, exclude: set[str]) -> None:
         holders = [h for h in w.holders(role) if h not in exclude]
         delegator = rng.choice(holders)
         delegate = rng.choice([p for p in others if p != delegator])
-        kind = "capped" if i == 0 else rng.choice(("capped", "expired", "active", "revoked", "future"))
-        limit = w.roles[role]["amount_limit"]
-        if kind == "capped":
-            w.delegate(delegator, delegate, role, w.past_day(0, 5), add_days(w.today, rng.randint(1, 15)), cap=_scale(limit * rng.uniform(0.1, 0.5), 1.0))
-        elif kind == "expired":
-            w.delegate(delegator, delegate, role, w.past_day(20, 40), add_days(w.today, -1))
-        elif kind == "active":
-            w.delegate(delegator, delegate, role, w.past_day(0, 5), add_days(w.today, rng.randint(0, 15)))
-        elif kind == "revoked":
-            w.delegate(delegator, delegate, role, w.past_day(3, 9), add_days(w.today, 10), revoked_at=w.instant(w.past_day(1, 2)))
-        else:
-            w.delegate(delegator, delegate, role, add_days(w.today, 2), add_days(w.today, 12))
+        kind = "capped" if i == 0 else rng.choice(BACKGROUND_DELEGATIONS)
+        background_delegation(w, kind, delegator, delegate, role)
+
+
+#: the kinds of background delegation (see :func:`background_delegation`)
+BACKGROUND_DELEGATIONS = ("capped", "expired", "active", "revoked", "future")
+
+
+def background_delegation(w: World, kind: str, delegator: str, delegate: str, role: str) -> dict[str, Any]:
+    """A distractor delegation of ``role``: ``capped`` (in effect, capped well below the role's
+    limit), ``expired`` (ended yesterday), ``active``, ``revoked`` (a day or two ago) or
+    ``future`` (starts in two days)."""
+    rng = w.rng
+    limit = w.roles[role]["amount_limit"]
+    if kind == "capped":
+        return w.delegate(delegator, delegate, role, w.past_day(0, 5), add_days(w.today, rng.randint(1, 15)), cap=_scale(limit * rng.uniform(0.1, 0.5), 1.0))
+    if kind == "expired":
+        return w.delegate(delegator, delegate, role, w.past_day(20, 40), add_days(w.today, -1))
+    if kind == "active":
+        return w.delegate(delegator, delegate, role, w.past_day(0, 5), add_days(w.today, rng.randint(0, 15)))
+    if kind == "revoked":
+        return w.delegate(delegator, delegate, role, w.past_day(3, 9), add_days(w.today, 10), revoked_at=w.instant(w.past_day(1, 2)))
+    return w.delegate(delegator, delegate, role, add_days(w.today, 2), add_days(w.today, 12))
 
 
 def make_request(w: World, rtype: str, amount: int, requester: str, submitted_at: str, status: str = "pending") -> dict[str, Any]:
@@ -354,6 +378,12 @@ def make_request(w: World, rtype: str, amount: int, requester: str, submitted_at
     return row
 
 
+def queued_request(w: World, rtype: str, amount: int, requester: str) -> dict[str, Any]:
+    """A request in the queue (pending, or on hold), submitted in the last two weeks."""
+    rng = w.rng
+    return make_request(w, rtype, amount, requester, w.instant(w.past_day(1, 15)), rng.choice(("pending", "pending", "on_hold")))
+
+
 def add_queue_and_history(w: World, target: dict[str, Any]) -> None:
     """Other pending requests (some look like the target) and a few decided ones."""
     rng = w.rng
@@ -362,7 +392,7 @@ def add_queue_and_history(w: World, target: dict[str, Any]) -> None:
         requester = target["requester_id"] if i == 0 else w.by_key[rng.choice(REQUESTERS[rtype])]
         rule = rng.choice(w.rules_by_type[rtype])
         amount = target["amount"] + rng.choice((-100, 100, 5000)) if i == 1 else w.amount_in(rule, 0.0)
-        make_request(w, rtype, max(100, amount), requester, w.instant(w.past_day(1, 15)), rng.choice(("pending", "pending", "on_hold")))
+        queued_request(w, rtype, max(100, amount), requester)
     for _ in range(rng.randint(2, 4)):
         rtype = rng.choice(REQUEST_TYPES)
         rule = w.rules_by_type[rtype][0]
@@ -370,22 +400,30 @@ def add_queue_and_history(w: World, target: dict[str, Any]) -> None:
         requester = w.by_key[rng.choice(REQUESTERS[rtype])]
         if not holder or holder[0] == requester:
             continue
-        day = w.past_day(20, 80)
-        req = make_request(w, rtype, w.amount_in(rule, 0.0), requester, w.instant(add_days(day, -2)), "approved")
         rh = next(r for r in w.role_holders.values() if r["person_id"] == holder[0] and r["role_id"] == rule["required_role_id"])
-        did = f"DEC-{req['id']}-1"
-        w.decisions[did] = {
-            "id": did, "request_id": req["id"], "outcome": "proceed", "approver_id": holder[0],
-            "basis_ids": [rule["id"], rh["id"]], "escalated_to": None, "note": "", "decided_at": w.instant(day),
+        decided_request(w, rtype, rule, holder[0], rh["id"], requester)
+
+
+def decided_request(w: World, rtype: str, rule: dict[str, Any], approver: str, assignment_id: str,
+                    requester: str) -> dict[str, Any]:
+    """A request of the history, approved weeks ago by ``approver`` (citing the rule and their
+    assignment ``assignment_id``) and released downstream (ledger entry or order release)."""
+    day = w.past_day(20, 80)
+    req = make_request(w, rtype, w.amount_in(rule, 0.0), requester, w.instant(add_days(day, -2)), "approved")
+    did = f"DEC-{req['id']}-1"
+    w.decisions[did] = {
+        "id": did, "request_id": req["id"], "outcome": "proceed", "approver_id": approver,
+        "basis_ids": [rule["id"], assignment_id], "escalated_to": None, "note": "", "decided_at": w.instant(day),
+    }
+    if is_ledger_type(rtype):
+        lid = f"LE-{req['id']}-1"
+        w.ledger_entries[lid] = {
+            "id": lid, "request_id": req["id"], "account": req["beneficiary_account"] or "ACC-000000",
+            "amount": req["amount"], "memo": "", "posted_at": w.instant(day),
         }
-        if is_ledger_type(rtype):
-            lid = f"LE-{req['id']}-1"
-            w.ledger_entries[lid] = {
-                "id": lid, "request_id": req["id"], "account": req["beneficiary_account"] or "ACC-000000",
-                "amount": req["amount"], "memo": "", "posted_at": w.instant(day),
-            }
-        else:
-            w.orders[req["order_id"]]["released_at"] = w.instant(day)
+    else:
+        w.orders[req["order_id"]]["released_at"] = w.instant(day)
+    return req
 
 
 def add_look_alike(w: World, person_id: str, request: dict[str, Any] | None, rule: Mapping[str, Any]) -> str:
@@ -433,10 +471,9 @@ def _natural_or_any(w: World, role_id: str, avoid: set[str]) -> str:
 def _non_authorised(w: World, rtype: str, avoid: set[str]) -> str:
     """A person with no role covering ``rtype`` (e.g. an analyst or a clerk)."""
     covering = {r["id"] for r in w.roles.values() if rtype in r["request_types"]}
+    holding = {rh["person_id"] for rh in w.role_holders.values() if rh["role_id"] in covering}
     options = sorted(
-        p for p in w.people if p not in avoid
-        and not any(rh["person_id"] == p and rh["role_id"] in covering for rh in w.role_holders.values())
-        and w.people[p]["manager_id"] is not None
+        p for p in w.people if p not in avoid and p not in holding and w.people[p]["manager_id"] is not None
     )
     return w.rng.choice(options)
 
@@ -757,8 +794,9 @@ EXPECTED_APPROVER = {
 }
 
 
-def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:
-    """One task whose trap is ``defect_tag`` (pure in its arguments)."""
+def _attempt(seed: int, tag: str, attempt: int, scale: int = 1) -> Generated | None:
+    """One task whose trap is ``defect_tag`` (pure in its arguments), in a world about
+    ``scale`` times the released size (:func:`scale_up`)."""
     rng = random.Random(derive_seed("approvals", seed, attempt))
     w = build_world(rng)
     plan = scenario(w, tag)
@@ -782,7 +820,11 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:
     if not _consistent(w, tag, plan, verdict, approver_problems, blank):
         return None
     key = _key(tag, decoy, blank, request, plan, verdict)
-    return Generated(task=_task(w, request, plan), snapshot=_snapshot(w), key=key)
+    task = _task(w, request, plan)
+    if scale > 1:
+        scale_up(w, scale, random.Random(derive_seed("approvals-scale", seed, attempt, scale)))
+        _check_unchanged(w, request, plan, verdict)
+    return Generated(task=task, snapshot=_snapshot(w), key=key)
 
 
 def _separation_decoy(w: World, tag: str, plan: Plan, rule: Mapping[str, Any]) -> str | None:
@@ -892,4 +934,139 @@ def _snapshot(w: World) -> dict[str, list[dict[str, Any]]]:
     return snapshot
 
 
-generate = retrying(_attempt, DEFECT_TAGS, tries=200)
+# -- the scale tier ------------------------------------------------------------------------------
+#: Approval roles of the organisation's other desks (travel, hiring, IT access, ...): (name,
+#: request types, limit in cents, level). A scaled world's extra staff hold and delegate them;
+#: they cover none of this desk's request types, so they never authorise a decision here, are
+#: never an escalation target that counts, and never change an answer.
+OTHER_DESK_ROLES = (
+    ("Travel Desk Approver", ("travel_booking",), 20_000_00, 1),
+    ("Hiring Approver", ("new_hire", "contract_extension"), 150_000_00, 2),
+    ("IT Access Approver", ("system_access",), 10_000_00, 1),
+    ("Contract Signatory", ("contract_signature",), 500_000_00, 3),
+    ("Marketing Spend Approver", ("marketing_spend",), 50_000_00, 2),
+    ("Facilities Approver", ("facilities_work_order",), 25_000_00, 1),
+)
+#: departments of the extra staff: the desk's own and the other desks'
+SCALE_DEPARTMENTS = tuple(dict.fromkeys(d for _, _, d, _ in ORG)) + (
+    "Human Resources", "IT", "Legal", "Marketing", "Facilities", "Travel Office",
+)
+_STEMS = ("Ander", "Bal", "Cor", "Dahl", "Eng", "Fal", "Grun", "Hal", "Ibs", "Jor", "Kell", "Lund", "Mar", "Nord",
+          "Ost", "Pell", "Rand", "Sol", "Tor", "Vall", "Wick", "Yard", "Zell", "Ash", "Birk", "Cald", "Dun", "Ferr",
+          "Gil", "Holm")
+_ENDINGS = ("berg", "strom", "wood", "ley", "field", "ford", "mont", "vik", "dale", "by", "ton", "wick", "hurst",
+            "stead", "well")
+#: surnames of the extra staff: none is, starts or ends like a surname of ``LAST``, so
+#: ``find_people`` on a task's approver finds the same people at every scale
+SCALE_SURNAMES = tuple(
+    name for name in (stem + ending for stem in _STEMS for ending in _ENDINGS)
+    if not any(name.lower().startswith(s.lower()) or s.lower().startswith(name.lower())
+               or name.lower().endswith(s.lower()) for s in LAST)
+)
+#: people, role assignments and requests of one extra team: about what the task's own world
+#: has (27 people, 16 assignments, 9 requests, a few delegations and decisions)
+TEAM_LEADS = 3
+TEAM_STAFF = 23
+
+
+def scale_up(w: World, scale: int, rng: random.Random) -> None:
+    """Grow the finished world to about ``scale`` times its size with ``scale - 1`` extra teams
+    of the same organisation (the same building blocks as the task's own world: people,
+    assignments, delegations, queued and decided requests with their decisions, ledger entries
+    and orders), drawn from ``rng`` with wider ids.
+
+    The extra rows cannot change the task's answer: the extra staff have surnames no task
+    person has, hold only the other desks' roles (:data:`OTHER_DESK_ROLES`), delegate among
+    themselves, and file their own requests; the history's decisions are by the task world's
+    first holder of each type's first-band role. Linear in the rows added.
+    """
+    w.rng = rng
+    other_roles = []
+    for name, types, limit, level in OTHER_DESK_ROLES:
+        rid = w.new_id("R", 3)
+        w.roles[rid] = {"id": rid, "name": name, "request_types": list(types), "amount_limit": limit, "level": level}
+        other_roles.append(rid)
+    # who signs the history's decisions, per request type (the task world's, fixed before growing)
+    signers: dict[str, tuple[str, str]] = {}
+    for rtype in REQUEST_TYPES:
+        role = w.rules_by_type[rtype][0]["required_role_id"]
+        holder = w.holders(role)
+        if holder:
+            rh = next(r for r in w.role_holders.values() if r["person_id"] == holder[0] and r["role_id"] == role)
+            signers[rtype] = (holder[0], rh["id"])
+    executives = [w.by_key["cfo"], w.by_key["coo"]]
+    w.extra_digits = 2
+    for _ in range(scale - 1):
+        _add_team(w, rng.choice(executives), other_roles, signers)
+
+
+def _add_team(w: World, reports_to: str, roles: list[str], signers: Mapping[str, tuple[str, str]]) -> None:
+    """One extra team: a manager, leads and staff; their assignments of the other desks'
+    roles (current or ended) and delegations; their queued and decided requests."""
+    rng = w.rng
+    dept = rng.choice(SCALE_DEPARTMENTS)
+
+    def person(title: str, manager: str) -> str:
+        pid = w.new_id("EMP", 4)
+        first, last = rng.choice(FIRST), rng.choice(SCALE_SURNAMES)
+        w.people[pid] = {
+            "id": pid, "name": f"{first} {last}", "title": title, "department": dept,
+            "email": f"{first.lower()}.{last.lower()}.{pid[4:]}@example.com", "manager_id": manager,
+        }
+        return pid
+
+    head = person(f"{dept} Manager", reports_to)
+    leads = [person(f"{dept} Team Lead", head) for _ in range(TEAM_LEADS)]
+    staff = [person(f"{dept} Specialist", rng.choice(leads)) for _ in range(TEAM_STAFF)]
+    team = [head, *leads, *staff]
+    holders: list[tuple[str, str]] = []
+    for pid in (head, *leads):
+        role = rng.choice(roles)
+        w.assign(pid, role, w.past_day(30, 900), None)
+        holders.append((pid, role))
+    for pid in staff:
+        if rng.random() < 0.5:
+            continue
+        role = rng.choice(roles)
+        if rng.random() < 0.5:
+            w.assign(pid, role, w.past_day(30, 700), None)
+            holders.append((pid, role))
+        else:
+            ended = w.past_day(1, 120)
+            w.assign(pid, role, add_days(ended, -rng.randint(60, 400)), ended)
+    for _ in range(rng.randint(2, 5)):
+        delegator, role = rng.choice(holders)
+        delegate = rng.choice([p for p in team if p != delegator])
+        background_delegation(w, rng.choice(BACKGROUND_DELEGATIONS), delegator, delegate, role)
+    for _ in range(rng.randint(4, 7)):
+        rtype = rng.choice(REQUEST_TYPES)
+        queued_request(w, rtype, w.amount_in(rng.choice(w.rules_by_type[rtype]), 0.0), rng.choice(team))
+    for _ in range(rng.randint(2, 4)):
+        rtype = rng.choice(REQUEST_TYPES)
+        if rtype in signers:
+            approver, assignment = signers[rtype]
+            decided_request(w, rtype, w.rules_by_type[rtype][0], approver, assignment, rng.choice(team))
+
+
+def _check_unchanged(w: World, request: dict[str, Any], plan: Plan, verdict: auth.Assessment) -> None:
+    """The grown world gives the task's verdict and still names one approver: a guard on
+    :func:`scale_up`'s promise (a failure is a bug, never a redraw)."""
+    grown = auth.assess(auth.TablesReader(w.tables()), request, plan.approver, w.now)
+    approver = w.people[plan.approver]
+    same = [p for p in w.people.values() if p["name"] == approver["name"] and p["department"] == approver["department"]]
+    if grown != verdict or len(same) != 1:
+        raise RuntimeError(f"scaling the world changed the answer of request {request['id']}")
+
+
+_generate = retrying(_attempt, DEFECT_TAGS, tries=200)
+
+
+def generate(seed: int, defect_tag: str, scale: int = 1) -> Generated:
+    """One task whose trap is ``defect_tag``, pure in its arguments; ``scale`` > 1 builds the
+    same task (the same brief and answer key) in a world about ``scale`` times the released size
+    (:func:`scale_up`). Raises ``ValueError`` for an unknown tag or a scale below 1."""
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
+        raise ValueError(f"scale must be an int >= 1, got {scale!r}")
+    if scale == 1:
+        return _generate(seed, defect_tag)
+    return retrying(lambda s, t, a: _attempt(s, t, a, scale), DEFECT_TAGS, tries=200)(seed, defect_tag)

@@ -5,22 +5,34 @@ Read tools never change state. Writing tools (``record_decision``, ``escalate``,
 systems, the downstream tools do not know whether a valid approval exists, so an agent can
 release money before (or without) a valid decision; the grader sees that in the diff and trace.
 Error codes: ``not_found``, ``conflict``, ``precondition_failed`` and ``invalid_args``.
+
+Every list tool whose answer grows with the organisation (``list_pending``, ``list_roles``,
+``find_people``, ``lookup_role_holders``) is paginated: ``limit`` rows per call (default
+``PAGE_SIZE`` = 50, at most ``MAX_PAGE_SIZE`` = 200) in id order, and ``next_cursor`` (pass it as
+``cursor`` for the next page; ``None`` on the last page). Every read is by primary key or by an
+indexed equality (``store.select(table, field=value)``); ``find_people`` reads a per-snapshot
+name index (:mod:`.names`). The answers that are not paginated are bounded: one request type's
+rules (a few bands), one person's assignments and delegations, one reporting line.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
+from backoffice.envs.approvals.names import find_people_ids
 from backoffice.envs.approvals.rules import in_window, is_ledger_type, window_covers
 from backoffice.envs.approvals.tables import DECISION_STATUS, OPEN_STATUSES, POLICY, REQUEST_TYPES, normalise_instant, today
 from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit, require_row
+from backoffice.envs.core.tools import MAX_PAGE_SIZE, PAGE_SIZE, PageArgs, page
 
 toolkit = Toolkit()
 
 Id = Annotated[str, StringConstraints(min_length=1, max_length=64)]
-PAGE_SIZE = 10
+
+__all__ = ["ALL_TOOLS", "MAX_PAGE_SIZE", "PAGE_SIZE", "toolkit"]
 
 
 def _now(ctx: ToolContext) -> str:
@@ -45,25 +57,27 @@ def _person_summary(row: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- read tools ---------------------------------------------------------------------------
-class ListPendingArgs(ToolArgs):
-    page: int = Field(1, ge=1, le=100, description="Page number (10 requests per page).")
+class ListPendingArgs(PageArgs):
+    """A page of the open requests."""
+
+
+_QUEUE_FIELDS = ("id", "type", "amount", "currency", "requester_id", "status", "submitted_at")
 
 
 @toolkit.tool(writes=False)
 def list_pending(ctx: ToolContext, args: ListPendingArgs) -> dict:
-    """List the requests waiting for a decision (status pending or on_hold), oldest first, with the desk clock."""
+    """List the requests waiting for a decision (status pending or on_hold), with the desk clock. Paginated in request id order: at most limit requests per call (default 50, at most 200); pass the returned next_cursor as cursor for the next page (null on the last page)."""
+    # one indexed select per open status, each cut at limit + 1: their merge holds the page
     rows = sorted(
-        (r for r in ctx.store.iter_rows("requests") if r["status"] in OPEN_STATUSES),
-        key=lambda r: (r["submitted_at"], r["id"]),
+        (r for status in OPEN_STATUSES
+         for r in ctx.store.select("requests", after=args.cursor, limit=args.limit + 1, status=status)),
+        key=lambda r: r["id"],
     )
-    pages = max(1, -(-len(rows) // PAGE_SIZE))
-    chunk = rows[(args.page - 1) * PAGE_SIZE: args.page * PAGE_SIZE]
+    chunk = rows[: args.limit]
     return {
-        "now": _now(ctx), "page": args.page, "pages": pages, "total": len(rows),
-        "requests": [
-            {k: r[k] for k in ("id", "type", "amount", "currency", "requester_id", "status", "submitted_at")}
-            for r in chunk
-        ],
+        "now": _now(ctx),
+        "requests": [{k: r[k] for k in _QUEUE_FIELDS} for r in chunk],
+        "next_cursor": chunk[-1]["id"] if len(rows) > args.limit else None,
     }
 
 
@@ -90,27 +104,32 @@ def get_rules(ctx: ToolContext, args: RulesArgs) -> dict:
     return {"request_type": args.request_type, "rules": rules, "procedure": list(POLICY)}
 
 
+class ListRolesArgs(PageArgs):
+    """A page of the approval roles."""
+
+
 @toolkit.tool(writes=False)
-def list_roles(ctx: ToolContext, args: NoArgs) -> dict:
-    """Return every approval role: request types covered, amount limit (cents) and level."""
-    return {"roles": ctx.store.rows("roles")}
+def list_roles(ctx: ToolContext, args: ListRolesArgs) -> dict:
+    """Return the approval roles: request types covered, amount limit (cents) and level. Paginated in role id order: at most limit roles per call (default 50, at most 200); pass the returned next_cursor as cursor for the next page (null on the last page)."""
+    # the role catalogue does not grow with the organisation: a short read of the whole table
+    roles, cursor = page(ctx.store, "roles", args)
+    return {"roles": roles, "next_cursor": cursor}
 
 
-class FindPeopleArgs(ToolArgs):
+class FindPeopleArgs(PageArgs):
     name: Annotated[str, StringConstraints(min_length=2, max_length=80)] = Field(
         description="A person's name or part of it (case-insensitive).")
 
 
 @toolkit.tool(writes=False)
 def find_people(ctx: ToolContext, args: FindPeopleArgs) -> dict:
-    """Find people by name (substring or shared surname): id, name, title, department, email."""
-    query = args.name.strip().lower()
-    last = query.split()[-1] if query.split() else query
-    hits = [
-        _person_summary(p) for p in ctx.store.iter_rows("people")
-        if query in p["name"].lower() or p["name"].lower().split()[-1] == last
-    ]
-    return {"people": hits[:PAGE_SIZE], "total": len(hits)}
+    """Find people by name (substring or shared surname): id, name, title, department, email, and the number of matches (total). Paginated in person id order: at most limit people per call (default 50, at most 200); pass the returned next_cursor as cursor for the next page (null on the last page)."""
+    ids = find_people_ids(ctx.store, args.name)
+    start = bisect_right(ids, args.cursor) if args.cursor is not None else 0
+    chunk = ids[start: start + args.limit]
+    people = [_person_summary(row) for row in (ctx.store.get("people", pid) for pid in chunk) if row is not None]
+    more = start + args.limit < len(ids)
+    return {"people": people, "total": len(ids), "next_cursor": chunk[-1] if more else None}
 
 
 class PersonArgs(ToolArgs):
@@ -126,15 +145,14 @@ def get_person(ctx: ToolContext, args: PersonArgs) -> dict:
     while current is not None and current.get("manager_id") and current["manager_id"] not in line and len(line) < 20:
         line.append(current["manager_id"])
         current = ctx.store.get("people", current["manager_id"])
-    assignments = sorted(
-        ({k: rh[k] for k in ("id", "role_id", "valid_from", "valid_to")}
-         for rh in ctx.store.iter_rows("role_holders") if rh["person_id"] == args.person_id),
-        key=lambda r: r["id"],
-    )
+    assignments = [
+        {k: rh[k] for k in ("id", "role_id", "valid_from", "valid_to")}
+        for rh in ctx.store.select("role_holders", person_id=args.person_id)
+    ]
     return {"person": row, "reporting_line": line, "assignments": assignments}
 
 
-class RoleHoldersArgs(ToolArgs):
+class RoleHoldersArgs(PageArgs):
     role_id: Id = Field(description="Role id, e.g. R-417.")
     as_of: Annotated[str, StringConstraints(max_length=32)] | None = Field(
         None, description="ISO date or datetime; default: now (the desk clock).")
@@ -142,20 +160,20 @@ class RoleHoldersArgs(ToolArgs):
 
 @toolkit.tool(writes=False)
 def lookup_role_holders(ctx: ToolContext, args: RoleHoldersArgs) -> dict:
-    """Return the people holding a role as of a date (assignments whose valid_from <= date <= valid_to)."""
+    """Return the people holding a role as of a date (assignments whose valid_from <= date <= valid_to). Paginated in assignment id order: at most limit holders per call (default 50, at most 200); pass the returned next_cursor as cursor for the next page (null on the last page)."""
     require_row(ctx.store, "roles", args.role_id, f"no role {args.role_id[:64]!r}")
     at = _as_of(ctx, args.as_of)
     day = today(at)
+    rows, cursor = page(ctx.store, "role_holders", args, lambda rh: window_covers(rh["valid_from"], rh["valid_to"], day),
+                        role_id=args.role_id)
     holders = []
-    for rh in ctx.store.iter_rows("role_holders"):
-        if rh["role_id"] != args.role_id or not window_covers(rh["valid_from"], rh["valid_to"], day):
-            continue
+    for rh in rows:
         person = ctx.store.get("people", rh["person_id"])
         holders.append({
             "assignment_id": rh["id"], "person_id": rh["person_id"], "name": person["name"] if person else None,
             "valid_from": rh["valid_from"], "valid_to": rh["valid_to"],
         })
-    return {"role_id": args.role_id, "as_of": at, "holders": holders}
+    return {"role_id": args.role_id, "as_of": at, "holders": holders, "next_cursor": cursor}
 
 
 class DelegationsArgs(ToolArgs):
@@ -171,14 +189,13 @@ def lookup_delegations(ctx: ToolContext, args: DelegationsArgs) -> dict:
     """Return delegations received and given by a person that are in effect as of a date/time (window covers the date, not revoked by then), or all of them with include_inactive."""
     require_row(ctx.store, "people", args.person_id, f"no person {args.person_id[:64]!r}")
     at = _as_of(ctx, args.as_of)
-    received, given = [], []
-    for d in ctx.store.iter_rows("delegations"):
-        if not args.include_inactive and not in_window(d, at):
-            continue
-        if d["delegate_id"] == args.person_id:
-            received.append(d)
-        if d["delegator_id"] == args.person_id:
-            given.append(d)
+
+    def shown(d: dict[str, Any]) -> bool:
+        return args.include_inactive or in_window(d, at)
+
+    # one person's delegations: a handful, whatever the size of the organisation
+    received = ctx.store.select("delegations", shown, delegate_id=args.person_id)
+    given = ctx.store.select("delegations", shown, delegator_id=args.person_id)
     return {"person_id": args.person_id, "as_of": at, "received": received, "given": given}
 
 
@@ -205,7 +222,7 @@ def _open_request(ctx: ToolContext, request_id: str) -> dict[str, Any]:
 def _write_decision(ctx: ToolContext, request: dict[str, Any], outcome: str, approver_id: str | None,
                     basis_ids: list[str], note: str, escalated_to: str | None) -> dict[str, Any]:
     rid = request["id"]
-    n = 1 + sum(1 for d in ctx.store.iter_rows("decisions") if d["request_id"] == rid)
+    n = 1 + ctx.store.count("decisions", request_id=rid)
     row = ctx.store.insert("decisions", {
         "id": f"DEC-{rid}-{n}", "request_id": rid, "outcome": outcome, "approver_id": approver_id,
         "basis_ids": list(basis_ids), "escalated_to": escalated_to, "note": note, "decided_at": _now(ctx),
@@ -255,7 +272,7 @@ def post_ledger_entry(ctx: ToolContext, args: LedgerArgs) -> dict:
     request = _request(ctx, args.request_id)
     if not is_ledger_type(request["type"]):
         raise ToolError("precondition_failed", f"{request['type']} requests are released with release_order")
-    if any(e["request_id"] == request["id"] for e in ctx.store.iter_rows("ledger_entries")):
+    if ctx.store.select("ledger_entries", request_id=request["id"], limit=1):
         raise ToolError("conflict", f"a ledger entry for {request['id']} already exists")
     row = ctx.store.insert("ledger_entries", {
         "id": f"LE-{request['id']}-1", "request_id": request["id"], "account": args.account,

@@ -31,7 +31,9 @@ The mask expresses **legality only**, never judgement. An action is masked only 
   resolved, a holder slot beyond the candidate roles), a decision before the rule it must cite
   was read (``proceed`` / ``hold`` / ``reject`` also need the resolved approver, whose decision
   it is), a ledger entry without a beneficiary account, an order release without an order;
-- it repeats a read whose answer is already known;
+- it repeats a read whose answer is already known (a paginated read -- ``list_roles``,
+  ``find_people``, ``lookup_role_holders`` -- stays available, asking for the next page, until
+  its last page was read; in the released worlds every answer fits on one page);
 - the tool is certain to refuse it, visibly: a second decision (the request is no longer
   open), a ledger entry for an order-type request (or a second one), an order release for a
   ledger-type request or of an order that is not awaiting approval (or already released);
@@ -211,7 +213,14 @@ class ApprovalsCatalog(CatalogSpec):
         self.approver_id: str | None = None
         self.find_done = False
         self.line: list[str] | None = None
-        self.holders: dict[str, list[dict[str, Any]]] = {}  # role id -> holders now
+        self.holders: dict[str, list[dict[str, Any]]] = {}  # role id -> holders now (every page read)
+        # paginated reads under way: rows of the pages read so far and the next page's cursor
+        self._roles_read: list[dict[str, Any]] = []
+        self._roles_cursor: str | None = None
+        self._find_hits: list[str] = []
+        self._find_cursor: str | None = None
+        self._holders_read: dict[str, list[dict[str, Any]]] = {}
+        self._holders_cursor: dict[str, str] = {}
         self.received_all: list[dict[str, Any]] | None = None  # every delegation received
         self.assignments: list[dict[str, Any]] | None = None
         self.now: str | None = None
@@ -323,15 +332,20 @@ class ApprovalsCatalog(CatalogSpec):
         if action == A_RULES:
             return None if req is None else {"tool": "get_rules", "args": {"request_type": req["type"]}}
         if action == A_ROLES:
-            return {"tool": "list_roles", "args": {}}
+            return {"tool": "list_roles", "args": _after({}, self._roles_cursor)}
         if action == A_FIND:
-            return None if not self.approver_name else {"tool": "find_people", "args": {"name": self.approver_name}}
+            if not self.approver_name:
+                return None
+            return {"tool": "find_people", "args": _after({"name": self.approver_name}, self._find_cursor)}
         if action == A_PERSON:
             return None if self.approver_id is None else {"tool": "get_person", "args": {"person_id": self.approver_id}}
         if action in A_HOLDERS:
             cands = self._candidates()
             i = A_HOLDERS.index(action)
-            return None if i >= len(cands) else {"tool": "lookup_role_holders", "args": {"role_id": cands[i]["id"]}}
+            if i >= len(cands):
+                return None
+            role_id = cands[i]["id"]
+            return {"tool": "lookup_role_holders", "args": _after({"role_id": role_id}, self._holders_cursor.get(role_id))}
         if action == A_DELEG:
             if self.approver_id is None:
                 return None
@@ -381,19 +395,32 @@ class ApprovalsCatalog(CatalogSpec):
             self.rules = list(res.get("rules") or [])
             self.rule = self._applicable_rule()
         elif action == A_ROLES:
-            self.roles = list(res.get("roles") or [])
+            self._roles_read.extend(res.get("roles") or [])
+            self._roles_cursor = res.get("next_cursor")
+            if self._roles_cursor is None:  # the last page: the roles are known
+                self.roles = list(self._roles_read)
         elif action == A_FIND:
-            self.find_done = True
-            hits = sorted(
-                (p["id"] for p in res.get("people") or []
-                 if p.get("name") == self.approver_name and p.get("department") == self.approver_dept),
+            self._find_hits.extend(
+                p["id"] for p in res.get("people") or []
+                if p.get("name") == self.approver_name and p.get("department") == self.approver_dept
             )
-            self.approver_id = hits[0] if len(hits) == 1 else None
+            self._find_cursor = res.get("next_cursor")
+            if self._find_cursor is None:  # every page read: resolved when exactly one matches
+                self.find_done = True
+                hits = sorted(self._find_hits)
+                self.approver_id = hits[0] if len(hits) == 1 else None
         elif action == A_PERSON:
             self.line = list(res.get("reporting_line") or [])
             self.assignments = list(res.get("assignments") or [])
         elif action in A_HOLDERS:
-            self.holders[args.get("role_id", "")] = list(res.get("holders") or [])
+            role_id = args.get("role_id", "")
+            self._holders_read.setdefault(role_id, []).extend(res.get("holders") or [])
+            cursor = res.get("next_cursor")
+            if cursor is None:  # the last page: the role's holders are known
+                self.holders[role_id] = self._holders_read.pop(role_id)
+                self._holders_cursor.pop(role_id, None)
+            else:
+                self._holders_cursor[role_id] = cursor
         elif action == A_DELEG:
             self.received_all = list(res.get("received") or [])
         elif action in DECISIONS:
@@ -549,6 +576,11 @@ class ApprovalsCatalog(CatalogSpec):
         put("downstream_due", self.decision == "proceed" and not self.downstream_done)
         put("last_write_error", self.last_write_error)
         return f
+
+
+def _after(args: dict[str, Any], cursor: str | None) -> dict[str, Any]:
+    """``args`` of a paginated read, with the cursor of the next page once one was returned."""
+    return args if cursor is None else {**args, "cursor": cursor}
 
 
 def feature_policy(agent: CatalogAgent) -> Callable[[np.ndarray, np.ndarray], int]:

@@ -1,7 +1,9 @@
 """Policies of the approvals domain: the oracle, one wrong policy per failure code, blind
 policies, rule policies (the oracle ignoring one documented rule) and exploit hooks.
 
-The oracle reads only the brief and tool results. It follows the desk procedure that
+The oracle reads only the brief and tool results, following ``next_cursor`` wherever it needs
+every row of a paginated read (roles, a role's holders; people until the approver appears), so
+it stays right in worlds far larger than the release. It follows the desk procedure that
 ``get_rules`` returns: find the rule, identify the named approver (name *and* department),
 check separation of duties and their authority now (role assignments and delegations in effect,
 level, limits, caps); if they may not decide, escalate citing the rule and the blocking fact;
@@ -37,6 +39,31 @@ from backoffice.envs.approvals.rules import (
 )
 from backoffice.training.exploits import repeat_last_write
 from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call
+
+
+def _pages(tool: str, key: str, **args: Any) -> Any:
+    """Every row of a paginated read: calls ``tool`` again with each ``next_cursor`` until the
+    last page; returns the rows under ``key``. A generator of calls (``yield from`` it)."""
+    rows: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        got = (yield call(tool, **args, cursor=cursor))["result"]
+        rows.extend(got[key])
+        cursor = got.get("next_cursor")
+        if cursor is None:
+            return rows
+
+
+def _find_person(name: str, department: str) -> Any:
+    """The id of the person called ``name`` in ``department``: ``find_people`` page by page
+    until they appear (``None`` if no page has them). A generator of calls."""
+    cursor: str | None = None
+    while True:
+        got = (yield call("find_people", name=name, cursor=cursor))["result"]
+        hit = next((p["id"] for p in got["people"] if p["name"] == name and p["department"] == department), None)
+        cursor = got.get("next_cursor")
+        if hit is not None or cursor is None:
+            return hit
 
 
 def _applicable(rules: list[dict[str, Any]], amount: int) -> dict[str, Any]:
@@ -108,12 +135,10 @@ class Oracle(ScriptedPolicy):
         got = (yield call("get_request", request_id=rid))["result"]
         request, order, now = got["request"], got["order"], got["now"]
         rule = _applicable((yield call("get_rules", request_type=request["type"]))["result"]["rules"], request["amount"])
-        roles = (yield call("list_roles"))["result"]["roles"]
-        people = (yield call("find_people", name=params["approver_name"]))["result"]["people"]
-        approver = next(
-            p for p in people if p["name"] == params["approver_name"] and p["department"] == params["approver_department"]
-        )["id"]
-        pending = (yield call("list_pending"))["result"]["requests"]
+        roles = yield from _pages("list_roles", "roles")
+        approver = yield from _find_person(params["approver_name"], params["approver_department"])
+        # a first page of ten is enough: only a neighbouring request is ever needed
+        pending = (yield call("list_pending", limit=10))["result"]["requests"]
 
         outcome, cited = yield from self._judge(request, rule, roles, approver, now)
         outcome = self.route(outcome)
@@ -156,8 +181,8 @@ class Oracle(ScriptedPolicy):
 
         def holders_of(role_id: str) -> Any:
             if role_id not in holders:
-                got = yield call("lookup_role_holders", role_id=role_id)
-                holders[role_id] = [h["person_id"] for h in got["result"]["holders"]]
+                rows = yield from _pages("lookup_role_holders", "holders", role_id=role_id)
+                holders[role_id] = [h["person_id"] for h in rows]
             return holders[role_id]
 
         # direct: the approver's assignments in effect now
@@ -394,7 +419,7 @@ class _Blind(ScriptedPolicy):
         got = (yield call("get_request", request_id=params["request_id"]))["result"]
         request, order = got["request"], got["order"]
         rule = _applicable((yield call("get_rules", request_type=request["type"]))["result"]["rules"], request["amount"])
-        people = (yield call("find_people", name=params["approver_name"]))["result"]["people"]
+        people = yield from _pages("find_people", "people", name=params["approver_name"])
         same = [p for p in people if p["name"] == params["approver_name"]] or people
         approver = same[0]["id"]
         person = (yield call("get_person", person_id=approver))["result"]

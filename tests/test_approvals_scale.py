@@ -1,0 +1,255 @@
+"""Approvals at scale: the scale tier keeps each task (same brief, same key, every released row
+unchanged) in a world k times larger, the oracle and the catalog's feature policy still pass
+there, list tools paginate (every row exactly once, bad limits and cursors are tool errors), the
+name index answers like the scan it replaces, and the verdict reads a store like it reads dicts."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import pytest
+
+from backoffice.envs import make_native
+from backoffice.envs.approvals import DOMAIN, authority as auth
+from backoffice.envs.approvals.generator import DEFECT_TAGS, OTHER_DESK_ROLES, generate
+from backoffice.envs.approvals.names import find_people_ids, matches
+from backoffice.envs.core import Snapshot, Store, loads
+from backoffice.envs.core.build import make_task, task_seed
+from backoffice.envs.core.release import load_release
+from backoffice.training.catalog import make_catalog_env
+from backoffice.training.catalog.approvals import A_FIND, A_HOLDERS, A_ROLES, ApprovalsCatalog, feature_policy
+from backoffice.training.policies import get_policy
+from backoffice.training.policies.approvals import _find_person, _pages
+
+#: tables that grow with the organisation (roles and rules are the desk's catalogue)
+GROWING = ("people", "role_holders", "delegations", "requests", "decisions", "ledger_entries", "orders")
+
+
+@cache
+def _scaled(index: int, scale: int) -> tuple[Any, Snapshot, dict[str, Any]]:
+    return make_task(DOMAIN, "generated", index, scale)
+
+
+# -- scale 1 is the release; scale k is the same task in a larger world -----------------------------
+def test_scale_one_rebuilds_the_released_tasks() -> None:
+    rel = load_release("approvals")
+    for split in ("train", "heldout"):
+        for index in range(len(DEFECT_TAGS)):
+            task, snap, key = make_task(DOMAIN, split, index)
+            assert task.to_json() == rel.task(task.task_id).to_json()
+            assert snap.content_hash() == rel.snapshot(task.task_id).content_hash()
+            assert key == rel.answer_key(task.task_id)
+
+
+@pytest.mark.parametrize("tag", DEFECT_TAGS)
+def test_a_scaled_world_keeps_the_task_and_every_row(tag: str) -> None:
+    seed = task_seed("approvals", "generated", DEFECT_TAGS.index(tag))
+    small, large = generate(seed, tag), generate(seed, tag, scale=10)
+    assert large.task == small.task and large.key == small.key
+    for table, rows in small.snapshot.items():
+        grown = {r["id"]: r for r in large.snapshot[table]}
+        assert all(grown[r["id"]] == r for r in rows), table  # every row of the task's world, unchanged
+    for table in GROWING:  # every table of the organisation grows (one task's own counts vary)
+        assert len(large.snapshot[table]) >= len(small.snapshot[table]) + 5, table
+    n_small, n_large = (sum(len(gen.snapshot[t]) for t in GROWING) for gen in (small, large))
+    assert 7 * n_small <= n_large <= 13 * n_small, (n_small, n_large)
+    assert len(large.snapshot["roles"]) == len(small.snapshot["roles"]) + len(OTHER_DESK_ROLES)
+    assert large.snapshot["rules"] == small.snapshot["rules"]
+    assert generate(seed, tag, scale=10) == large  # pure
+
+
+def test_bad_scales_are_refused() -> None:
+    for scale in (0, -3, 1.5, True):
+        with pytest.raises(ValueError):
+            generate(1, "clean", scale=scale)  # type: ignore[arg-type]
+
+
+def test_the_oracle_passes_at_scale_10() -> None:
+    env = make_native("approvals", split="generated")
+    for index in range(len(DEFECT_TAGS)):
+        obs, info = env.reset(options={"generate": index, "scale": 10})
+        policy = get_policy("approvals", "oracle")
+        policy.reset(obs, info)
+        while True:
+            obs, _, terminated, truncated, step = env.step(policy.act(obs))
+            if terminated or truncated:
+                break
+        assert step["grade"]["pass"], (index, step["grade"]["failure_codes"])
+
+
+def test_a_wrong_policy_still_fails_at_scale_10() -> None:
+    env = make_native("approvals", split="generated")
+    obs, info = env.reset(options={"generate": 0, "scale": 10})
+    policy = get_policy("approvals", "wrong:forbidden_write")
+    policy.reset(obs, info)
+    while True:
+        obs, _, terminated, truncated, step = env.step(policy.act(obs))
+        if terminated or truncated:
+            break
+    assert "forbidden_write" in step["grade"]["failure_codes"]
+
+
+def test_the_catalog_feature_policy_passes_at_scale_10() -> None:
+    env = make_catalog_env("approvals", split="generated")
+    policy = feature_policy(env.agent)
+    for index in range(len(DEFECT_TAGS)):
+        obs, _ = env.reset(options={"generate": index, "scale": 10})
+        while True:
+            obs, _, terminated, truncated, info = env.step(policy(obs, env.action_masks()))
+            if terminated or truncated:
+                break
+        assert info["is_success"], (index, info["grade"]["failure_codes"])
+
+
+# -- pagination -------------------------------------------------------------------------------------
+def _env_at(index: int, scale: int) -> Any:
+    env = make_native("approvals", split="generated", max_steps=10_000)
+    env.reset(options={"generate": index, "scale": scale})
+    return env
+
+
+def _all_pages(env: Any, tool: str, key: str, args: dict[str, Any], id_of: str = "id") -> list[str]:
+    ids: list[str] = []
+    cursor = None
+    while True:
+        obs, *_ = env.step({"tool": tool, "args": {**args, **({"cursor": cursor} if cursor else {})}})
+        got = loads(obs)
+        assert got["status"] == "ok", got
+        page = [r[id_of] for r in got["result"][key]]
+        assert len(page) <= args.get("limit", 50)
+        ids.extend(page)
+        cursor = got["result"]["next_cursor"]
+        if cursor is None:
+            return ids
+        assert page and cursor == page[-1]
+
+
+def test_pagination_returns_every_row_exactly_once() -> None:
+    env = _env_at(1, 30)
+    store = env.unwrapped.state
+    now = store.get("clock", "clock")["now"]
+    pending = _all_pages(env, "list_pending", "requests", {"limit": 7})
+    assert pending == sorted(r["id"] for r in store.iter_rows("requests") if r["status"] in ("pending", "on_hold"))
+    assert len(pending) > 7 * 5
+    roles = _all_pages(env, "list_roles", "roles", {"limit": 4})
+    assert roles == sorted(store.ids("roles"))
+    busiest = max(store.ids("roles"), key=lambda r: store.count("role_holders", role_id=r))
+    holders = _all_pages(env, "lookup_role_holders", "holders", {"role_id": busiest, "limit": 13}, "assignment_id")
+    assert holders == [rh["id"] for rh in store.iter_rows("role_holders")
+                       if rh["role_id"] == busiest and auth.window_covers(rh["valid_from"], rh["valid_to"], now[:10])]
+    assert len(holders) > 13
+    people = _all_pages(env, "find_people", "people", {"name": "an", "limit": 37})
+    assert people == [p["id"] for p in store.iter_rows("people") if matches("an", p["name"])]
+    assert len(people) > 37
+    # a page after a decision: the written request leaves the queue, nothing else moves
+    decided = pending[3]
+    env.step({"tool": "escalate", "args": {"request_id": decided, "role_id": roles[0]}})
+    assert _all_pages(env, "list_pending", "requests", {"limit": 9}) == [r for r in pending if r != decided]
+
+
+@pytest.mark.parametrize("args,code", [
+    ({"limit": 0}, "invalid_args"),
+    ({"limit": 201}, "invalid_args"),
+    ({"limit": "many"}, "invalid_args"),
+    ({"cursor": 17}, "invalid_args"),
+    ({"cursor": "R" * 201}, "invalid_args"),
+    ({"page": 2}, "invalid_args"),
+])
+@pytest.mark.parametrize("tool,base", [
+    ("list_pending", {}), ("list_roles", {}), ("find_people", {"name": "an"}), ("lookup_role_holders", {"role_id": None}),
+])
+def test_bad_limits_and_cursors_are_tool_errors(tool: str, base: dict[str, Any], args: dict[str, Any], code: str) -> None:
+    env = _env_at(0, 1)
+    if "role_id" in base:
+        base = {"role_id": env.unwrapped.state.ids("roles")[0]}
+    before = env.unwrapped.state.content_hash()
+    _, _, _, _, info = env.step({"tool": tool, "args": {**base, **args}})
+    assert info["error_code"] == code
+    assert env.unwrapped.state.content_hash() == before
+
+
+def test_an_unknown_cursor_is_an_empty_last_page() -> None:
+    env = _env_at(0, 1)
+    role = env.unwrapped.state.ids("roles")[0]
+    for tool, args, key in (("list_pending", {}, "requests"), ("list_roles", {}, "roles"),
+                            ("find_people", {"name": "an"}, "people"), ("lookup_role_holders", {"role_id": role}, "holders")):
+        obs, *_ = env.step({"tool": tool, "args": {**args, "cursor": "~~~ past every id"}})
+        got = loads(obs)
+        assert got["status"] == "ok" and got["result"][key] == [] and got["result"]["next_cursor"] is None
+
+
+def test_the_policies_follow_next_cursor() -> None:
+    pages = [{"roles": [{"id": "R-1"}, {"id": "R-2"}], "next_cursor": "R-2"}, {"roles": [{"id": "R-3"}], "next_cursor": None}]
+    gen = _pages("list_roles", "roles")
+    calls = [next(gen)]
+    with pytest.raises(StopIteration) as done:
+        for page in pages:
+            calls.append(gen.send({"status": "ok", "result": page}))
+    assert [c["args"] for c in calls[:2]] == [{}, {"cursor": "R-2"}]
+    assert [r["id"] for r in done.value.value] == ["R-1", "R-2", "R-3"]
+    people = [{"people": [{"id": "EMP-1", "name": "A B", "department": "Sales"}], "next_cursor": "EMP-1"},
+              {"people": [{"id": "EMP-2", "name": "A B", "department": "Finance"}], "next_cursor": "EMP-2"}]
+    gen = _find_person("A B", "Finance")
+    next(gen)
+    assert gen.send({"status": "ok", "result": people[0]})["args"] == {"name": "A B", "cursor": "EMP-1"}
+    with pytest.raises(StopIteration) as found:
+        gen.send({"status": "ok", "result": people[1]})
+    assert found.value.value == "EMP-2"  # found on the second page: no third call
+
+
+def test_the_catalog_reads_every_page_before_it_knows() -> None:
+    spec = ApprovalsCatalog()
+    spec.reset({"params": {"request_id": "REQ-1", "approver_name": "A B", "approver_department": "Finance"}}, {})
+    ok = "ok"
+    spec.observe(A_ROLES, spec.to_call(A_ROLES) or {}, {"status": ok, "result": {"roles": [{"id": "R-1"}], "next_cursor": "R-1"}})
+    assert spec.roles is None and spec.mask()[A_ROLES] and spec.to_call(A_ROLES) == {"tool": "list_roles", "args": {"cursor": "R-1"}}
+    spec.observe(A_ROLES, spec.to_call(A_ROLES) or {}, {"status": ok, "result": {"roles": [{"id": "R-2"}], "next_cursor": None}})
+    assert [r["id"] for r in spec.roles or []] == ["R-1", "R-2"] and not spec.mask()[A_ROLES]
+    first = {"people": [{"id": "EMP-1", "name": "A B", "department": "Finance"}], "next_cursor": "EMP-1"}
+    spec.observe(A_FIND, spec.to_call(A_FIND) or {}, {"status": ok, "result": first})
+    assert spec.approver_id is None and spec.mask()[A_FIND]
+    assert (spec.to_call(A_FIND) or {})["args"] == {"name": "A B", "cursor": "EMP-1"}
+    spec.observe(A_FIND, spec.to_call(A_FIND) or {}, {"status": ok, "result": {"people": [], "next_cursor": None}})
+    assert spec.approver_id == "EMP-1" and not spec.mask()[A_FIND]
+    call = {"tool": "lookup_role_holders", "args": {"role_id": "R-2"}}
+    spec.observe(A_HOLDERS[0], call, {"status": ok, "result": {"holders": [{"person_id": "EMP-7"}], "next_cursor": "RH-1"}})
+    assert "R-2" not in spec.holders
+    spec.observe(A_HOLDERS[0], {**call, "args": {"role_id": "R-2", "cursor": "RH-1"}},
+                 {"status": ok, "result": {"holders": [{"person_id": "EMP-8"}], "next_cursor": None}})
+    assert [h["person_id"] for h in spec.holders["R-2"]] == ["EMP-7", "EMP-8"]
+
+
+# -- the indexes answer like the scans they replace ---------------------------------------------------
+QUERIES = (
+    "an", "AN", "  an  ", "  ", "ai", "a b", "sha bian", "Costa", "costa", "x y z", "Aisha", "son", "berg",
+    "e", "ll", "ia  b", "o.", "Dubois", "ne Fi",
+)
+
+
+def test_find_people_answers_like_the_scan() -> None:
+    _, snap, _ = _scaled(2, 20)
+    store = Store(snap)
+    names = [p["name"] for p in snap.table("people").values()]
+    queries = (*QUERIES, *names[:15], *(n.split()[-1] for n in names[:15]), *(n[2:9] for n in names[:15]))
+    for query in queries:
+        expected = [pid for pid, p in snap.table("people").items() if matches(query, p["name"])]
+        assert find_people_ids(store, query) == expected, query
+    # people written by the episode are merged in
+    pid = next(iter(snap.table("people")))
+    store.update("people", pid, {"name": "Zebedee Quux"})
+    store.insert("people", {"id": "EMP-0001", "name": "Quentin Quux", "title": "t", "department": "d", "email": "e", "manager_id": None})
+    assert find_people_ids(store, "quux") == sorted(["EMP-0001", pid])
+
+
+def test_the_verdict_reads_a_store_like_dicts() -> None:
+    rel = load_release("approvals")
+    for task_id in rel.split_ids["heldout"][:48]:
+        snap = rel.snapshot(task_id)
+        exp = rel.answer_key(task_id)["expected"]
+        tables = {n: snap.table(n) for n in snap.table_names}
+        request = tables["requests"][exp["request_id"]]
+        now = tables["clock"]["clock"]["now"]
+        by_store = auth.assess(Store(snap), request, exp["approver_id"], now)
+        assert by_store == auth.assess(tables, request, exp["approver_id"], now), task_id
+        assert by_store.outcome == exp["outcome"]
