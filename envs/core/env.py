@@ -82,7 +82,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         if self.split != "generated" and not self.release.split_ids.get(self.split):
             raise ValueError(f"the {self.domain.name} release has no {self.split!r} tasks")
         toolkit = self.domain.toolkit
-        self.action_space = ToolCallSpace(toolkit.specs(), vocabulary=self._sample_vocabulary())
+        self.action_space = ToolCallSpace(toolkit.specs(), vocabulary=self._sample_vocabulary)
         self.observation_space = observation_space()
         self._trace_writer = TraceWriter(trace_path) if trace_path else None
         self._terminal_tools = self.domain.terminal_tools

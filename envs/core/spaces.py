@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -135,10 +135,29 @@ class ToolCallSpace(spaces.Space):
     schema, using ids from ``vocabulary`` for string fields.
     """
 
-    def __init__(self, tool_schemas: Sequence[Mapping[str, Any]], vocabulary: Sequence[str] = (), seed: int | None = None):
+    def __init__(self, tool_schemas: Sequence[Mapping[str, Any]],
+                 vocabulary: Sequence[str] | Callable[[], Sequence[str]] = (), seed: int | None = None):
         super().__init__(shape=None, dtype=None, seed=seed)
         self.tool_schemas = [dict(s) for s in tool_schemas]
-        self.vocabulary = list(vocabulary) or ["x"]
+        self._vocabulary = vocabulary
+
+    @property
+    def vocabulary(self) -> list[str]:
+        """Ids used for string fields by :meth:`sample` (a callable given at construction is
+        called on first use, so building the space reads no data)."""
+        if callable(self._vocabulary):
+            self._vocabulary = list(self._vocabulary())
+        return self._vocabulary or ["x"]  # type: ignore[return-value]
+
+    @vocabulary.setter
+    def vocabulary(self, words: Sequence[str]) -> None:
+        self._vocabulary = words
+
+    def __getstate__(self) -> dict[str, Any]:
+        # copies and pickles carry the words, not the callable (an env's bound method)
+        state = dict(self.__dict__)
+        state["_vocabulary"] = self.vocabulary
+        return state
 
     @property
     def is_np_flattenable(self) -> bool:
