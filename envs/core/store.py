@@ -79,7 +79,7 @@ def _hashable(value: Any) -> bool:
 class Snapshot:
     """An immutable named set of tables. Share one instance between any number of stores."""
 
-    __slots__ = ("snapshot_id", "_tables", "_ids", "_sums", "_digests", "_hash", "_indexes", "_memo")
+    __slots__ = ("snapshot_id", "_tables", "_ids", "_sums", "_digests", "_table_hashes", "_hash", "_indexes", "_memo")
 
     def __init__(self, snapshot_id: str, tables: Mapping[str, Iterable[Mapping[str, Any]]]):
         self.snapshot_id = snapshot_id
@@ -95,6 +95,7 @@ class Snapshot:
         self._sums: dict[str, int] = {}
         self._digests: dict[str, dict[str, int]] = {}
         self._memo: dict[Hashable, Any] = {}
+        self._table_hashes: dict[str, str] = {}
         self._hash: str | None = None
         self._indexes: dict[tuple[str, str], dict[Any, tuple[str, ...]]] = {}
 
@@ -151,7 +152,10 @@ class Snapshot:
         return self._digests[name][rid]
 
     def table_hash(self, name: str) -> str:
-        return table_hash_of(self.digest_sum(name))
+        h = self._table_hashes.get(name)
+        if h is None:
+            h = self._table_hashes[name] = table_hash_of(self.digest_sum(name))
+        return h
 
     def content_hash(self) -> str:
         if self._hash is None:
@@ -294,47 +298,56 @@ class Store:
         episode's written rows on the way, so a page costs O(page + rows written)."""
         base = self._base(table)
         layer = self._overlay.get(table)
-        usable = [(k, v) for k, v in equals.items() if _hashable(v)]
         base_ids: Sequence[str] = self._snap.ids(table)
-        for field, value in usable:
+        chosen = None  # the field whose bucket is walked: its equality holds for every base id
+        for field, value in equals.items():
+            if not _hashable(value):
+                continue
             bucket = self._snap.index(table, field).get(value, ())
-            if len(bucket) < len(base_ids):
-                base_ids = bucket
+            if len(bucket) < len(base_ids) or chosen is None:
+                base_ids, chosen = bucket, field
             if not base_ids:
                 break
+        rest = [(k, v) for k, v in equals.items() if k != chosen]
         start = bisect_right(base_ids, after) if after is not None else 0
+        stop = len(base_ids)
+        if not layer and not rest and where is None:  # the common case: the bucket is the answer
+            if limit is not None:
+                stop = min(stop, start + limit)
+            return [dict(base[base_ids[i]]) for i in range(start, stop)]
         written: list[str] = []
         if layer:
+            items = list(equals.items())
             written = sorted(rid for rid, row in layer.items()
                              if row is not None and (after is None or rid > after)
-                             and all(row.get(k) == v for k, v in usable))
+                             and all(row.get(k) == v for k, v in items))
         out: list[Row] = []
         want = limit if limit is not None else -1
-
-        def take(row: Row) -> bool:
-            """Keep ``row`` if it matches; ``True`` when the page is full."""
-            if equals and any(row.get(k) != v for k, v in equals.items()):
-                return False
-            if where is not None and not where(row):
-                return False
-            out.append(dict(row))
-            return len(out) == want
-
-        j = 0
-        for i in range(start, len(base_ids)):
+        j, n_written = 0, len(written)
+        for i in range(start, stop):
             rid = base_ids[i]
-            while j < len(written) and written[j] < rid:
+            while j < n_written and written[j] < rid:
                 row = layer[written[j]]  # type: ignore[index]
                 j += 1
-                if take(row):  # type: ignore[arg-type]
-                    return out
+                if where is None or where(row):  # type: ignore[arg-type]
+                    out.append(dict(row))  # type: ignore[arg-type]
+                    if len(out) == want:
+                        return out
             if layer and rid in layer:
-                continue  # written: merged from ``written`` (if it still matches)
-            if take(base[rid]):
-                return out
+                continue  # written this episode: merged from ``written`` if it still matches
+            row = base[rid]
+            if rest and any(row.get(k) != v for k, v in rest):
+                continue
+            if where is None or where(row):
+                out.append(dict(row))
+                if len(out) == want:
+                    return out
         for rid in written[j:]:
-            if take(layer[rid]):  # type: ignore[index,arg-type]
-                return out
+            row = layer[rid]  # type: ignore[index]
+            if where is None or where(row):  # type: ignore[arg-type]
+                out.append(dict(row))  # type: ignore[arg-type]
+                if len(out) == want:
+                    return out
         return out
 
     def rows(self, table: str, where: Where | None = None, **equals: Any) -> list[Row]:
