@@ -41,8 +41,11 @@ test: lint typecheck
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py
+	$(BIN)/python benchmarks/bench_scale.py
+	$(BIN)/python benchmarks/bench_memory.py
 	$(BIN)/python benchmarks/bench_eval.py
 	$(BIN)/python benchmarks/bench_catalog.py
+	$(BIN)/python benchmarks/bench_learn.py
 
 ## The README's results table: MaskablePPO on every domain's catalog env (models/<domain>,
 ## learning curves copied to docs/), then the baselines on heldout and one report over all.
