@@ -111,6 +111,10 @@ class Domain:
         judge: optional free-text judge ``judge(episode, spec)`` run at the end of an episode,
             ``spec`` being the env's ``judge`` argument (``"rubric"`` or ``"model:<name>"``); its
             result goes to ``info["judge"]`` and never into the grade.
+        progress_exclude: ids of checks left out of the end-state distance that
+            ``reward_mode="progress"`` pays on, because the right procedure passes through
+            states that fail them (e.g. a clock paused while waiting for a reply); the test
+            proves the distance never grows along an oracle trajectory of the release.
         rules: the documented rules of the domain that decide a task's right answer; the test
             suite proves each one binds (a policy ignoring it fails >= 20 tasks per split).
         task_aliases: task ``params`` that name a task uniquely within a split and may be
@@ -141,6 +145,7 @@ class Domain:
     step_shaping: Callable[[Mapping[str, Any]], float] = default_step_shaping
     terminal_shaping: Callable[[Mapping[str, Any]], float] = default_terminal_shaping
     rules: tuple[str, ...] = ()
+    progress_exclude: tuple[str, ...] = ()
     task_aliases: tuple[str, ...] = ()
     tables: tuple[str, ...] = ()
     policies: str | None = None

@@ -19,9 +19,12 @@ from backoffice.envs.core.spaces import OBS_MAX_LENGTH, ToolCallSpace, observati
 from backoffice.envs.core.store import Snapshot, Store
 from backoffice.envs.core.tools import ToolContext, error
 from backoffice.envs.core.trace import TraceWriter
+from backoffice.graders.progress import distance
 
 SPLITS = ("train", "heldout", "generated")
-REWARD_MODES = ("sparse", "shaped")
+REWARD_MODES = ("sparse", "shaped", "progress")
+#: in ``reward_mode="progress"``, the share of the terminal reward paid in advance as progress
+PROGRESS_WEIGHT = 0.5
 
 
 class UnsupportedRenderMode(ValueError, TypeError):
@@ -67,6 +70,9 @@ class BackofficeEnv(gym.Env[str, Any]):
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
         if reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
+        if reward_mode == "progress" and split == "heldout":
+            raise ValueError('reward_mode="progress" reads the answer key at every step: it is for training '
+                             'splits (train, generated), never heldout')
         if max_steps is not None and max_steps < 1:
             raise ValueError("max_steps must be >= 1")
         if judge != "rubric" and not (judge.startswith("model:") and len(judge) > len("model:")):
@@ -260,6 +266,11 @@ class BackofficeEnv(gym.Env[str, Any]):
         self._trace: list[dict[str, Any]] = []
         self._shaped_total = 0.0
         self._done = False
+        if self.reward_mode == "progress":
+            start = self._distance()
+            self._start_distance = max(1, start)
+            self._best_progress = 0.0 if start else 1.0  # already at an accepted state: nothing to pay
+            self._progress_paid = 0.0
         cached = self._brief_cache.get(task.task_id)
         if cached is None:
             brief = task.brief()
@@ -344,6 +355,8 @@ class BackofficeEnv(gym.Env[str, Any]):
             info["shaped_reward"] = float(self._shaped_total)
         if self.reward_mode == "shaped":
             reward = shaping
+        elif self.reward_mode == "progress":
+            reward = self._progress_reward(shaping, record.get("grade"))
         if self._trace_writer is not None:
             self._trace_writer.write({**record, "args": orjson.Fragment(args_json), "result": shown if ok else result})
             if self._done:
@@ -362,6 +375,29 @@ class BackofficeEnv(gym.Env[str, Any]):
             judged = self.domain.judge(episode, self.judge)
             judged = loads(dumps(judged)) if judged is not None else None
         return grade, diff, self._store.content_hash(), judged  # the diff is fresh plain data already
+
+    def _distance(self, grade: Mapping[str, Any] | None = None) -> int:
+        """The end-state distance (rows) of the current state to the accepted end state."""
+        if grade is None:
+            assert self._store is not None and self._task is not None
+            key = self._key if self._key is not None else self.release.answer_key(self._task.task_id)
+            grade = self.domain.grade(Episode(self._task, key, self._snapshot, self._store, self._store.diff(), self._trace))
+        return distance(grade, self.domain.progress_exclude)
+
+    def _progress_reward(self, shaping: float, final_grade: Mapping[str, Any] | None) -> float:
+        """``reward_mode="progress"``: the shaped reward, with ``PROGRESS_WEIGHT`` of it paid
+        the first time the state gets closer to the answer key's accepted end state than ever
+        before in the episode (``1 - distance / start distance``, distance in rows, see
+        :mod:`backoffice.graders.progress`); what was paid is taken back from the terminal
+        reward, so an episode's total equals its shaped total, progress lost before the end
+        earns nothing, and the same progress is never paid twice."""
+        progress = 1.0 - self._distance(final_grade) / self._start_distance
+        gain = max(0.0, progress - self._best_progress)
+        self._best_progress = max(self._best_progress, progress)
+        self._progress_paid += PROGRESS_WEIGHT * gain
+        if self._done:  # ``shaping`` already holds the terminal shaping: settle the advance
+            return shaping - (self._progress_paid - PROGRESS_WEIGHT * gain)
+        return shaping + PROGRESS_WEIGHT * gain
 
     def grade_now(self) -> dict[str, Any]:
         """The pure grade of the current state, without ending the episode (for notebooks)."""

@@ -1,0 +1,47 @@
+"""The end-state distance of a grade: how far the state is from the answer key's accepted end
+state, counted in rows, for the training-only ``reward_mode="progress"``.
+
+Each failing check contributes the number of rows it finds wrong, read from its ``detail``:
+``row_equals`` the rows missing or extra (a multiset difference of the projected rows),
+``field_equals``/``status_is`` the selected rows with a wrong value, ``count_is`` the count's
+gap, ``no_change`` and the guardrail the rows changed that must not be; any other failing check
+counts one. A passing check counts zero, so the distance is 0 exactly when the grade passes.
+It is computed from the grade alone and never changes it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from backoffice.envs.core.canonical import dumps
+
+
+def check_distance(check: Mapping[str, Any]) -> int:
+    """Rows a failing check finds wrong (at least 1); 0 for a passing check."""
+    if check.get("pass"):
+        return 0
+    detail = check.get("detail")
+    kind = check.get("kind")
+    n = 1
+    if isinstance(detail, Mapping):
+        if kind == "row_equals" and isinstance(detail.get("expected"), list) and isinstance(detail.get("got"), list):
+            want = Counter(dumps(r) for r in detail["expected"])
+            got = Counter(dumps(r) for r in detail["got"])
+            n = sum(((want - got) + (got - want)).values())
+        elif kind in ("field_equals", "status_is") and isinstance(detail.get("got"), list):
+            n = sum(1 for v in detail["got"] if v != detail.get("expected"))
+        elif kind == "count_is" and isinstance(detail.get("got"), int) and isinstance(detail.get("expected"), int):
+            n = abs(detail["got"] - detail["expected"])
+        elif kind == "guardrail" and isinstance(detail.get("forbidden_writes"), list):
+            n = len(detail["forbidden_writes"])
+    elif kind == "no_change" and isinstance(detail, list):
+        n = len(detail)
+    return max(1, n)
+
+
+def distance(grade: Mapping[str, Any], exclude: Collection[str] = ()) -> int:
+    """The end-state distance of a grade: the sum of its checks' :func:`check_distance`,
+    without the checks whose id is in ``exclude`` (a domain's ``progress_exclude``)."""
+    return sum(check_distance(c) for c in grade.get("checks", ()) if c.get("id") not in exclude)

@@ -1,0 +1,92 @@
+"""``reward_mode="progress"``: the end-state distance never grows along an oracle trajectory of
+the release, progress is paid once, and the reward never changes the grade."""
+
+from __future__ import annotations
+
+import pytest
+
+from backoffice.envs import available_domains, get_domain, make_native
+from backoffice.envs.core.env import PROGRESS_WEIGHT
+from backoffice.graders.progress import check_distance, distance
+from backoffice.training.policies import get_policy, policy_names
+from backoffice.training.rollout import run_episode
+
+DOMAINS = available_domains()
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_distance_never_grows_along_an_oracle_trajectory(domain: str) -> None:
+    exclude = get_domain(domain).progress_exclude
+    env = make_native(domain, split="train")
+    oracle = get_policy(domain, "oracle")
+    grown = []
+    for task_id in env.release.tasks:  # every task of both splits
+        obs, info = env.reset(**env.reset_args(task_id))
+        oracle.reset(obs, info)
+        last = distance(env.grade_now(), exclude)
+        start = last
+        while True:
+            obs, _, terminated, truncated, step_info = env.step(oracle.act(obs))
+            if terminated or truncated:
+                break
+            now = distance(env.grade_now(), exclude)
+            if now > last:
+                grown.append((task_id, last, now))
+            last = now
+        assert step_info["is_success"] and distance(step_info["grade"], exclude) == 0, task_id
+        assert start > 0 or step_info["grade"]["pass"], task_id
+    assert not grown, f"{len(grown)} oracle steps moved away from the accepted end state, e.g. {grown[:3]}"
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_progress_is_paid_once_and_settled_at_the_end(domain: str) -> None:
+    """Random and wrong policies: every payment is a new best, the payments add up to at most
+    ``PROGRESS_WEIGHT``, the episode's total equals the shaped total, and the grade is the
+    sparse env's grade."""
+    dom = get_domain(domain)
+    env = make_native(domain, split="train", reward_mode="progress")
+    sparse = make_native(domain, split="train")
+    policies = [n for n in policy_names(domain) if n != "noop"]
+    ids = env.release.split_ids["train"][:6]
+    for name in policies:
+        for task_id in ids:
+            policy = get_policy(domain, name, seed=3) if name == "random" else get_policy(domain, name)
+            obs, info = env.reset(**env.reset_args(task_id))
+            policy.reset(obs, info)
+            best = distance(env.grade_now(), dom.progress_exclude)
+            start = max(1, best)
+            paid, total = 0.0, 0.0
+            while True:
+                action = policy.act(obs)
+                obs, reward, terminated, truncated, step_info = env.step(action)
+                total += reward
+                if terminated or truncated:
+                    break
+                now = distance(env.grade_now(), dom.progress_exclude)
+                payment = reward - dom.step_shaping(env.trace[-1])
+                if now < best:
+                    assert payment == pytest.approx(PROGRESS_WEIGHT * (best - now) / start)
+                    best = now
+                else:
+                    assert payment == pytest.approx(0.0), (task_id, action)  # nothing twice, nothing for going back
+                paid += payment
+            assert paid <= PROGRESS_WEIGHT + 1e-9
+            assert total == pytest.approx(step_info["shaped_reward"])
+            twin = run_episode(sparse, get_policy(domain, name, seed=3) if name == "random" else get_policy(domain, name), task_id=task_id)
+            assert twin.info["grade"] == step_info["grade"]
+
+
+def test_progress_is_refused_on_heldout() -> None:
+    with pytest.raises(ValueError, match="heldout"):
+        make_native(DOMAINS[0], split="heldout", reward_mode="progress")
+
+
+def test_check_distance_counts_rows() -> None:
+    row = {"kind": "row_equals", "pass": False, "detail": {"expected": [{"a": 1}, {"a": 2}], "got": [{"a": 1}, {"a": 3}, {"a": 3}]}}
+    assert check_distance(row) == 3  # {"a": 2} missing, two {"a": 3} extra
+    assert check_distance({"kind": "field_equals", "pass": False, "detail": {"field": "s", "expected": "x", "got": ["x", "y", "z"]}}) == 2
+    assert check_distance({"kind": "count_is", "pass": False, "detail": {"expected": 1, "got": 4}}) == 3
+    assert check_distance({"kind": "no_change", "pass": False, "detail": ["t:1", "t:2"]}) == 2
+    assert check_distance({"kind": "anything", "pass": False, "detail": None}) == 1
+    assert check_distance({"kind": "row_equals", "pass": True, "detail": None}) == 0
+    assert distance({"checks": [row, {"id": "skip", "kind": "x", "pass": False}]}, exclude=("skip",)) == 3
