@@ -130,7 +130,7 @@ def _check_policies(domains: list[str], policies: list[str]) -> list[tuple[str, 
 @app.command("eval")
 def eval_cmd(
     env: Annotated[list[str], typer.Option("--env", help="Domain(s) or 'all'.")] = ["all"],
-    policy: Annotated[list[str], typer.Option("--policy", help="Repeatable. oracle; random (valid tool calls); noop (submits at once); wrong:<failure_code> (commits exactly that failure); catalog-random, catalog-mask-only, catalog-features (through the domain's catalog); sb3:<path/model.zip> (a model from `backoffice train`); openai:<model> (an LLM behind an OpenAI-compatible endpoint: $OPENAI_BASE_URL, $OPENAI_API_KEY).")] = ["oracle", "random", "noop"],
+    policy: Annotated[list[str], typer.Option("--policy", help="Repeatable. oracle; random (valid tool calls); noop (submits at once); wrong:<failure_code> (commits exactly that failure); catalog-random, catalog-mask-only, catalog-features (through the domain's catalog; add @facts or @raw for a feature tier); sb3:<path/model.zip> (a model from `backoffice train`); openai:<model> (an LLM behind an OpenAI-compatible endpoint: $OPENAI_BASE_URL, $OPENAI_API_KEY).")] = ["oracle", "random", "noop"],
     split: Annotated[str, typer.Option(help="train or heldout.")] = "heldout",
     out: Annotated[Path | None, typer.Option(help="JSONL output; a rerun with the same file skips written episodes.")] = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (or Ray CPUs with --ray).")] = 1,
@@ -412,6 +412,8 @@ def train(
     n_steps: Annotated[int | None, typer.Option(min=1, help="Rollout length per env (tuned, else 256).")] = None,
     finish_bias: Annotated[float | None, typer.Option(help="Added to the finishing action's initial logit (tuned, else -3).")] = None,
     heldout: Annotated[bool, typer.Option("--heldout/--no-heldout", help="Evaluate the best model on heldout at the end.")] = True,
+    tier: Annotated[str | None, typer.Option(help="Feature tier of the catalog: conclusions (default), facts or raw.")] = None,
+    reward_mode: Annotated[str | None, typer.Option("--reward-mode", help="Training reward: shaped (default) or progress (pays first-time progress towards the answer key's end state; training only).")] = None,
 ) -> None:
     """Train an agent on a domain's catalog env (shaped reward), keep the best model by
     validation pass rate, plot the learning curve and evaluate on heldout (pure grade).
@@ -428,8 +430,9 @@ def train(
         config = TrainConfig.for_domain(
             env, out or Path("models") / env, algo=algo, timesteps=timesteps, n_envs=n_envs, seed=seed,
             train_split=train_split, validation_size=validation_size, eval_freq=eval_freq, patience=patience,
-            gamma=gamma, ent_coef=ent_coef, n_steps=n_steps, finish_bias=finish_bias, heldout_eval=heldout)
-    except (ValueError, TypeError) as exc:
+            gamma=gamma, ent_coef=ent_coef, n_steps=n_steps, finish_bias=finish_bias, heldout_eval=heldout,
+            tier=tier, reward_mode=reward_mode)
+    except (ValueError, TypeError, KeyError) as exc:
         raise typer.BadParameter(str(exc)) from None
     timesteps = config.timesteps
     algo = config.algo

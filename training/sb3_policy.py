@@ -44,8 +44,9 @@ def catalog_signature(domain: str, spec: str | None = None) -> dict[str, Any]:
     agent = catalog_agent(domain, spec=spec)
     actions = [a.name for a in agent.spec.actions]
     features = [f.name for f in agent.feature_defs]
-    return {"domain": domain, "spec": spec, "n_actions": len(actions), "n_features": len(features),
-            "actions": actions, "features": features, "catalog_hash": digest(dumps([actions, features]))}
+    return {"domain": domain, "spec": spec, "tier": type(agent.spec).tier, "n_actions": len(actions),
+            "n_features": len(features), "actions": actions, "features": features,
+            "catalog_hash": digest(dumps([actions, features]))}
 
 
 @lru_cache(maxsize=8)

@@ -70,6 +70,10 @@ class TrainConfig:
     heldout_eval: bool = True
     #: a replacement catalog spec ``"package.module:Class"`` (default: the domain's own)
     spec: str | None = None
+    #: the catalog's feature tier (``conclusions``, ``facts``, ``raw``); resolved into ``spec``
+    tier: str | None = None
+    #: the training envs' reward: ``shaped`` or ``progress`` (see ``BackofficeEnv``)
+    reward_mode: str = "shaped"
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
@@ -79,16 +83,20 @@ class TrainConfig:
             raise ValueError("train_split must be 'generated' or 'train' (never heldout)")
         if self.timesteps < 1 or self.n_envs < 1 or self.eval_freq < 1:
             raise ValueError("timesteps, n_envs and eval_freq must be >= 1")
+        if self.reward_mode not in ("shaped", "progress"):
+            raise ValueError(f"reward_mode must be shaped or progress, got {self.reward_mode!r}")
 
     @classmethod
     def for_domain(cls, domain: str, out: str | Path, **overrides: Any) -> TrainConfig:
         """Defaults, then the catalog's own ``hyperparams`` (tuned per domain, like an RL-Zoo
         entry), then ``overrides`` (``None`` values ignored)."""
-        from backoffice.training.catalog import spec_class
+        from backoffice.training.catalog import resolve_spec, spec_class
 
-        spec = overrides.get("spec")
-        tuned = dict(spec_class(domain, spec).hyperparams)
+        spec = resolve_spec(domain, overrides.get("spec"), overrides.get("tier"))
+        cls_ = spec_class(domain, spec)
+        tuned = dict(cls_.hyperparams)
         given = {k: v for k, v in overrides.items() if v is not None}
+        given.update(spec=spec, tier=cls_.tier)
         return cls(domain=domain, out=Path(out), **{**tuned, **given})
 
 
@@ -265,7 +273,7 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
         held = set(val_ids)
         train_ids = [t for t in load_release(config.domain).split_ids["train"] if t not in held]
     make = functools.partial(training_env, config.domain, split=config.train_split,
-                             reward_mode="shaped", task_ids=train_ids, spec=config.spec)
+                             reward_mode=config.reward_mode, task_ids=train_ids, spec=config.spec)
     # fork where the platform has it: workers inherit the loaded modules instead of re-importing
     # them (forkserver, SB3's default, pays the start-up again in every worker)
     start = "fork" if "fork" in multiprocessing.get_all_start_methods() else None

@@ -20,6 +20,41 @@ def catalog_target(domain: str) -> str | None:
     return get_domain(domain).catalog
 
 
+#: feature tiers of a catalog, from most to least given: ``conclusions`` (the procedure's
+#: conclusions and "this is due" flags as features, actions that do the arithmetic and the
+#: matching), ``facts`` (observed facts and comparisons only) and ``raw`` (per-slot observed
+#: values and primitive actions: arithmetic, matching and selection are the agent's)
+TIERS = ("conclusions", "facts", "raw")
+
+
+def tier_specs(domain: str) -> dict[str, str]:
+    """``tier -> "module:Class"`` of ``domain``'s catalog tiers: the ``TIERS`` mapping (tier to
+    ``"module:Class"`` or a class name of the same module) of the module that holds the domain's
+    catalog, or only ``conclusions`` (the domain's catalog) when it has none."""
+    target = catalog_target(domain)
+    if target is None:
+        spec_class(domain)  # raises the helpful KeyError
+        raise AssertionError("unreachable")
+    module, _, name = target.partition(":")
+    named = getattr(importlib.import_module(module), "TIERS", {"conclusions": name})
+    return {t: (c if ":" in c else f"{module}:{c}") for t, c in named.items()}
+
+
+def resolve_spec(domain: str, spec: str | None = None, tier: str | None = None) -> str | None:
+    """The spec to use for ``tier`` (``None`` and ``conclusions`` without tiers: the domain's
+    own catalog); ``spec`` and ``tier`` are exclusive."""
+    if tier is None:
+        return spec
+    if spec is not None:
+        raise ValueError("give a catalog spec or a tier, not both")
+    if tier not in TIERS:
+        raise ValueError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
+    specs = tier_specs(domain)
+    if tier not in specs:
+        raise KeyError(f"the {domain} catalog has no {tier!r} tier; it has {', '.join(specs)}")
+    return specs[tier]
+
+
 def spec_class(domain: str, spec: str | None = None) -> type[CatalogSpec]:
     """The :class:`CatalogSpec` subclass of ``domain``, or the one named by ``spec``
     (``"package.module:Class"``, to experiment with your own catalog)."""
@@ -47,26 +82,28 @@ def make_catalog_env(
     render_mode: str | None = None,
     task_ids: Sequence[str] | None = None,
     spec: str | None = None,
+    tier: str | None = None,
 ) -> CatalogEnv:
     """The catalog env of ``domain`` (what ``gym.make("backoffice/<Title>-Catalog-v0")`` builds).
 
     ``split``, ``reward_mode``, ``trace_path`` and ``render_mode`` go to the native env;
     ``max_steps`` defaults to the catalog's own limit; ``task_ids`` restricts the tasks drawn
-    by seed; ``spec`` replaces the domain's catalog (``"package.module:Class"``).
+    by seed; ``tier`` picks a feature tier (:data:`TIERS`, default ``conclusions``); ``spec``
+    replaces the domain's catalog (``"package.module:Class"``).
     """
     from backoffice.envs import make_native
 
-    cls = spec_class(domain, spec)
+    cls = spec_class(domain, resolve_spec(domain, spec, tier))
     native = make_native(domain, split=split, reward_mode=reward_mode, max_steps=max_steps or cls.max_steps,
                          trace_path=trace_path, render_mode=render_mode)
     return CatalogEnv(native, cls(), task_ids=task_ids)
 
 
-def catalog_agent(domain: str, spec: str | None = None) -> CatalogAgent:
+def catalog_agent(domain: str, spec: str | None = None, tier: str | None = None) -> CatalogAgent:
     """A fresh :class:`CatalogAgent` of ``domain`` (for policies that drive a native env)."""
     from backoffice.envs import get_domain
 
-    cls = spec_class(domain, spec)
+    cls = spec_class(domain, resolve_spec(domain, spec, tier))
     return CatalogAgent(cls(), max_steps=cls.max_steps or get_domain(domain).default_max_steps)
 
 
@@ -77,6 +114,6 @@ def catalog_env_id(domain: str) -> str:
 
 
 __all__ = [
-    "ActionDef", "CatalogAgent", "CatalogEnv", "CatalogSpec", "FeatureDef", "catalog_target",
-    "catalog_agent", "catalog_env_id", "make_catalog_env", "spec_class",
+    "TIERS", "ActionDef", "CatalogAgent", "CatalogEnv", "CatalogSpec", "FeatureDef", "catalog_target",
+    "catalog_agent", "catalog_env_id", "make_catalog_env", "resolve_spec", "spec_class", "tier_specs",
 ]

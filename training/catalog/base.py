@@ -72,6 +72,8 @@ class CatalogSpec(ABC):
 
     #: domain name (``approvals``)
     domain: ClassVar[str]
+    #: the feature tier this spec implements (see ``backoffice.training.catalog.TIERS``)
+    tier: ClassVar[str] = "conclusions"
     #: the catalog, fixed per env id (never per task)
     actions: ClassVar[tuple[ActionDef, ...]]
     #: the domain's features, fixed per env id

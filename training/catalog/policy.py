@@ -25,11 +25,11 @@ class CatalogPolicy(Policy):
     """Runs a :class:`~backoffice.training.catalog.CatalogAgent` over native observations;
     subclasses implement :meth:`choose`."""
 
-    def __init__(self, domain: str, spec: str | None = None):
+    def __init__(self, domain: str, spec: str | None = None, tier: str | None = None):
         from backoffice.training.catalog import catalog_agent
 
         self.domain = domain
-        self.agent = catalog_agent(domain, spec=spec)
+        self.agent = catalog_agent(domain, spec=spec, tier=tier)
 
     def choose(self, features: np.ndarray, mask: np.ndarray) -> int:  # pragma: no cover - interface
         raise NotImplementedError
@@ -50,8 +50,8 @@ class MaskedRandomPolicy(CatalogPolicy):
 
     name = "catalog-random"
 
-    def __init__(self, domain: str, seed: int = 0):
-        super().__init__(domain)
+    def __init__(self, domain: str, seed: int = 0, tier: str | None = None):
+        super().__init__(domain, tier=tier)
         self.seed = seed
 
     def reset(self, obs: str, info: dict[str, Any]) -> None:
@@ -78,10 +78,12 @@ class FeaturePolicy(CatalogPolicy):
 
     name = "catalog-features"
 
-    def __init__(self, domain: str):
-        super().__init__(domain)
-        module = importlib.import_module(type(self.agent.spec).__module__)
-        self._choose = module.feature_policy(self.agent)
+    def __init__(self, domain: str, tier: str | None = None):
+        super().__init__(domain, tier=tier)
+        spec_cls = type(self.agent.spec)
+        # a tier's spec class may bring its own ``feature_policy(agent)``; else its module's
+        make = getattr(spec_cls, "feature_policy", None) or importlib.import_module(spec_cls.__module__).feature_policy
+        self._choose = make(self.agent)
 
     def choose(self, features: np.ndarray, mask: np.ndarray) -> int:
         return int(self._choose(features, mask))

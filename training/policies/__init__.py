@@ -41,13 +41,19 @@ def get_policy(domain: str, name: str, seed: int = 0) -> Policy:
         from backoffice.training.chat_openai import openai_policy
 
         return openai_policy(name.split(":", 1)[1], seed=seed)
-    if name in CATALOG_POLICIES:
+    base, _, tier = name.partition("@")
+    if base in CATALOG_POLICIES:  # ``catalog-features@facts``: the same policy on a feature tier
         from backoffice.training.catalog import policy as catalog_policy
 
-        if name == "catalog-features":
-            return catalog_policy.FeaturePolicy(domain)
-        cls = catalog_policy.MaskedRandomPolicy if name == "catalog-random" else catalog_policy.MaskOnlyPolicy
-        return cls(domain, seed=seed)
+        policy: Policy
+        if base == "catalog-features":
+            policy = catalog_policy.FeaturePolicy(domain, tier=tier or None)
+        else:
+            cls = catalog_policy.MaskedRandomPolicy if base == "catalog-random" else catalog_policy.MaskOnlyPolicy
+            policy = cls(domain, seed=seed, tier=tier or None)
+        if tier:
+            policy.name = name
+        return policy
     if name.startswith("sb3:"):
         from backoffice.training.sb3_policy import SB3Policy
 
