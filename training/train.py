@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -74,6 +75,8 @@ class TrainConfig:
     tier: str | None = None
     #: the training envs' reward: ``shaped`` or ``progress`` (see ``BackofficeEnv``)
     reward_mode: str = "shaped"
+    #: ``"demos"``: behaviour-clone the tier's feature policy on the train tasks before PPO
+    warm_start: str | None = None
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
@@ -83,6 +86,8 @@ class TrainConfig:
             raise ValueError("train_split must be 'generated' or 'train' (never heldout)")
         if self.timesteps < 1 or self.n_envs < 1 or self.eval_freq < 1:
             raise ValueError("timesteps, n_envs and eval_freq must be >= 1")
+        if self.warm_start not in (None, "demos"):
+            raise ValueError(f"warm_start must be demos or None, got {self.warm_start!r}")
         if self.reward_mode not in ("shaped", "progress"):
             raise ValueError(f"reward_mode must be shaped or progress, got {self.reward_mode!r}")
 
@@ -295,6 +300,10 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
     with torch.no_grad():
         # a Discrete action space's head is an nn.Linear (SB3 types it as nn.Module)
         cast("torch.nn.Linear", model.policy.action_net).bias[list(ending_actions(val_env))] += config.finish_bias
+    cpu_start = os.times()
+    warm: dict[str, Any] | None = None
+    if config.warm_start == "demos":
+        warm = warm_start_from_demos(model, config, train_ids or [])
     monitor = _make_callback(config, val_env, val_ids, on_progress)
     started = time.perf_counter()
     try:
@@ -306,7 +315,10 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
         worker_seconds = [float(x) for x in venv.get_attr("env_seconds")]
     finally:
         venv.close()
-    meta = {**catalog_signature(config.domain, config.spec), "algo": config.algo, "env_id": catalog_env_id(config.domain)}
+    cpu_end = os.times()  # the workers have exited: their CPU time is in the children's fields
+    cpu_seconds = sum(getattr(cpu_end, f) - getattr(cpu_start, f) for f in ("user", "system", "children_user", "children_system"))
+    signature = catalog_signature(config.domain, config.spec)
+    meta = {**signature, "algo": config.algo, "env_id": catalog_env_id(config.domain)}
     (out / META_FILE).write_bytes(dumps(meta))
     curve = {"episodes": monitor.episodes, "validation": monitor.validation}
     (out / "curve.json").write_bytes(dumps(curve))
@@ -321,12 +333,43 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
         # parallel, so their times are not added up); the largest worker share is reported
         "env_step_us": round(sum(worker_seconds) / max(1, model.num_timesteps) * 1e6, 1),
         "env_share_per_worker": round(max(worker_seconds) / max(train_seconds, 1e-9), 4),
+        "cpu_minutes": round(cpu_seconds / 60, 2),
+        "tier": signature["tier"], "catalog_hash": signature["catalog_hash"], "release": release_id(config.domain),
         "model": str(out / "model.zip"),
     }
+    if warm is not None:
+        summary["warm_start"] = warm
     if config.heldout_eval:
         summary["heldout"] = evaluate_heldout(config.domain, out / "model.zip", out / "heldout.jsonl")
     (out / "summary.json").write_bytes(dumps(summary))
     return summary
+
+
+def release_id(domain: str) -> str:
+    """A digest of the installed release's content (its files' digests and version): a model
+    or result made on another release is out of date."""
+    from backoffice.envs.core.canonical import hash_obj
+    from backoffice.envs.core.release import load_release
+
+    manifest = load_release(domain).manifest
+    return hash_obj({"release": manifest.get("release"), "files": manifest["files"]})[:16]
+
+
+def warm_start_from_demos(model: Any, config: TrainConfig, train_ids: Sequence[str]) -> dict[str, Any]:
+    """Behaviour-clone the tier's feature policy (on the train tasks) into ``model`` before PPO;
+    returns the demonstrations' size, the fit and the cloned policy's heldout pass rate (the
+    behaviour-cloning ceiling), measured before any PPO update."""
+    from backoffice.training.demos import behaviour_clone, collect
+    from backoffice.training.sb3_policy import evaluate_split
+
+    started = time.perf_counter()
+    demos = collect(config.domain, train_ids, spec=config.spec)
+    fit = behaviour_clone(model, demos, seed=config.seed)
+    out: dict[str, Any] = {"demo_episodes": demos.episodes, "demo_pass_rate": demos.passed / max(1, demos.episodes), **fit}
+    if config.heldout_eval:
+        out["bc_heldout_pass_rate"] = evaluate_split(model, config.domain, "heldout", spec=config.spec)["pass_rate"]
+    out["seconds"] = round(time.perf_counter() - started, 1)
+    return out
 
 
 def evaluate_heldout(domain: str, model_path: Path, out: Path) -> dict[str, Any]:
