@@ -458,6 +458,42 @@ def train(
 
 
 @app.command()
+def results(
+    env: Annotated[str, typer.Option("--env", help="A domain or all.")] = "all",
+    tier: Annotated[list[str] | None, typer.Option("--tier", help="Repeatable; default: every tier each catalog has.")] = None,
+    timesteps: Annotated[int, typer.Option(min=1, help="Budget of each training run (early stopping may end it sooner).")] = 200_000,
+    run_training: Annotated[bool, typer.Option("--train/--no-train", help="Train the runs that are not up to date (else only tabulate).")] = True,
+    out: Annotated[Path, typer.Option(help="Markdown table written here.")] = Path("results/README_table.md"),
+) -> None:
+    """Fill the results table: train every domain x tier run that is not up to date (pure
+    MaskablePPO seeds, one warm-started run), compute the baselines, plot the learning curves per
+    tier and print the table. Resumable: finished runs are skipped."""
+    from backoffice.envs import DOMAINS
+    from backoffice.training import results as res
+
+    domains = list(DOMAINS) if env == "all" else [env]
+    runs = res.plan(domains, tier or None)
+    for domain, tier_name in dict.fromkeys((r.domain, r.tier) for r in runs):
+        console.print(f"baselines: {domain} / {tier_name}")
+        res.baselines(domain, tier_name)
+    if run_training:
+        todo = [r for r in runs if not res.up_to_date(r, timesteps)]
+        console.print(f"{len(runs) - len(todo)} of {len(runs)} runs up to date; training {len(todo)}")
+        for run in todo:
+            with _progress() as progress:
+                bar = progress.add_task(f"{run.domain}/{run.tier}/{run.kind}-s{run.seed}", total=timesteps)
+                summary = res.train_run(run, timesteps, on_progress=lambda t, bar=bar, progress=progress: progress.update(bar, completed=min(t, timesteps)))
+            console.print(f"  heldout {summary.get('heldout', {}).get('pass_rate', float('nan')):.1%} in {summary['timesteps']:,} steps, "
+                          f"{summary['cpu_minutes']:.1f} CPU-min")
+    for domain in domains:
+        res.plot_curves(domain, Path("docs") / f"learning_curves_{domain}.png")
+    table = res.markdown(res.collect_rows(domains, tier or None))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(table + "\n")
+    sys.stdout.write(table + "\n")
+
+
+@app.command()
 def catalog(
     env: Annotated[str, typer.Option("--env", help="Domain.")] = "approvals",
     json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,

@@ -1,0 +1,204 @@
+"""The README's results table: every domain x catalog tier, trained and measured beside its
+baselines and ceilings, resumable over several sittings.
+
+Runs (``models/<domain>/<tier>/<kind>-s<seed>/``): pure MaskablePPO with 3 seeds on the
+``conclusions`` and ``facts`` tiers and 1 on ``raw``, and one warm-started run (behaviour cloning
+of the tier's feature policy, then PPO) per tier. A run whose ``summary.json`` matches the
+current catalog (its hash), release and budget is up to date and is skipped, so ``make results``
+can be stopped and started again; every finished run is written (and can be committed) at once.
+
+Baselines per domain and tier (``results/<domain>/<tier>.json``, recomputed when the catalog or
+the release changes): the catalog's random and mask-only policies, a depth-limited tree fitted to
+the feature policy's train demonstrations, the feature policy and the oracle, all on heldout.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from backoffice.envs.core.canonical import dumps, loads
+
+#: pure-PPO seeds per tier
+SEEDS = {"conclusions": 3, "facts": 3, "raw": 1}
+#: the depth of the tree baseline
+TREE_DEPTH = 6
+MODELS = Path("models")
+RESULTS = Path("results")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training run of the table."""
+
+    domain: str
+    tier: str
+    kind: str  # "ppo" (pure RL) or "warm" (behaviour cloning, then PPO)
+    seed: int
+
+    @property
+    def out(self) -> Path:
+        return MODELS / self.domain / self.tier / f"{self.kind}-s{self.seed}"
+
+
+def plan(domains: Iterable[str], tiers: Iterable[str] | None = None) -> list[Run]:
+    """Every run of the table for ``domains`` (and ``tiers``, default: every tier a catalog has)."""
+    from backoffice.training.catalog import tier_specs
+
+    runs = []
+    for domain in domains:
+        for tier in tier_specs(domain):
+            if tiers is not None and tier not in tiers:
+                continue
+            runs += [Run(domain, tier, "ppo", s) for s in range(SEEDS.get(tier, 1))]
+            runs.append(Run(domain, tier, "warm", 0))
+    return runs
+
+
+def _identity(domain: str, tier: str) -> dict[str, str]:
+    from backoffice.training.catalog import resolve_spec
+    from backoffice.training.sb3_policy import catalog_signature
+    from backoffice.training.train import release_id
+
+    return {"catalog_hash": catalog_signature(domain, resolve_spec(domain, tier=tier))["catalog_hash"],
+            "release": release_id(domain)}
+
+
+def up_to_date(run: Run, timesteps: int) -> bool:
+    """Whether ``run`` has a model and summary made with the current catalog, release and budget."""
+    path = run.out / "summary.json"
+    if not path.exists() or not (run.out / "model.zip").exists():
+        return False
+    summary = loads(path.read_bytes())
+    ident = _identity(run.domain, run.tier)
+    return (summary.get("catalog_hash") == ident["catalog_hash"] and summary.get("release") == ident["release"]
+            and summary.get("config", {}).get("timesteps") == timesteps)
+
+
+def train_run(run: Run, timesteps: int, on_progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Train one run (pure PPO or warm-started) with the catalog's tuned hyperparameters."""
+    from backoffice.training.train import TrainConfig, train
+
+    config = TrainConfig.for_domain(run.domain, run.out, tier=run.tier, seed=run.seed, timesteps=timesteps,
+                                    warm_start="demos" if run.kind == "warm" else None)
+    return train(config, on_progress=on_progress)
+
+
+def _heldout_pass(domain: str, policy: Any) -> float:
+    from backoffice.envs import make_native
+    from backoffice.training.rollout import run_episode
+
+    env = make_native(domain, split="heldout")
+    ids = env.release.split_ids["heldout"]
+    return sum(bool(run_episode(env, policy, task_id=t).info["is_success"]) for t in ids) / len(ids)
+
+
+def baselines(domain: str, tier: str, refresh: bool = False) -> dict[str, Any]:
+    """The tier's baselines on heldout (cached in ``results/<domain>/<tier>.json`` per catalog
+    and release): random, mask-only, the depth-limited tree, the feature policy and the oracle."""
+    from backoffice.envs.core.release import load_release
+    from backoffice.training.catalog import resolve_spec
+    from backoffice.training.demos import TreePolicy, collect, fit_tree
+    from backoffice.training.policies import get_policy
+
+    path = RESULTS / domain / f"{tier}.json"
+    ident = _identity(domain, tier)
+    if path.exists() and not refresh:
+        cached = loads(path.read_bytes())
+        if all(cached.get(k) == v for k, v in ident.items()):
+            return cached
+    spec = resolve_spec(domain, tier=tier)
+    demos = collect(domain, load_release(domain).split_ids["train"], spec=spec)
+    tree = fit_tree(demos.obs, demos.actions, max_depth=TREE_DEPTH)
+    out = {
+        **ident, "domain": domain, "tier": tier,
+        "random": _heldout_pass(domain, get_policy(domain, f"catalog-random@{tier}")),
+        "mask_only": _heldout_pass(domain, get_policy(domain, f"catalog-mask-only@{tier}")),
+        "tree": _heldout_pass(domain, TreePolicy(domain, tree, spec=spec)), "tree_leaves": tree.leaves,
+        "features": _heldout_pass(domain, get_policy(domain, f"catalog-features@{tier}")),
+        "oracle": _heldout_pass(domain, get_policy(domain, "oracle")),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(dumps(out))
+    return out
+
+
+def collect_rows(domains: Iterable[str], tiers: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """One row per domain and tier from the runs on disk and the cached baselines (``None``
+    where a run has not been made yet)."""
+    rows = []
+    runs = plan(domains, tiers)
+    for domain, tier in dict.fromkeys((r.domain, r.tier) for r in runs):
+        ppo = [r for r in runs if (r.domain, r.tier, r.kind) == (domain, tier, "ppo")]
+        warm = [r for r in runs if (r.domain, r.tier, r.kind) == (domain, tier, "warm")]
+        done = [loads((r.out / "summary.json").read_bytes()) for r in ppo if (r.out / "summary.json").exists()]
+        warm_done = [loads((r.out / "summary.json").read_bytes()) for r in warm if (r.out / "summary.json").exists()]
+        base_path = RESULTS / domain / f"{tier}.json"
+        base = loads(base_path.read_bytes()) if base_path.exists() else {}
+        passes = [s["heldout"]["pass_rate"] for s in done if "heldout" in s]
+        row: dict[str, Any] = {
+            "domain": domain, "tier": tier, "seeds": len(passes), "seeds_planned": len(ppo),
+            "random": base.get("random"), "mask_only": base.get("mask_only"), "tree": base.get("tree"),
+            "tree_leaves": base.get("tree_leaves"), "features": base.get("features"), "oracle": base.get("oracle"),
+            "ppo_mean": statistics.mean(passes) if passes else None,
+            "ppo_sd": statistics.stdev(passes) if len(passes) > 1 else (0.0 if passes else None),
+            "ppo_steps": statistics.mean(s["timesteps"] for s in done) if done else None,
+            "ppo_cpu_minutes": statistics.mean(s.get("cpu_minutes", 0.0) for s in done) if done else None,
+            "bc": warm_done[0]["warm_start"].get("bc_heldout_pass_rate") if warm_done else None,
+            "warm": warm_done[0]["heldout"]["pass_rate"] if warm_done and "heldout" in warm_done[0] else None,
+        }
+        rows.append(row)
+    return rows
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f} %"
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The README table."""
+    head = ("| domain | tier | random | mask-only | tree (depth 6, leaves) | BC ceiling | MaskablePPO, mean ± sd (seeds) "
+            "| steps | CPU-min | warm-started | feature policy | oracle |")
+    lines = [head, "|" + "---|" * 12]
+    for r in rows:
+        ppo = "–" if r["ppo_mean"] is None else f"{100 * r['ppo_mean']:.1f} ± {100 * r['ppo_sd']:.1f} % ({r['seeds']}/{r['seeds_planned']})"
+        tree = "–" if r["tree"] is None else f"{_pct(r['tree'])} ({r['tree_leaves']})"
+        steps = "–" if r["ppo_steps"] is None else f"{r['ppo_steps'] / 1000:.0f}k"
+        cpu = "–" if r["ppo_cpu_minutes"] is None else f"{r['ppo_cpu_minutes']:.1f}"
+        lines.append(f"| {r['domain']} | {r['tier']} | {_pct(r['random'])} | {_pct(r['mask_only'])} | {tree} | {_pct(r['bc'])} "
+                     f"| {ppo} | {steps} | {cpu} | {_pct(r['warm'])} | {_pct(r['features'])} | {_pct(r['oracle'])} |")
+    return "\n".join(lines)
+
+
+def plot_curves(domain: str, out: Path) -> Path | None:
+    """Validation pass rate against timesteps for every pure-PPO run of ``domain``, one colour
+    per tier (the learning curves per tier)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = [r for r in plan([domain]) if r.kind == "ppo" and (r.out / "curve.json").exists()]
+    if not runs:
+        return None
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    colours = {"conclusions": "tab:blue", "facts": "tab:orange", "raw": "tab:red"}
+    for run in runs:
+        curve = loads((run.out / "curve.json").read_bytes())
+        points = curve.get("validation", [])
+        if points:
+            ax.plot([p["t"] for p in points], [p["pass_rate"] for p in points], color=colours.get(run.tier, "grey"),
+                    alpha=0.8, label=f"{run.tier} s{run.seed}")
+    ax.set(xlabel="timesteps", ylabel="validation pass rate", ylim=(-0.02, 1.02), title=f"{domain}: MaskablePPO per feature tier")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+__all__ = ["Run", "SEEDS", "baselines", "collect_rows", "markdown", "plan", "plot_curves", "train_run", "up_to_date"]
