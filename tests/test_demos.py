@@ -1,0 +1,67 @@
+"""Demonstrations, behaviour cloning, the tree baseline and the resumable results table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from backoffice.envs.core.canonical import dumps
+from backoffice.envs.core.release import load_release
+from backoffice.training import results
+from backoffice.training.demos import behaviour_clone, collect, fit_tree
+
+
+def test_tree_recovers_a_two_split_rule_and_respects_its_depth() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, size=(400, 5)).astype(np.float32)
+    y = (x[:, 0] > 0.2).astype(np.int64) + 2 * (x[:, 3] > -0.5).astype(np.int64)
+    tree = fit_tree(x, y, max_depth=2, thresholds=64)
+    assert np.mean([tree.predict(row) == label for row, label in zip(x, y, strict=True)]) > 0.97
+    stump = fit_tree(x, y, max_depth=1)
+    assert stump.leaves == 2
+    assert fit_tree(x, np.zeros(400, dtype=np.int64), max_depth=5).leaves == 1  # nothing to split
+
+
+def test_demonstrations_are_valid_feature_policy_decisions() -> None:
+    ids = load_release("approvals").split_ids["train"][:8]
+    demos = collect("approvals", ids)
+    assert demos.episodes == 8 and demos.passed == 8
+    assert demos.obs.shape[0] == len(demos.actions) == len(demos.masks) > 8
+    assert demos.masks[np.arange(len(demos.actions)), demos.actions].all()  # every action was legal
+    assert np.abs(demos.obs).max() <= 1.0
+
+
+def test_behaviour_cloning_reproduces_the_demonstrations() -> None:
+    from sb3_contrib import MaskablePPO
+
+    from backoffice.training.catalog import make_catalog_env
+    from backoffice.training.sb3_policy import evaluate_split
+
+    release = load_release("approvals")
+    demos = collect("approvals", release.split_ids["train"][:150])
+    env = make_catalog_env("approvals", split="train")
+    model = MaskablePPO("MlpPolicy", env, policy_kwargs={"net_arch": [64, 64]}, seed=0, device="cpu")
+    untrained = evaluate_split(model, "approvals", "heldout", task_ids=release.split_ids["heldout"][:20])["pass_rate"]
+    fit = behaviour_clone(model, demos)
+    assert fit["accuracy"] >= 0.95
+    cloned = evaluate_split(model, "approvals", "heldout", task_ids=release.split_ids["heldout"][:20])["pass_rate"]
+    assert cloned >= 0.9 > untrained
+
+
+def test_results_skip_only_runs_that_are_up_to_date(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(results, "MODELS", tmp_path)
+    runs = results.plan(["approvals"])
+    assert {r.tier for r in runs} >= {"conclusions"}
+    assert sum(r.kind == "ppo" and r.tier == "conclusions" for r in runs) == results.SEEDS["conclusions"]
+    run = runs[0]
+    assert not results.up_to_date(run, 1000)
+    run.out.mkdir(parents=True)
+    (run.out / "model.zip").write_bytes(b"x")
+    ident = results._identity(run.domain, run.tier)
+    (run.out / "summary.json").write_bytes(dumps({**ident, "config": {"timesteps": 1000}}))
+    assert results.up_to_date(run, 1000)
+    assert not results.up_to_date(run, 2000)  # another budget
+    (run.out / "summary.json").write_bytes(dumps({**ident, "release": "other", "config": {"timesteps": 1000}}))
+    assert not results.up_to_date(run, 1000)  # another release
