@@ -91,6 +91,15 @@ _SLOT_FEATURES = (
 )
 
 
+#: the catalog's feature tiers (``backoffice.training.catalog.TIERS``): this module's catalog is the
+#: ``conclusions`` tier; ``facts`` and ``raw`` are in :mod:`.registration_tiers`
+TIERS = {
+    "conclusions": "RegistrationCatalog",
+    "facts": "backoffice.training.catalog.registration_tiers:RegistrationFacts",
+    "raw": "backoffice.training.catalog.registration_tiers:RegistrationRaw",
+}
+
+
 def _member(text: Any) -> str:
     return str(text or "").strip().upper()
 
