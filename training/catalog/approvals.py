@@ -612,4 +612,13 @@ def feature_policy(agent: CatalogAgent) -> Callable[[np.ndarray, np.ndarray], in
     return policy
 
 
-__all__ = ["ApprovalsCatalog", "feature_policy"]
+#: the catalog's feature tiers (``backoffice.training.catalog.TIERS``): this module's catalog is the
+#: ``conclusions`` tier; ``facts`` and ``raw`` live in :mod:`.approvals_tiers` (named, not imported)
+TIERS = {
+    "conclusions": "ApprovalsCatalog",
+    "facts": "backoffice.training.catalog.approvals_tiers:ApprovalsFactsCatalog",
+    "raw": "backoffice.training.catalog.approvals_tiers:ApprovalsRawCatalog",
+}
+
+
+__all__ = ["TIERS", "ApprovalsCatalog", "feature_policy"]

@@ -1,0 +1,798 @@
+"""The ``facts`` and ``raw`` feature tiers of the approvals catalog (issue 14).
+
+The ``conclusions`` tier (:class:`~backoffice.training.catalog.approvals.ApprovalsCatalog`) hands
+the agent the desk procedure's conclusions (``procedure_proceed``, ``authority_found``,
+``sod_breach`` ...) and actions that pick the right answer for it (``decide_proceed`` cites "the
+authority found so far", ``escalate`` "the blocking fact found so far", the named approver is
+matched by the catalog). The two tiers here keep the same native calls but leave the choices to
+the agent:
+
+- **whom**: ``find_people`` lists the people sharing the approver's name (often a namesake in
+  another department); the agent opens one file with ``get_person[p]``. That person is **on
+  file**: the reporting line, the row slots, ``lookup_delegations`` and the decisions (their
+  ``approver_id``) are theirs, until another ``get_person`` puts someone else on file.
+- **which id to cite**: the row slots are the on-file person's role assignments (``get_person``,
+  by id) then the delegations they received (``lookup_delegations``, in effect or not, by id);
+  ``decide_<outcome>[s]`` cites row ``s`` as the authority, ``escalate_cite[s]`` cites it as the
+  blocking fact (or ``escalate_cite_request`` / ``_requester`` / ``_approver``).
+- **which outcome**: the four decisions are always the agent's.
+- **what to look up**: the holders of a role (needed to see that a delegator still holds the
+  role they delegated) by row slot (``facts``) or by role slot (``raw``).
+
+What the catalog still grounds in both tiers (arguments that are fixed by what was read, with
+no alternative to weigh): the request id and type of the reads, the brief's name for
+``find_people``, the next page of a paginated read, the ledger entry's account and amount (the
+request's ``beneficiary_account`` and its full ``amount``: the only observed values that
+fit those arguments), the request's order, and **the cited rule: the band whose
+``[min_amount, max_amount]`` holds the amount** (the top band above every band), whose
+``required_role_id`` an escalation is routed to. Citing a band by slot would multiply every
+decision action by three (K ~ 100 and, with the ``taken`` bits, over 300 features); the band
+still has to be found by the agent to *decide*, since the hard limit, required level, required
+fields and separation-of-duties flags it needs are given per band slot only.
+
+**facts** features are observed facts and plain comparisons between observed values: per band
+slot ``amount >= min_amount``, ``amount <= max_amount``, ``amount > hard_limit``; per person
+slot ``name == brief name``, ``department == brief department``; per row slot "its role covers
+the request type", "its role's level >= band r's required level", "valid_from <= today",
+"revoked at or before now", "cap >= amount", "the delegator is among the role's holders now" ...
+never a conclusion (no "may decide", "authority found", "blocking fact", "missing required
+field", no "due" flag): combining them into the procedure's verdict is the agent's work.
+
+**raw** features are per-slot observed values only: amounts in cents / 1e9, dates as days from
+the desk clock / 1000, levels / 4, one-hot categories (request type, the request types a role
+covers), and id equalities between slots only as "same entity" facts (a row's role is role slot
+``i``; the person is the requester; the requester is in the on-file person's reporting line;
+the delegator is among the holders). Every comparison (band lookup, windows, caps, levels,
+limits), every match (person, role of a row) and every selection is the agent's.
+
+Both tiers keep the catalog rules: features from the brief and tool results only, a mask that
+expresses legality only (the same rules as the conclusions tier: groundable, not a repeated
+read, not visibly refused, not after the work is visibly finished), one action one native call,
+``submit`` always valid. Each tier's ``feature_policy`` (a staticmethod, found on the class by
+``catalog-features@<tier>``) is the desk procedure written over the tier's features and mask
+only, and passes every released task: the tier suffices.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, cast
+
+import numpy as np
+
+from backoffice.envs.approvals.rules import ORDER_TYPES, applicable_rule, in_window, is_ledger_type, is_missing
+from backoffice.envs.approvals.tables import INFO_FIELDS, REQUEST_TYPES, today
+from backoffice.training.catalog.approvals import ApprovalsCatalog, _after
+from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpec, FeatureDef, slots
+
+#: person slots: the people ``find_people`` returns for the approver's name (1-2 in the release)
+N_PEOPLE = 3
+#: band slots: a request type's rules by min_amount (2-3 in the release)
+N_BANDS = 3
+#: row slots: the on-file person's assignments then received delegations (at most 6 in the release)
+N_ROWS = 6
+#: role slots (raw): the roles by id (9 in every released world)
+N_ROLES = 9
+#: amounts in cents are given as cents / AMOUNT_FULL (the largest released value is 2e8)
+AMOUNT_FULL = 1e9
+#: dates are given as days from the desk clock / DAYS_FULL
+DAYS_FULL = 1000.0
+OUTCOMES = ("reject", "hold", "proceed")
+_NOTE = {"reject": "hard limit exceeded", "hold": "required information missing", "proceed": "authority checked at decision time"}
+
+
+def _days(a: str, b: str) -> float:
+    """``a - b`` in days (dates or datetimes, ISO)."""
+    def parse(x: str) -> dt.datetime:
+        return dt.datetime.fromisoformat(x if len(x) > 10 else x + "T00:00:00")
+    return (parse(a) - parse(b)).total_seconds() / 86400.0
+
+
+def _clip(x: float) -> float:
+    return float(max(-1.0, min(1.0, x)))
+
+
+def _reads(holders: tuple[ActionDef, ...]) -> tuple[ActionDef, ...]:
+    return (
+        ActionDef("get_request", "get_request", "Read the target request (brief's request_id)."),
+        ActionDef("get_rules", "get_rules", "Read the approval rules (amount bands) of the request's type (needs the request)."),
+        ActionDef("list_roles", "list_roles", "Read every approval role (types covered, level, amount limit); the next page while one is left."),
+        ActionDef("find_people", "find_people", "Find the people called by the brief's approver_name (every page)."),
+        *slots("get_person", "get_person", N_PEOPLE,
+               "Open the file of person slot {i} (the {i}-th person find_people returned, by id): reporting line and role "
+               "assignments. That person is then on file: the row slots, lookup_delegations and the decisions are theirs."),
+        ActionDef("lookup_delegations", "lookup_delegations",
+                  "Every delegation received/given by the person on file, in effect or not (include_inactive)."),
+        *holders,
+    )
+
+
+def _writes() -> tuple[ActionDef, ...]:
+    return (
+        *(a for o in OUTCOMES for a in slots(
+            f"decide_{o}", "record_decision", N_ROWS,
+            f"Record the on-file person's decision '{o}', citing the band holding the amount and row slot {{i}} "
+            "(their assignment or delegation) as the authority.")),
+        ActionDef("escalate_cite_request", "escalate",
+                  "Escalate to the required_role_id of the band holding the amount, citing that band and the request id."),
+        ActionDef("escalate_cite_requester", "escalate",
+                  "Escalate to the band's required_role_id, citing the band and the requester's person id."),
+        ActionDef("escalate_cite_approver", "escalate",
+                  "Escalate to the band's required_role_id, citing the band and the on-file person's id."),
+        *slots("escalate_cite", "escalate", N_ROWS,
+               "Escalate to the band's required_role_id, citing the band and row slot {i} (an assignment or delegation of "
+               "the person on file)."),
+        ActionDef("post_ledger_entry", "post_ledger_entry",
+                  "Post the ledger entry of the request: its beneficiary_account, its full amount (possible before a decision too)."),
+        ActionDef("release_order", "release_order", "Release the request's order (possible before a decision too)."),
+        ActionDef("submit", "submit", "Finish the episode."),
+    )
+
+
+FACTS_ACTIONS: tuple[ActionDef, ...] = (
+    *_reads(slots("lookup_role_holders", "lookup_role_holders", N_ROWS,
+                  "Holders now of the role of row slot {i} (the role the assignment or delegation is for).")),
+    *_writes(),
+)
+RAW_ACTIONS: tuple[ActionDef, ...] = (
+    *_reads(slots("lookup_role_holders", "lookup_role_holders", N_ROLES,
+                  "Holders now of role slot {i} (the {i}-th role list_roles returned, by id).")),
+    *_writes(),
+)
+
+
+class _ApprovalsTier(CatalogSpec):
+    """What both tiers observe and how they ground and mask actions; the features are the tier's."""
+
+    domain = "approvals"
+    max_steps = ApprovalsCatalog.max_steps
+    hyperparams = ApprovalsCatalog.hyperparams
+    #: what lookup_role_holders[i] looks up: the role of row slot i, or role slot i
+    holders_by: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._index = {a.name: i for i, a in enumerate(cls.actions)}
+        cls._fidx = {f.name: i for i, f in enumerate(cls.features)}
+        # action index -> (kind, slot)
+        kinds: list[tuple[str, int]] = []
+        for a in cls.actions:
+            base, _, rest = a.name.partition("[")
+            kinds.append((base, int(rest[:-1]) if rest else -1))
+        cls._kinds = tuple(kinds)
+
+    _index: ClassVar[dict[str, int]]
+    _fidx: ClassVar[dict[str, int]]
+    _kinds: ClassVar[tuple[tuple[str, int], ...]]
+
+    # -- state ------------------------------------------------------------------------------
+    def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
+        params = brief.get("params") or {}
+        self.request_id: str | None = params.get("request_id")
+        self.approver_name: str | None = params.get("approver_name")
+        self.approver_dept: str | None = params.get("approver_department")
+        self.request: dict[str, Any] | None = None
+        self.order: dict[str, Any] | None = None
+        self.now: str | None = None
+        self.rules: list[dict[str, Any]] | None = None  # by min_amount
+        self.roles: list[dict[str, Any]] | None = None  # by id, every page read
+        self._roles_read: list[dict[str, Any]] = []
+        self._roles_cursor: str | None = None
+        self.people: list[dict[str, Any]] = []  # find_people rows, by id, the pages read so far
+        self._people_cursor: str | None = None
+        self.find_done = False
+        self.files: dict[str, dict[str, Any]] = {}  # person id -> line, assignments, received (None until read)
+        self.on_file: str | None = None
+        self.holders: dict[str, list[dict[str, Any]]] = {}
+        self._holders_read: dict[str, list[dict[str, Any]]] = {}
+        self._holders_cursor: dict[str, str] = {}
+        self.decision: str | None = None
+        self.downstream_done = False
+        self.last_write_error = False
+
+    def _band(self) -> dict[str, Any] | None:
+        """The rule cited by the writes: the band holding the amount (the top band above all)."""
+        if not self.rules or self.request is None:
+            return None
+        return cast("dict[str, Any] | None", applicable_rule(self.rules, self.request["amount"]))
+
+    def _file(self) -> dict[str, Any] | None:
+        return None if self.on_file is None else self.files[self.on_file]
+
+    def _rows(self) -> list[tuple[str, dict[str, Any]]]:
+        """The on-file person's row slots: assignments then received delegations, each by id."""
+        f = self._file()
+        if f is None:
+            return []
+        rows = [("assignment", rh) for rh in sorted(f["assignments"], key=lambda r: r["id"])]
+        rows += [("delegation", d) for d in sorted(f["received"] or [], key=lambda d: d["id"])]
+        return rows[:N_ROWS]
+
+    def _role(self, role_id: str) -> dict[str, Any] | None:
+        return next((r for r in self.roles or [] if r["id"] == role_id), None)
+
+    def _holders_role(self, slot: int) -> str | None:
+        """The role lookup_role_holders[slot] reads."""
+        if self.holders_by == "row":
+            rows = self._rows()
+            return rows[slot][1]["role_id"] if slot < len(rows) else None
+        roles = self.roles or self._roles_read
+        return roles[slot]["id"] if slot < len(roles) else None
+
+    def _finished(self) -> bool:
+        return self.decision is not None and (self.decision != "proceed" or self.downstream_done)
+
+    # -- grounding --------------------------------------------------------------------------
+    def to_call(self, action: int) -> dict[str, Any] | None:
+        if not 0 <= action < len(self._kinds):
+            return None
+        kind, slot = self._kinds[action]
+        req, rid = self.request, self.request_id
+        if kind == "get_request":
+            return None if rid is None else {"tool": "get_request", "args": {"request_id": rid}}
+        if kind == "get_rules":
+            return None if req is None else {"tool": "get_rules", "args": {"request_type": req["type"]}}
+        if kind == "list_roles":
+            return {"tool": "list_roles", "args": _after({}, self._roles_cursor)}
+        if kind == "find_people":
+            return None if not self.approver_name else {
+                "tool": "find_people", "args": _after({"name": self.approver_name}, self._people_cursor)}
+        if kind == "get_person":
+            return None if slot >= len(self.people) else {"tool": "get_person", "args": {"person_id": self.people[slot]["id"]}}
+        if kind == "lookup_delegations":
+            return None if self.on_file is None else {
+                "tool": "lookup_delegations", "args": {"person_id": self.on_file, "include_inactive": True}}
+        if kind == "lookup_role_holders":
+            role_id = self._holders_role(slot)
+            return None if role_id is None else {
+                "tool": "lookup_role_holders", "args": _after({"role_id": role_id}, self._holders_cursor.get(role_id))}
+        band = self._band()
+        if kind.startswith("decide_"):
+            rows = self._rows()
+            if rid is None or band is None or self.on_file is None or slot >= len(rows):
+                return None
+            outcome = kind[len("decide_"):]
+            return {"tool": "record_decision", "args": {
+                "request_id": rid, "outcome": outcome, "approver_id": self.on_file,
+                "basis_ids": [band["id"], rows[slot][1]["id"]], "note": _NOTE[outcome]}}
+        if kind.startswith("escalate_cite"):
+            if rid is None or req is None or band is None:
+                return None
+            cited: str | None
+            if kind == "escalate_cite_request":
+                cited = req["id"]
+            elif kind == "escalate_cite_requester":
+                cited = req.get("requester_id")
+            elif kind == "escalate_cite_approver":
+                cited = self.on_file
+            else:
+                rows = self._rows()
+                cited = rows[slot][1]["id"] if slot < len(rows) else None
+            if not cited:
+                return None
+            return {"tool": "escalate", "args": {"request_id": rid, "role_id": band["required_role_id"],
+                                                 "basis_ids": [band["id"], cited],
+                                                 "note": "named approver may not decide this request"}}
+        if kind == "post_ledger_entry":
+            if req is None or is_missing(req.get("beneficiary_account")):
+                return None
+            return {"tool": "post_ledger_entry", "args": {"request_id": req["id"], "account": req["beneficiary_account"],
+                                                          "amount": req["amount"], "memo": f"{req['type']} {req['id']}"}}
+        if kind == "release_order":
+            oid = (self.order or {}).get("id") or (req or {}).get("order_id")
+            return None if not oid else {"tool": "release_order", "args": {"order_id": oid}}
+        if kind == "submit":
+            return {"tool": "submit", "args": {}}
+        return None
+
+    def observe(self, action: int, call: dict[str, Any], result: dict[str, Any]) -> None:
+        kind, _ = self._kinds[action]
+        ok = result.get("status") == "ok"
+        res = result.get("result") if ok else None
+        if self.actions[action].tool in ("record_decision", "escalate", "post_ledger_entry", "release_order"):
+            self.last_write_error = not ok
+        if not ok or not isinstance(res, dict):
+            return
+        args = call.get("args") or {}
+        if kind == "get_request":
+            self.request, self.order, self.now = res.get("request"), res.get("order"), res.get("now")
+        elif kind == "get_rules":
+            self.rules = sorted(res.get("rules") or [], key=lambda r: r["min_amount"])
+        elif kind == "list_roles":
+            self._roles_read.extend(res.get("roles") or [])
+            self._roles_cursor = res.get("next_cursor")
+            if self._roles_cursor is None:
+                self.roles = sorted(self._roles_read, key=lambda r: r["id"])
+        elif kind == "find_people":
+            self.people.extend(res.get("people") or [])
+            self._people_cursor = res.get("next_cursor")
+            self.find_done = self._people_cursor is None
+        elif kind == "get_person":
+            pid = args.get("person_id")
+            if isinstance(pid, str):
+                known = self.files.get(pid, {}).get("received")
+                self.files[pid] = {"line": list(res.get("reporting_line") or []),
+                                   "assignments": list(res.get("assignments") or []), "received": known}
+                self.on_file = pid
+        elif kind == "lookup_delegations":
+            pid = args.get("person_id")
+            if isinstance(pid, str) and pid in self.files:
+                self.files[pid]["received"] = list(res.get("received") or [])
+        elif kind == "lookup_role_holders":
+            role_id = args.get("role_id", "")
+            self._holders_read.setdefault(role_id, []).extend(res.get("holders") or [])
+            cursor = res.get("next_cursor")
+            if cursor is None:
+                self.holders[role_id] = self._holders_read.pop(role_id)
+                self._holders_cursor.pop(role_id, None)
+            else:
+                self._holders_cursor[role_id] = cursor
+        elif kind.startswith("decide_") or kind.startswith("escalate_cite"):
+            self.decision = (res.get("decision") or {}).get("outcome")
+        elif kind in ("post_ledger_entry", "release_order"):
+            self.downstream_done = True
+
+    def mask(self) -> np.ndarray:
+        """Legality only: groundable, not a repeated read, not visibly refused, not after the
+        work is visibly finished (the conclusions tier's rules)."""
+        m = np.zeros(len(self.actions), dtype=bool)
+        m[self._index["submit"]] = True
+        if self._finished():
+            return m
+        req = self.request
+        band = self._band()
+        rows = self._rows()
+        f = self._file()
+        for i, (kind, slot) in enumerate(self._kinds):
+            if kind == "get_request":
+                m[i] = req is None
+            elif kind == "get_rules":
+                m[i] = req is not None and self.rules is None
+            elif kind == "list_roles":
+                m[i] = self.roles is None
+            elif kind == "find_people":
+                m[i] = not self.find_done and bool(self.approver_name)
+            elif kind == "get_person":
+                m[i] = slot < len(self.people) and self.people[slot]["id"] not in self.files
+            elif kind == "lookup_delegations":
+                m[i] = f is not None and f["received"] is None
+            elif kind == "lookup_role_holders":
+                role_id = self._holders_role(slot)
+                m[i] = role_id is not None and role_id not in self.holders
+            elif kind.startswith("decide_"):
+                m[i] = self.decision is None and band is not None and self.on_file is not None and slot < len(rows)
+            elif kind.startswith("escalate_cite"):
+                m[i] = self.decision is None and band is not None and self.to_call(i) is not None
+            elif kind == "post_ledger_entry":
+                m[i] = (req is not None and not self.downstream_done and is_ledger_type(req["type"])
+                        and self.to_call(i) is not None)
+            elif kind == "release_order":
+                awaiting = self.order is None or self.order.get("status") == "awaiting_approval"
+                m[i] = (req is not None and not self.downstream_done and not is_ledger_type(req["type"]) and awaiting
+                        and self.to_call(i) is not None)
+        return m
+
+    # -- shared observed facts --------------------------------------------------------------
+    def _in_effect_window(self, row: dict[str, Any]) -> bool:
+        return self.now is not None and in_window(row, self.now)
+
+    def _person_read_facts(self, put: Callable[[str, float | bool], None]) -> None:
+        put("request_read", self.request is not None)
+        put("rules_read", self.rules is not None)
+        put("roles_read", self.roles is not None)
+        put("people_read", self.find_done)
+        put("person_on_file", self.on_file is not None)
+        f = self._file()
+        put("delegations_read", f is not None and f["received"] is not None)
+        put("decision_recorded", self.decision is not None)
+        put("decided_proceed", self.decision == "proceed")
+        put("downstream_done", self.downstream_done)
+        put("last_write_error", self.last_write_error)
+
+    def _vector(self) -> tuple[np.ndarray, Callable[[str, float | bool], None]]:
+        f = np.zeros(len(self.features), dtype=np.float32)
+        idx = self._fidx
+
+        def put(name: str, value: float | bool) -> None:
+            f[idx[name]] = float(value)
+
+        return f, put
+
+
+_STATUS_FEATURES: tuple[FeatureDef, ...] = (
+    FeatureDef("request_read", "1 once get_request returned the request"),
+    FeatureDef("rules_read", "1 once get_rules returned the request type's bands"),
+    FeatureDef("roles_read", "1 once list_roles returned every role"),
+    FeatureDef("people_read", "1 once find_people returned its last page"),
+    FeatureDef("person_on_file", "1 once get_person opened someone's file (the person on file)"),
+    FeatureDef("delegations_read", "1 once lookup_delegations returned the on-file person's delegations"),
+    FeatureDef("decision_recorded", "1 once record_decision or escalate on the request succeeded"),
+    FeatureDef("decided_proceed", "1 if the recorded decision's outcome is proceed"),
+    FeatureDef("downstream_done", "1 once post_ledger_entry or release_order succeeded"),
+    FeatureDef("last_write_error", "1 if the last writing call returned an error"),
+)
+
+
+# -- facts --------------------------------------------------------------------------------------
+def _facts_features() -> tuple[FeatureDef, ...]:
+    out: list[FeatureDef] = list(_STATUS_FEATURES)
+    out += [
+        FeatureDef("request_is_ledger_type", "1 if the request type is refund / credit_adjustment / write_off / expense_claim"),
+        FeatureDef("request_is_order_type", "1 if the request type is purchase_order / vendor_payment"),
+        FeatureDef("request_amount_log", "log10(request amount in cents) / 10"),
+        FeatureDef("order_awaiting_approval", "1 if the request's order has status awaiting_approval"),
+        *(FeatureDef(f"request_empty[{fld}]", f"1 if the request's {fld} is empty (null or blank)") for fld in INFO_FIELDS),
+    ]
+    for r in range(N_BANDS):
+        out += [
+            FeatureDef(f"band[{r}].present", f"1 if get_rules returned a band {r} (bands by min_amount)"),
+            FeatureDef(f"band[{r}].amount_ge_min", f"1 if the amount >= band {r}'s min_amount"),
+            FeatureDef(f"band[{r}].amount_le_max", f"1 if the amount <= band {r}'s max_amount (null: no upper bound)"),
+            FeatureDef(f"band[{r}].amount_gt_hard_limit", f"1 if the amount > band {r}'s hard_limit"),
+            FeatureDef(f"band[{r}].required_level", f"band {r}'s required_level / 4"),
+            FeatureDef(f"band[{r}].sod_not_requester", f"band {r}'s sod_not_requester flag"),
+            FeatureDef(f"band[{r}].sod_not_in_requester_line", f"band {r}'s sod_not_in_requester_line flag"),
+            *(FeatureDef(f"band[{r}].requires[{fld}]", f"1 if {fld} is in band {r}'s required_fields") for fld in INFO_FIELDS),
+        ]
+    for p in range(N_PEOPLE):
+        out += [
+            FeatureDef(f"person[{p}].present", f"1 if find_people returned a person slot {p}"),
+            FeatureDef(f"person[{p}].name_equal", f"1 if person {p}'s name equals the brief's approver_name"),
+            FeatureDef(f"person[{p}].department_equal", f"1 if person {p}'s department equals the brief's approver_department"),
+            FeatureDef(f"person[{p}].on_file", f"1 if person {p} is the person on file"),
+            FeatureDef(f"person[{p}].is_requester", f"1 if person {p}'s id is the request's requester_id"),
+        ]
+    out.append(FeatureDef("requester_in_reporting_line", "1 if the requester's id is in the on-file person's reporting_line"))
+    for s in range(N_ROWS):
+        out += [
+            FeatureDef(f"row[{s}].present", f"1 if the person on file has a row slot {s}"),
+            FeatureDef(f"row[{s}].is_delegation", f"1 if row {s} is a delegation received (else a role assignment)"),
+            FeatureDef(f"row[{s}].covers_request_type", f"1 if the request type is in row {s}'s role's request_types"),
+            *(FeatureDef(f"row[{s}].level_ge_band[{r}]", f"1 if row {s}'s role level >= band {r}'s required_level")
+              for r in range(N_BANDS)),
+            FeatureDef(f"row[{s}].limit_ge_amount", f"1 if row {s}'s role amount_limit >= the amount"),
+            FeatureDef(f"row[{s}].cap_below_amount", f"1 if row {s} is a delegation whose cap is below the amount"),
+            FeatureDef(f"row[{s}].from_le_today", f"1 if row {s}'s valid_from <= today (the desk clock's date)"),
+            FeatureDef(f"row[{s}].to_ge_today", f"1 if row {s}'s valid_to >= today or is null"),
+            FeatureDef(f"row[{s}].revoked_by_now", f"1 if row {s} has a revoked_at at or before now"),
+            FeatureDef(f"row[{s}].holders_read", f"1 once the holders now of row {s}'s role were looked up"),
+            FeatureDef(f"row[{s}].delegator_among_holders", f"1 if row {s} is a delegation whose delegator is among "
+                       "the holders now of its role (looked up)"),
+        ]
+    return tuple(out)
+
+
+class ApprovalsFactsCatalog(_ApprovalsTier):
+    """The approval desk, ``facts`` tier: observed facts and plain comparisons; the agent picks
+    the approver's file, the row to cite and the outcome."""
+
+    tier = "facts"
+    holders_by = "row"
+    actions = FACTS_ACTIONS
+    features = _facts_features()
+
+    def feature_vector(self) -> np.ndarray:
+        f, put = self._vector()
+        self._person_read_facts(put)
+        req, now = self.request, self.now
+        if req is not None:
+            amount = req["amount"]
+            put("request_is_ledger_type", is_ledger_type(req["type"]))
+            put("request_is_order_type", req["type"] in ORDER_TYPES)
+            put("request_amount_log", min(1.0, math.log10(max(1, amount)) / 10))
+            put("order_awaiting_approval", self.order is not None and self.order.get("status") == "awaiting_approval")
+            for fld in INFO_FIELDS:
+                put(f"request_empty[{fld}]", is_missing(req.get(fld)))
+            for r, band in enumerate((self.rules or [])[:N_BANDS]):
+                put(f"band[{r}].present", True)
+                put(f"band[{r}].amount_ge_min", amount >= band["min_amount"])
+                put(f"band[{r}].amount_le_max", band["max_amount"] is None or amount <= band["max_amount"])
+                put(f"band[{r}].amount_gt_hard_limit", amount > band["hard_limit"])
+                put(f"band[{r}].required_level", _clip(band["required_level"] / 4))
+                put(f"band[{r}].sod_not_requester", bool(band.get("sod_not_requester", True)))
+                put(f"band[{r}].sod_not_in_requester_line", bool(band["sod_not_in_requester_line"]))
+                for fld in INFO_FIELDS:
+                    put(f"band[{r}].requires[{fld}]", fld in band["required_fields"])
+        for p, person in enumerate(self.people[:N_PEOPLE]):
+            put(f"person[{p}].present", True)
+            put(f"person[{p}].name_equal", person.get("name") == self.approver_name)
+            put(f"person[{p}].department_equal", person.get("department") == self.approver_dept)
+            put(f"person[{p}].on_file", person["id"] == self.on_file)
+            put(f"person[{p}].is_requester", req is not None and person["id"] == req["requester_id"])
+        file = self._file()
+        if file is not None and req is not None:
+            put("requester_in_reporting_line", req["requester_id"] in file["line"])
+        for s, (kind, row) in enumerate(self._rows()):
+            put(f"row[{s}].present", True)
+            put(f"row[{s}].is_delegation", kind == "delegation")
+            role = self._role(row["role_id"])
+            if role is not None and req is not None:
+                put(f"row[{s}].covers_request_type", req["type"] in role["request_types"])
+                put(f"row[{s}].limit_ge_amount", role["amount_limit"] >= req["amount"])
+                for r, band in enumerate((self.rules or [])[:N_BANDS]):
+                    put(f"row[{s}].level_ge_band[{r}]", role["level"] >= band["required_level"])
+            if kind == "delegation" and req is not None:
+                put(f"row[{s}].cap_below_amount", row.get("cap") is not None and row["cap"] < req["amount"])
+            if now is not None:
+                put(f"row[{s}].from_le_today", row.get("valid_from") is None or row["valid_from"] <= today(now))
+                put(f"row[{s}].to_ge_today", row.get("valid_to") is None or today(now) <= row["valid_to"])
+                put(f"row[{s}].revoked_by_now", row.get("revoked_at") is not None and row["revoked_at"] <= now)
+            holders = self.holders.get(row["role_id"])
+            put(f"row[{s}].holders_read", holders is not None)
+            if kind == "delegation" and holders is not None:
+                put(f"row[{s}].delegator_among_holders", any(h["person_id"] == row["delegator_id"] for h in holders))
+        return f
+
+    @staticmethod
+    def feature_policy(agent: CatalogAgent) -> Callable[[np.ndarray, np.ndarray], int]:
+        """The desk procedure over the facts features and the mask: read, open the file of the
+        person whose name and department match, check separation of duties and each row's
+        authority from the comparisons, then decide citing the authorising row or escalate
+        citing the blocking one; release after a proceed."""
+        idx = {f.name: i for i, f in enumerate(agent.feature_defs)}
+        act = {a.name: i for i, a in enumerate(agent.spec.actions)}
+
+        def policy(obs: np.ndarray, mask: np.ndarray) -> int:
+            def on(name: str) -> bool:
+                return bool(obs[idx[name]] > 0.5)
+
+            if on("decision_recorded"):
+                if on("decided_proceed") and not on("downstream_done"):
+                    release = act["post_ledger_entry" if on("request_is_ledger_type") else "release_order"]
+                    if mask[release]:
+                        return release
+                return act["submit"]
+            for read in ("get_request", "get_rules", "list_roles", "find_people"):
+                if mask[act[read]]:
+                    return act[read]
+            match = [p for p in range(N_PEOPLE) if on(f"person[{p}].present") and on(f"person[{p}].name_equal")
+                     and on(f"person[{p}].department_equal")]
+            if len(match) != 1:
+                return act["submit"]  # no such approver (never in the release)
+            p = match[0]
+            if not on(f"person[{p}].on_file"):
+                return act[f"get_person[{p}]"]
+            if mask[act["lookup_delegations"]]:
+                return act["lookup_delegations"]
+            bands = [r for r in range(N_BANDS) if on(f"band[{r}].present")]
+            band = next((r for r in bands if on(f"band[{r}].amount_ge_min") and on(f"band[{r}].amount_le_max")), bands[-1])
+            rows = [s for s in range(N_ROWS) if on(f"row[{s}].present")]
+            # a delegation's delegator must still hold the role: look up the holders of its role
+            for s in rows:
+                if on(f"row[{s}].is_delegation") and on(f"row[{s}].covers_request_type") and not on(f"row[{s}].holders_read"):
+                    return act[f"lookup_role_holders[{s}]"]
+            # separation of duties
+            if on(f"person[{p}].is_requester") and on(f"band[{band}].sod_not_requester"):
+                return act["escalate_cite_request"]
+            if on("requester_in_reporting_line") and on(f"band[{band}].sod_not_in_requester_line"):
+                return act["escalate_cite_requester"]
+
+            def in_effect(s: int) -> bool:
+                window = on(f"row[{s}].from_le_today") and on(f"row[{s}].to_ge_today") and not on(f"row[{s}].revoked_by_now")
+                return window and (not on(f"row[{s}].is_delegation") or on(f"row[{s}].delegator_among_holders"))
+
+            def sufficient(s: int) -> bool:
+                return (on(f"row[{s}].covers_request_type") and on(f"row[{s}].level_ge_band[{band}]")
+                        and on(f"row[{s}].limit_ge_amount") and not on(f"row[{s}].cap_below_amount"))
+
+            authorising = [s for s in rows if sufficient(s) and in_effect(s)]
+            if authorising:
+                s = authorising[0]
+                if on(f"band[{band}].amount_gt_hard_limit"):
+                    return act[f"decide_reject[{s}]"]
+                if any(on(f"band[{band}].requires[{fld}]") and on(f"request_empty[{fld}]") for fld in INFO_FIELDS):
+                    return act[f"decide_hold[{s}]"]
+                return act[f"decide_proceed[{s}]"]
+            inactive = [s for s in rows if on(f"row[{s}].is_delegation") and sufficient(s) and not in_effect(s)]
+            covering = [s for s in rows if on(f"row[{s}].covers_request_type") and in_effect(s)]
+            blocking = inactive or covering or rows
+            return act[f"escalate_cite[{blocking[0]}]"] if blocking else act["escalate_cite_approver"]
+
+        return policy
+
+
+# -- raw ----------------------------------------------------------------------------------------
+def _raw_features() -> tuple[FeatureDef, ...]:
+    out: list[FeatureDef] = list(_STATUS_FEATURES)
+    out += [
+        FeatureDef("request.amount", f"the request amount in cents / {AMOUNT_FULL:.0e}"),
+        *(FeatureDef(f"request.type[{t}]", f"1 if the request type is {t}") for t in REQUEST_TYPES),
+        *(FeatureDef(f"request.empty[{fld}]", f"1 if the request's {fld} is null or blank") for fld in INFO_FIELDS),
+        FeatureDef("order.awaiting_approval", "1 if the request's order has status awaiting_approval"),
+    ]
+    for r in range(N_BANDS):
+        out += [
+            FeatureDef(f"band[{r}].present", f"1 if get_rules returned a band {r} (bands by min_amount)"),
+            FeatureDef(f"band[{r}].min_amount", f"band {r}'s min_amount in cents / {AMOUNT_FULL:.0e}"),
+            FeatureDef(f"band[{r}].max_amount", f"band {r}'s max_amount in cents / {AMOUNT_FULL:.0e} (1 when null: no bound)"),
+            FeatureDef(f"band[{r}].hard_limit", f"band {r}'s hard_limit in cents / {AMOUNT_FULL:.0e}"),
+            FeatureDef(f"band[{r}].required_level", f"band {r}'s required_level / 4"),
+            FeatureDef(f"band[{r}].sod_not_requester", f"band {r}'s sod_not_requester flag"),
+            FeatureDef(f"band[{r}].sod_not_in_requester_line", f"band {r}'s sod_not_in_requester_line flag"),
+            *(FeatureDef(f"band[{r}].requires[{fld}]", f"1 if {fld} is in band {r}'s required_fields") for fld in INFO_FIELDS),
+        ]
+    for i in range(N_ROLES):
+        out += [
+            *(FeatureDef(f"role[{i}].covers[{t}]", f"1 if {t} is in role {i}'s request_types") for t in REQUEST_TYPES),
+            FeatureDef(f"role[{i}].amount_limit", f"role {i}'s amount_limit in cents / {AMOUNT_FULL:.0e}"),
+            FeatureDef(f"role[{i}].level", f"role {i}'s level / 4 (0: no role slot {i}; roles by id)"),
+        ]
+    for p in range(N_PEOPLE):
+        out += [
+            FeatureDef(f"person[{p}].present", f"1 if find_people returned a person slot {p}"),
+            FeatureDef(f"person[{p}].name_equal", f"1 if person {p}'s name is the brief's approver_name (the same string)"),
+            FeatureDef(f"person[{p}].department_equal", f"1 if person {p}'s department is the brief's approver_department "
+                       "(the same category)"),
+            FeatureDef(f"person[{p}].on_file", f"1 if person {p} is the person on file (same entity)"),
+            FeatureDef(f"person[{p}].is_requester", f"1 if person {p} is the request's requester (same entity)"),
+        ]
+    out.append(FeatureDef("reporting_line.has_requester", "1 if one of the on-file person's reporting_line ids is the "
+                          "requester (same entity)"))
+    for s in range(N_ROWS):
+        out += [
+            FeatureDef(f"row[{s}].present", f"1 if the person on file has a row slot {s}"),
+            FeatureDef(f"row[{s}].is_delegation", f"1 if row {s} is a delegation received (else a role assignment)"),
+            *(FeatureDef(f"row[{s}].role[{i}]", f"1 if row {s}'s role is role slot {i} (same entity)") for i in range(N_ROLES)),
+            FeatureDef(f"row[{s}].valid_from", f"row {s}'s valid_from - today, in days / {DAYS_FULL:.0f} (-1 when null)"),
+            FeatureDef(f"row[{s}].valid_to", f"row {s}'s valid_to - today, in days / {DAYS_FULL:.0f} (1 when null)"),
+            FeatureDef(f"row[{s}].revoked_at", f"row {s}'s revoked_at - now, in days / {DAYS_FULL:.0f} (1 when null)"),
+            FeatureDef(f"row[{s}].cap", f"row {s}'s cap in cents / {AMOUNT_FULL:.0e} (1 when null or an assignment)"),
+            FeatureDef(f"row[{s}].holders_read", f"1 once the holders now of row {s}'s role were looked up"),
+            FeatureDef(f"row[{s}].delegator_among_holders", f"1 if row {s} is a delegation whose delegator is one of "
+                       "the holders now of its role (same entity)"),
+        ]
+    return tuple(out)
+
+
+class ApprovalsRawCatalog(_ApprovalsTier):
+    """The approval desk, ``raw`` tier: per-slot observed values; comparisons, matching and
+    selection are the agent's."""
+
+    tier = "raw"
+    holders_by = "role"
+    actions = RAW_ACTIONS
+    features = _raw_features()
+
+    def feature_vector(self) -> np.ndarray:
+        f, put = self._vector()
+        self._person_read_facts(put)
+        req, now = self.request, self.now
+
+        def money(x: int | None) -> float:
+            return 1.0 if x is None else _clip(x / AMOUNT_FULL)
+
+        if req is not None:
+            put("request.amount", money(req["amount"]))
+            if req["type"] in REQUEST_TYPES:
+                put(f"request.type[{req['type']}]", True)
+            for fld in INFO_FIELDS:
+                put(f"request.empty[{fld}]", is_missing(req.get(fld)))
+            put("order.awaiting_approval", self.order is not None and self.order.get("status") == "awaiting_approval")
+        for r, band in enumerate((self.rules or [])[:N_BANDS]):
+            put(f"band[{r}].present", True)
+            put(f"band[{r}].min_amount", money(band["min_amount"]))
+            put(f"band[{r}].max_amount", money(band["max_amount"]))
+            put(f"band[{r}].hard_limit", money(band["hard_limit"]))
+            put(f"band[{r}].required_level", _clip(band["required_level"] / 4))
+            put(f"band[{r}].sod_not_requester", bool(band.get("sod_not_requester", True)))
+            put(f"band[{r}].sod_not_in_requester_line", bool(band["sod_not_in_requester_line"]))
+            for fld in INFO_FIELDS:
+                put(f"band[{r}].requires[{fld}]", fld in band["required_fields"])
+        role_slot: dict[str, int] = {}
+        for i, role in enumerate((self.roles or [])[:N_ROLES]):
+            role_slot[role["id"]] = i
+            for t in REQUEST_TYPES:
+                put(f"role[{i}].covers[{t}]", t in role["request_types"])
+            put(f"role[{i}].amount_limit", money(role["amount_limit"]))
+            put(f"role[{i}].level", _clip(role["level"] / 4))
+        for p, person in enumerate(self.people[:N_PEOPLE]):
+            put(f"person[{p}].present", True)
+            put(f"person[{p}].name_equal", person.get("name") == self.approver_name)
+            put(f"person[{p}].department_equal", person.get("department") == self.approver_dept)
+            put(f"person[{p}].on_file", person["id"] == self.on_file)
+            put(f"person[{p}].is_requester", req is not None and person["id"] == req["requester_id"])
+        file = self._file()
+        if file is not None and req is not None:
+            put("reporting_line.has_requester", req["requester_id"] in file["line"])
+        for s, (kind, row) in enumerate(self._rows()):
+            put(f"row[{s}].present", True)
+            put(f"row[{s}].is_delegation", kind == "delegation")
+            if row["role_id"] in role_slot:
+                put(f"row[{s}].role[{role_slot[row['role_id']]}]", True)
+            if now is not None:
+                vf, vt, rv = row.get("valid_from"), row.get("valid_to"), row.get("revoked_at")
+                put(f"row[{s}].valid_from", -1.0 if vf is None else _clip(_days(vf, today(now)) / DAYS_FULL))
+                put(f"row[{s}].valid_to", 1.0 if vt is None else _clip(_days(vt, today(now)) / DAYS_FULL))
+                put(f"row[{s}].revoked_at", 1.0 if rv is None else _clip(_days(rv, now) / DAYS_FULL))
+            put(f"row[{s}].cap", money(row.get("cap") if kind == "delegation" else None))
+            holders = self.holders.get(row["role_id"])
+            put(f"row[{s}].holders_read", holders is not None)
+            if kind == "delegation" and holders is not None:
+                put(f"row[{s}].delegator_among_holders", any(h["person_id"] == row["delegator_id"] for h in holders))
+        return f
+
+    @staticmethod
+    def feature_policy(agent: CatalogAgent) -> Callable[[np.ndarray, np.ndarray], int]:
+        """The desk procedure over the raw values and the mask: the policy finds the band
+        holding the amount, matches the approver's file, each row's role slot, and compares
+        windows, levels, limits and caps itself."""
+        idx = {f.name: i for i, f in enumerate(agent.feature_defs)}
+        act = {a.name: i for i, a in enumerate(agent.spec.actions)}
+
+        def policy(obs: np.ndarray, mask: np.ndarray) -> int:
+            def v(name: str) -> float:
+                return float(obs[idx[name]])
+
+            def on(name: str) -> bool:
+                return v(name) > 0.5
+
+            rtype = next((t for t in REQUEST_TYPES if on(f"request.type[{t}]")), None)
+            ledger = rtype is not None and is_ledger_type(rtype)
+            if on("decision_recorded"):
+                if on("decided_proceed") and not on("downstream_done"):
+                    release = act["post_ledger_entry" if ledger else "release_order"]
+                    if mask[release]:
+                        return release
+                return act["submit"]
+            for read in ("get_request", "get_rules", "list_roles", "find_people"):
+                if mask[act[read]]:
+                    return act[read]
+            match = [p for p in range(N_PEOPLE) if on(f"person[{p}].present") and on(f"person[{p}].name_equal")
+                     and on(f"person[{p}].department_equal")]
+            if len(match) != 1 or rtype is None:
+                return act["submit"]
+            p = match[0]
+            if not on(f"person[{p}].on_file"):
+                return act[f"get_person[{p}]"]
+            if mask[act["lookup_delegations"]]:
+                return act["lookup_delegations"]
+            # the band holding the amount (the policy's own comparisons)
+            amount = v("request.amount")
+            bands = [r for r in range(N_BANDS) if on(f"band[{r}].present")]
+            band = next((r for r in bands if v(f"band[{r}].min_amount") <= amount <= v(f"band[{r}].max_amount")), bands[-1])
+            rows = [s for s in range(N_ROWS) if on(f"row[{s}].present")]
+
+            def role_of(s: int) -> int | None:
+                return next((i for i in range(N_ROLES) if on(f"row[{s}].role[{i}]")), None)
+
+            def covers(s: int) -> bool:
+                i = role_of(s)
+                return i is not None and on(f"role[{i}].covers[{rtype}]")
+
+            for s in rows:
+                if on(f"row[{s}].is_delegation") and covers(s) and not on(f"row[{s}].holders_read"):
+                    i = role_of(s)
+                    return act[f"lookup_role_holders[{i}]"]
+            if on(f"person[{p}].is_requester") and on(f"band[{band}].sod_not_requester"):
+                return act["escalate_cite_request"]
+            if on("reporting_line.has_requester") and on(f"band[{band}].sod_not_in_requester_line"):
+                return act["escalate_cite_requester"]
+
+            def in_effect(s: int) -> bool:
+                window = v(f"row[{s}].valid_from") <= 0 <= v(f"row[{s}].valid_to") and v(f"row[{s}].revoked_at") > 0
+                return window and (not on(f"row[{s}].is_delegation") or on(f"row[{s}].delegator_among_holders"))
+
+            def sufficient(s: int) -> bool:
+                i = role_of(s)
+                return (i is not None and covers(s) and v(f"role[{i}].level") >= v(f"band[{band}].required_level")
+                        and v(f"role[{i}].amount_limit") >= amount and v(f"row[{s}].cap") >= amount)
+
+            authorising = [s for s in rows if sufficient(s) and in_effect(s)]
+            if authorising:
+                s = authorising[0]
+                if amount > v(f"band[{band}].hard_limit"):
+                    return act[f"decide_reject[{s}]"]
+                if any(on(f"band[{band}].requires[{fld}]") and on(f"request.empty[{fld}]") for fld in INFO_FIELDS):
+                    return act[f"decide_hold[{s}]"]
+                return act[f"decide_proceed[{s}]"]
+            inactive = [s for s in rows if on(f"row[{s}].is_delegation") and sufficient(s) and not in_effect(s)]
+            covering = [s for s in rows if covers(s) and in_effect(s)]
+            blocking = inactive or covering or rows
+            return act[f"escalate_cite[{blocking[0]}]"] if blocking else act["escalate_cite_approver"]
+
+        return policy
+
+
+__all__ = ["ApprovalsFactsCatalog", "ApprovalsRawCatalog"]
