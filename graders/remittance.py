@@ -25,6 +25,10 @@ missed_case, unneeded_case, wrong_write_off, wrong_transfer, patient_responsibil
 payment_status_wrong, duplicate_allocation, allocation_churn, payer_reply_unprocessed,
 forbidden_write (guardrail); declared beside the domain (``backoffice.envs.remittance``).
 
+Cost: every read goes by primary key or through ``select``/``rows`` with an equality field
+(allocations by payment, adjustments by claim, cases by category or payment), so a grade costs
+O(the task's rows + the episode's writes + the trace), whatever the size of the world.
+
 Rule sharing: the grader judges from the answer key, the end state and the trace only. It may
 use the domain's public modules in ``envs/remittance/``, and never imports the oracle's or the
 catalog's decision code (``backoffice.training``); the oracle never imports the grader, so the
@@ -38,11 +42,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from backoffice.envs.remittance import GUARDRAIL_CODE
+from backoffice.envs.remittance.tables import CASE_CATEGORIES, QUERY_CATEGORY
 from backoffice.graders.checks import result
 from backoffice.graders.grade import finalize
 
 if TYPE_CHECKING:
     from backoffice.envs.core.domain import Episode
+    from backoffice.envs.core.store import Store
 
 COMPONENTS = ("payment_status", "unapplied", "allocations", "write_offs", "transfers", "cases", "items")
 
@@ -55,18 +61,16 @@ def end_state(ep: Episode) -> dict[str, Any]:
     in_scope = set(scope)
     pay = st.get("payments", pid) or {"status": "missing", "unapplied": None}
     allocs: dict[tuple[str, str], int] = defaultdict(int)
-    for a in st.iter_rows("allocations"):
-        if a["payment_id"] == pid and a["status"] == "active":
-            allocs[(a["line_id"], a["item_id"])] += a["amount"]
+    for a in st.rows("allocations", payment_id=pid, status="active"):
+        allocs[(a["line_id"], a["item_id"])] += a["amount"]
     wo: list[list[Any]] = []
     tr: list[list[Any]] = []
-    for r in st.iter_rows("adjustments"):
-        if r["item_id"] not in in_scope:
-            continue  # writes elsewhere are the guardrail's business
-        if r["kind"] == "write_off":
-            wo.append([r["item_id"], r["reason"], r["code"], r["amount"]])
-        else:
-            tr.append([r["item_id"], r["code"], r["amount"]])
+    for iid in sorted(in_scope):  # adjustments elsewhere are the guardrail's business
+        for r in st.rows("adjustments", item_id=iid):
+            if r["kind"] == "write_off":
+                wo.append([r["item_id"], r["reason"], r["code"], r["amount"]])
+            else:
+                tr.append([r["item_id"], r["code"], r["amount"]])
     items = {}
     for iid in sorted(scope):
         row = st.get("open_items", iid)
@@ -77,9 +81,14 @@ def end_state(ep: Episode) -> dict[str, Any]:
         "allocations": sorted([line, item, amt] for (line, item), amt in allocs.items() if amt),
         "write_offs": sorted(wo),
         "transfers": sorted(tr),
-        "cases": sorted([c["category"], c["payment_id"], c["line_id"]] for c in st.iter_rows("cases")),
+        "cases": sorted([c["category"], c["payment_id"], c["line_id"]] for c in _all_cases(st)),
         "items": items,
     }
+
+
+def _all_cases(st: Store) -> list[dict[str, Any]]:
+    """Every case, whatever its payment: the tools open cases only of these categories."""
+    return [c for category in (*CASE_CATEGORIES, QUERY_CATEGORY) for c in st.rows("cases", category=category)]
 
 
 def _mismatches(actual: Mapping[str, Any], alt: Mapping[str, Any]) -> list[str]:
@@ -105,8 +114,8 @@ def _trail(ep: Episode) -> dict[str, Any]:
     pid = ep.key["payment_id"]
     rows: Counter[tuple[str, str]] = Counter()
     reversed_: list[list[Any]] = []
-    for a in ep.state.iter_rows("allocations"):
-        if a["payment_id"] != pid or not a["id"].startswith("AL-"):
+    for a in ep.state.rows("allocations", payment_id=pid):
+        if not a["id"].startswith("AL-"):
             continue
         if a["status"] == "active":
             rows[(a["line_id"], a["item_id"])] += 1
@@ -125,11 +134,11 @@ def _trail(ep: Episode) -> dict[str, Any]:
             case = res.get("case") or {}
             if case.get("status") == "answered":
                 read_at.setdefault(case["id"], rec["step"])
-        elif rec["tool"] == "list_cases" and isinstance(res, list):
-            for case in res:
+        elif rec["tool"] == "list_cases" and isinstance(res, (Mapping, list)):
+            for case in (res.get("cases") or ()) if isinstance(res, Mapping) else res:
                 if case.get("status") == "answered":
                     read_at.setdefault(case["id"], rec["step"])
-    queries = [c for c in ep.state.iter_rows("cases") if c["category"] == "payer_query" and c["payment_id"] == pid]
+    queries = ep.state.rows("cases", category=QUERY_CATEGORY, payment_id=pid)
     unprocessed = sorted(c["id"] for c in queries if c["status"] != "answered" or c["id"] not in read_at)
     return {"rows": rows, "reversed": reversed_, "queries": len(queries), "unprocessed": unprocessed}
 

@@ -106,7 +106,13 @@ class RemittanceEnv(BackofficeEnv):
     ## Tools
     get_policies, get_payment, list_payments, search_open_items (order fixed by the task's seed,
     not by quality), get_open_item, allocate, reverse_allocation, write_off, transfer_to_patient,
-    open_case, query_payer, get_case, list_cases, wait, post_payment, submit (terminal).
+    open_case, query_payer, get_case, list_cases, wait, post_payment, submit (terminal). The list
+    tools (get_policies, list_payments, list_cases) return one page at a time, by id (``limit``,
+    default 50, at most 200; ``cursor``: the previous page's ``next_cursor``, ``None`` on the last
+    page); search_open_items returns its best ``limit`` hits (default 10, at most 200). No tool
+    scans a table that grows with the world: generated tasks at ``reset(options={"generate": i,
+    "scale": k})`` (a world about k times the released size, the same task) cost about the same
+    per call (benchmarks/scale_remittance_check.py).
 
     ## Grade
     The end state (payment status, unapplied balance, allocations, write-off and transfer rows,

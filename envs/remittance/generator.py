@@ -1,12 +1,23 @@
 """Generator of remittance tasks: a hospital's receivables, one insurer payment, and a trap.
 
-``generate(seed, defect_tag)`` is pure in its arguments. It draws the desk's policies (they vary
+``generate(seed, defect_tag, scale=1)`` is pure in its arguments. It draws the desk's policies (they vary
 per task), a world of patients, payers and open items with near-duplicate claim refs, and an
 incoming payment whose remittance lines contain the trap ``defect_tag`` (plus clean lines and
 sometimes a second trap). The answer key lists every accepted end state
 (``reference_outcomes``): e.g. a difference within tolerance may be written off or left open
 when the policy allows either, and a short payment may be raised as an underpayment case or a
 payer query.
+
+``scale`` k > 1 draws the same task (the same rows, key and brief as at scale 1) in a world about
+k times larger: after everything above, k - 1 more days of the desk's history
+(:func:`_add_desk_day`, built from the same helpers: claims with their look-alikes, remittances
+posted or waiting, background receivables, earlier postings of the task's payer). None of those
+rows can change the task's answer: a search the task calls for (any claim ref, invoice or patient
+name of the task's own rows, or a ref or patient of the payment's lines) never finds one of them
+(:meth:`World.protect`), and no earlier payment shares the task payment's EFT reference. The
+scaled world is drawn in time linear in k: a claim ref is checked against the task's refs
+through a deletion-variant index (:class:`~backoffice.envs.remittance.search.NearIndex`), never
+against every ref in use.
 """
 
 from __future__ import annotations
@@ -17,9 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from backoffice.envs.core import Generated, retrying
+from backoffice.envs.core import Generated
 from backoffice.envs.core.canonical import derive_seed
-from backoffice.envs.remittance.tables import QUERY_CATEGORY, add_days, item_status, norm, osa_distance, search_items
+from backoffice.envs.remittance.search import ItemSearch, NearIndex
+from backoffice.envs.remittance.tables import QUERY_CATEGORY, add_days, item_status, norm, osa_distance
 
 DEFECT_TAGS = (
     "exact_match", "short_payment", "overpayment", "contractual_adjustment", "patient_responsibility",
@@ -51,6 +63,8 @@ FIRST = (
     "Mateo", "Ingrid", "Kwame", "Elena", "Ravi", "Hannah", "Pedro", "Noor", "Victor", "Chloe", "Samuel",
     "Amara", "Jonas", "Leila", "Marcus", "Priya", "Henrik", "Zara", "Felix", "Rosa", "Dmitri",
 )
+#: middle initials of the patients of a scaled world's history ("First X. Last", "First X. Y. Last")
+INITIALS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 LAST = (
     "Lopez", "Okafor", "Nguyen", "Kowalski", "Tanaka", "Schmidt", "Haddad", "Johansson", "Rossi", "Mensah",
     "Brennan", "Silva", "Novak", "Achebe", "Moreau", "Iyer", "Fischer", "Costa", "Rahman", "Petrov",
@@ -96,7 +110,8 @@ class World:
         self.tag = tag  # the task's defect tag
         self.items: list[dict[str, Any]] = []
         self.item_ids: set[str] = set()
-        self.refs: list[str] = []  # normalised claim refs in use
+        self.refs: set[str] = set()  # normalised claim refs in use
+        self.near = NearIndex()  # the same refs, to find those within two edits of a new one
         self.invoices: set[str] = set()
         self.names: set[str] = set()
         self.accounts: list[dict[str, Any]] = []
@@ -122,9 +137,18 @@ class World:
         self.total = 0  # the incoming payment's amount
         self.reference = ""
         self.duplicate_of = ""
+        # a scaled world's history (protect, _add_desk_day): drawn once the task is complete
+        self.bulk = False
+        self.payer_names: list[str] = []
+        self.references: set[str] = set()  # EFT references in use
+        self.guarded = NearIndex()  # what the task's searches look for (normalised, 3+ characters)
+        self.guarded_long: dict[str, list[str]] = {}  # those of 4+ characters (substring rules), by first 4 characters
 
     # -- identities --------------------------------------------------------------------------
-    def number(self, lo: int = 1000, hi: int = 9999) -> int:
+    def number(self) -> int:
+        """A number not used yet (account and payment ids); a scaled world's history draws from
+        a wider range than the task's rows."""
+        lo, hi = (10_000, 99_999_999) if self.bulk else (1000, 9999)
         while True:
             n = self.rng.randint(lo, hi)
             if n not in self.numbers:
@@ -132,6 +156,15 @@ class World:
                 return n
 
     def new_name(self) -> str:
+        """A new patient's name: unique among the task's rows; in a scaled world's history a
+        "First X. Last" or "First X. Y. Last" (a few claims may share one) that no search of the
+        task finds."""
+        if self.bulk:
+            while True:
+                initials = " ".join(f"{self.rng.choice(INITIALS)}." for _ in range(self.rng.randint(1, 2)))
+                name = f"{self.rng.choice(FIRST)} {initials} {self.rng.choice(LAST)}"
+                if not self.found_by_task(name=norm(name)):
+                    return name
         while True:
             name = f"{self.rng.choice(FIRST)} {self.rng.choice(LAST)}"
             if name not in self.names:
@@ -146,19 +179,31 @@ class World:
         return self.patient_account[name]
 
     def new_item_id(self) -> str:
+        hi = 99_999_999 if self.bulk else 9999
         while True:
-            iid = f"OI-{self.rng.randint(1000, 9999)}"
+            iid = f"OI-{self.rng.randint(1000, hi)}"
             if iid not in self.item_ids:
                 self.item_ids.add(iid)
                 return iid
 
+    def _use_ref(self, n: str) -> None:
+        self.refs.add(n)
+        if not self.bulk:  # the history's refs need not stay apart (only apart from the task's)
+            self.near.add(n)
+
     def fresh_ref(self) -> str:
+        """A claim ref at least three typing errors away from every ref in use (in a scaled
+        world's history: unused, and out of reach of the task's searches)."""
         while True:
             ref = f"CLM-{self.rng.randint(100000, 999999)}"
             n = norm(ref)
-            if all(osa_distance(n, r) >= 3 for r in self.refs):
-                self.refs.append(n)
-                return ref
+            if self.bulk:
+                if n in self.refs or self.found_by_task(ref=n):
+                    continue
+            elif self.near.any_near(n):  # i.e. not all(osa_distance(n, r) >= 3 for r in refs in use)
+                continue
+            self._use_ref(n)
+            return ref
 
     def near_ref(self, ref: str, max_edits: int = 2) -> str:
         """A claim ref one or two typing errors away from ``ref`` that is not in use."""
@@ -173,16 +218,58 @@ class World:
                     d[i] = self.rng.choice([c for c in "0123456789" if c != d[i]])
             new = "CLM-" + "".join(d)
             n = norm(new)
-            if n not in self.refs and 1 <= osa_distance(n, norm(ref)) <= max_edits:
-                self.refs.append(n)
+            if n not in self.refs and 1 <= osa_distance(n, norm(ref)) <= max_edits and not (self.bulk and self.found_by_task(ref=n)):
+                self._use_ref(n)
                 return new
 
     def new_invoice(self) -> str:
         while True:
             inv = f"INV-{self.rng.randint(100000, 999999)}"
-            if inv not in self.invoices:
+            if inv not in self.invoices and not (self.bulk and self.found_by_task(invoice=norm(inv))):
                 self.invoices.add(inv)
                 return inv
+
+    def eft_reference(self) -> str:
+        """An EFT trace number for an earlier payment (in a scaled world's history: unused)."""
+        while True:
+            ref_ = f"EFT-{self.rng.randint(10**8, 10**9 - 1)}"
+            if not self.bulk or ref_ not in self.references:
+                self.references.add(ref_)
+                return ref_
+
+    # -- a scaled world's history ------------------------------------------------------------
+    def protect(self) -> None:
+        """Start drawing a scaled world's history: from now on no new claim can be found by a
+        search the task calls for, i.e. by any claim ref, invoice or patient name of the rows
+        drawn so far or any ref or patient of the payment's lines (see :func:`item_matches`)."""
+        queries = {norm(ln[k]) for ln in self.all_lines for k in ("claim_ref", "patient_name")}
+        queries |= {norm(it[k]) for it in self.items for k in ("claim_ref", "invoice", "patient_name")}
+        queries = {q for q in queries if len(q) >= 3}  # shorter queries find nothing
+        self.guarded = NearIndex(sorted(queries))
+        self.guarded_long = {}
+        for q in sorted(queries):
+            if len(q) >= 4:
+                self.guarded_long.setdefault(q[:4], []).append(q)
+        self.references = {p["reference"] for p in self.payments}
+        self.bulk = True
+
+    def found_by_task(self, ref: str | None = None, invoice: str | None = None, name: str | None = None) -> bool:
+        """Would a search the task calls for find a claim with this normalised ref, invoice or
+        patient name? (equal or within two edits of a ref; equal to an invoice; containing the
+        query)"""
+        if ref is not None and (self.guarded.any_near(ref) or self._contains_guarded(ref)):
+            return True
+        if invoice is not None and invoice in self.guarded:
+            return True
+        return name is not None and self._contains_guarded(name)
+
+    def _contains_guarded(self, s: str) -> bool:
+        """Does ``s`` contain a guarded query of 4+ characters (found by its first four)?"""
+        for i in range(len(s) - 3):
+            for q in self.guarded_long.get(s[i:i + 4], ()):
+                if s.startswith(q, i):
+                    return True
+        return False
 
     def service_date(self, today: str) -> str:
         return add_days(today, -self.rng.randint(20, 150))
@@ -294,6 +381,7 @@ def build_world(seed: int, defect_tag: str) -> World:
     for name, code in payers:
         pid_ = f"AC-{w.number()}"
         w.payer_ids.append(pid_)
+        w.payer_names.append(name)
         w.accounts.append({"id": pid_, "kind": "payer", "name": name, "payer_code": code})
     w.payer_id, w.payer_name = w.payer_ids[0], payers[0][0]
     return w
@@ -488,10 +576,11 @@ def _place_claims_among_hits(w: World) -> None:
     """Search order carries no meaning: the line's claim takes a uniformly drawn position among
     the hits of a search by the line's ref (item ids are arbitrary, and the seeded order follows
     the ids, so the claim swaps ids with the hit at the drawn position)."""
+    search = ItemSearch(w.items)  # the ids it returns are read at each search: swaps show
     for line, item in zip(w.lines, w.line_items):
         if item is None:
             continue
-        hits = search_items(w.items, line["claim_ref"], w.seed)
+        hits = search.search(line["claim_ref"], w.seed)
         if len(hits) > 1 and any(h is item for h in hits):
             other = hits[w.rng.randrange(len(hits))]
             item["id"], other["id"] = other["id"], item["id"]  # type: ignore[index]
@@ -517,21 +606,26 @@ def _receive(w: World) -> None:
     w.all_lines.extend(w.lines)
 
 
-def _post_earlier(w: World, ref_: str, amt_lines: list[tuple[dict[str, Any], int]], days_ago: int) -> str:
-    """A payment of the payer posted ``days_ago`` days ago, its lines allocated in full."""
+def _post_earlier(w: World, ref_: str, amt_lines: list[tuple[dict[str, Any], int]], days_ago: int,
+                  payer: int = 0, posted: bool = True) -> str:
+    """A payment of the payer (``payer``: its index, the task's payer by default) received
+    ``days_ago`` days ago: posted with its lines allocated in full, or (``posted`` false) still
+    waiting to be posted."""
     today = w.today
     num = w.number()
     hid = f"PMT-{num}"
     total = sum(a for _, a in amt_lines)
-    w.payments.append({"id": hid, "payer_id": w.payer_id, "payer_name": w.payer_name, "reference": ref_, "amount": total,
-                       "received_on": add_days(today, -days_ago), "status": "posted", "unapplied": 0, "line_count": len(amt_lines)})
+    w.payments.append({"id": hid, "payer_id": w.payer_ids[payer], "payer_name": w.payer_names[payer], "reference": ref_,
+                       "amount": total, "received_on": add_days(today, -days_ago), "status": "posted" if posted else "unposted",
+                       "unapplied": 0 if posted else total, "line_count": len(amt_lines)})
     for j, (it, a) in enumerate(amt_lines, start=1):
         hl = f"RL-{num}{j:02d}"
         w.all_lines.append({"id": hl, "payment_id": hid, "line_no": j, "claim_ref": it["claim_ref"], "patient_name": it["patient_name"],
                             "service_date": it["service_date"], "billed_amount": it["amount_due"], "paid_amount": a,
                             "adj_codes": [], "adj_amounts": []})
-        w.allocations.append({"id": f"AH-{len(w.allocations) + 1:04d}", "payment_id": hid, "line_id": hl, "item_id": it["id"],
-                              "amount": a, "status": "active", "created_at": f"{add_days(today, -days_ago)}T10:00:00", "reversed_at": ""})
+        if posted:
+            w.allocations.append({"id": f"AH-{len(w.allocations) + 1:04d}", "payment_id": hid, "line_id": hl, "item_id": it["id"],
+                                  "amount": a, "status": "active", "created_at": f"{add_days(today, -days_ago)}T10:00:00", "reversed_at": ""})
     return hid
 
 
@@ -552,8 +646,7 @@ def _add_past_payments(w: World) -> None:
         same_amount = w.tag != "duplicate_payment" and rng.random() < 0.3
         amt = w.total if same_amount else w.amount()
         it = w.add_item(w.new_name(), w.payer_id, w.fresh_ref(), amt, 0, add_days(w.today, -rng.randint(20, 150)))
-        ref_ = f"EFT-{rng.randint(10**8, 10**9 - 1)}"
-        _post_earlier(w, ref_, [(it, amt)], rng.randint(3, 19))
+        _post_earlier(w, w.eft_reference(), [(it, amt)], rng.randint(3, 19))
 
 
 # -- the answer key -------------------------------------------------------------------------------
@@ -607,8 +700,9 @@ def _first_hit_trap(w: World) -> bool:
     """Does taking a ref search's first hit go wrong on some line?"""
     first_hit_trap = False
     if w.tag != "duplicate_payment":
+        search = ItemSearch(w.items)
         for line, item in zip(w.lines, w.line_items):
-            hits = search_items(w.items, line["claim_ref"], w.seed)
+            hits = search.search(line["claim_ref"], w.seed)
             if hits and (item is None or hits[0]["id"] != item["id"]):
                 first_hit_trap = True
     return first_hit_trap
@@ -675,12 +769,46 @@ def _task(w: World) -> dict[str, Any]:
     }
 
 
+# -- a scaled world's history ----------------------------------------------------------------------
+def _add_desk_day(w: World) -> None:
+    """One more day of the desk's history (scaled worlds only): a remittance of one of the payers
+    paying two to four claims (each with its look-alike claims of other patients), posted and
+    applied or still waiting; the day's background receivables; and one or two earlier postings
+    of the task's payer."""
+    rng = w.rng
+    payer = rng.randrange(len(w.payer_ids))
+    paid: list[tuple[dict[str, Any], int]] = []
+    for _ in range(rng.randint(2, 4)):
+        name, date, billed = w.new_name(), w.service_date(w.today), w.amount()
+        ref = w.fresh_ref()
+        item = w.add_item(name, w.payer_ids[payer], ref, billed, None, date)
+        _add_look_alikes(w, Draft(name=name, date=date, billed=billed, ref=ref, line_ref=ref, paid=billed, item=item))
+        paid.append((item, billed if rng.random() < 0.7 else billed - rng.randint(1, billed // 2)))
+    posted = rng.random() < 0.4
+    if posted:  # the claims carry what the remittance left open
+        for it, amt in paid:
+            it["balance"] = it["amount_due"] - amt
+            it["status"] = item_status(it["balance"], it["amount_due"])
+    _post_earlier(w, w.eft_reference(), paid, rng.randint(1, 19), payer=payer, posted=posted)
+    _add_background(w)
+    _add_past_payments(w)
+
+
+def _scale_world(w: World, scale: int) -> None:
+    """Grow the finished task's world to about ``scale`` times its size (``scale - 1`` days of
+    history that no search of the task finds)."""
+    w.protect()
+    for _ in range(scale - 1):
+        _add_desk_day(w)
+
+
 # -- the generator --------------------------------------------------------------------------------
-def _attempt(seed: int, defect_tag: str, attempt: int) -> Generated:
+def _draw(seed: int, defect_tag: str, scale: int) -> Generated:
     """One task whose trap is ``defect_tag`` (see :data:`DEFECT_TAGS`), pure in its arguments.
 
-    Every draw is consistent by construction, so the first attempt always succeeds (``attempt``
-    is unused and the stream is ``random.Random(seed)``)."""
+    Every draw is consistent by construction, so one attempt always succeeds (the stream is
+    ``random.Random(seed)``); a scaled world draws its history after the task, from the same
+    stream."""
     w = build_world(seed, defect_tag)
     tags = _line_kinds(w)
     # the line whose ref search also finds an old residual claim of another patient
@@ -694,7 +822,19 @@ def _attempt(seed: int, defect_tag: str, attempt: int) -> Generated:
         _plant_duplicate_payment(w)
     _add_past_payments(w)
     key = _key(w, tags)
+    if scale > 1:
+        _scale_world(w, scale)
     return Generated(task=_task(w), snapshot=_snapshot(w), key=key)
 
 
-generate = retrying(_attempt, DEFECT_TAGS, tries=1)
+def generate(seed: int, defect_tag: str, scale: int = 1) -> Generated:
+    """One task whose trap is ``defect_tag`` (see :data:`DEFECT_TAGS`), pure in its arguments,
+    in a world about ``scale`` times the released size (the same task, key and brief at every
+    scale; scale 1 is the release).
+
+    Raises ``ValueError`` for an unknown tag or a scale below 1."""
+    if defect_tag not in DEFECT_TAGS:
+        raise ValueError(f"unknown defect tag {defect_tag!r}; choose from {', '.join(DEFECT_TAGS)}")
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
+        raise ValueError(f"scale must be an int >= 1, got {scale!r}")
+    return _draw(seed, defect_tag, scale)

@@ -71,24 +71,55 @@ def norm(text: str) -> str:
 
 
 def osa_distance(a: str, b: str, cap: int = 3) -> int:
-    """Optimal-string-alignment distance (edits incl. adjacent transpositions), capped at ``cap``."""
-    if abs(len(a) - len(b)) >= cap:
+    """Optimal-string-alignment distance (edits incl. adjacent transpositions), capped at ``cap``.
+
+    The dynamic programme over prefixes, computed only in the band ``|i - j| < cap`` with every
+    cell capped at ``cap`` (a cell outside the band is at least ``|i - j|``, and capping commutes
+    with the recurrence's minimum of non-negative steps), stopping once two consecutive rows
+    are all at the cap (every later cell derives from them). A common prefix or suffix is
+    dropped first: with equal first characters, cell ``(i, j)`` of the programme equals cell
+    ``(i - 1, j - 1)`` of the programme without them (by induction over the recurrence), and the
+    distance of the reversed strings is the same."""
+    la, lb = len(a), len(b)
+    if abs(la - lb) >= cap:
         return cap
+    if a == b:
+        return 0
+    k, n = 0, min(la, lb)
+    while k < n and a[k] == b[k]:
+        k += 1
+    while k < n and a[la - 1] == b[lb - 1]:
+        la, lb, n = la - 1, lb - 1, n - 1
+    if k or la < len(a):
+        a, b = a[k:la], b[k:lb]
+        la, lb = la - k, lb - k
+    if not la or not lb:
+        return min(la + lb, cap)
     prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        cur = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
-        # Every later cell derives from the last two rows plus non-negative costs: once both
-        # are at the cap everywhere, the distance is at least the cap.
-        if min(cur) >= cap and min(prev) >= cap:
+    prev = [min(j, cap) for j in range(lb + 1)]
+    prev_min = 0
+    for i in range(1, la + 1):
+        cur = [cap] * (lb + 1)
+        cur[0] = row_min = min(i, cap)
+        ai = a[i - 1]
+        for j in range(max(1, i - cap + 1), min(lb, i + cap - 1) + 1):
+            bj = b[j - 1]
+            v = prev[j - 1] if ai == bj else prev[j - 1] + 1
+            if prev[j] + 1 < v:
+                v = prev[j] + 1
+            if cur[j - 1] + 1 < v:
+                v = cur[j - 1] + 1
+            if i > 1 and j > 1 and ai == b[j - 2] and a[i - 2] == bj and prev2[j - 2] + 1 < v:
+                v = prev2[j - 2] + 1
+            if v > cap:
+                v = cap
+            cur[j] = v
+            if v < row_min:
+                row_min = v
+        if row_min >= cap and prev_min >= cap:
             return cap
-        prev2, prev = prev, cur
-    return min(prev[len(b)], cap)
+        prev2, prev, prev_min = prev, cur, row_min
+    return min(prev[lb], cap)
 
 
 def item_status(balance: int, amount_due: int) -> str:
@@ -119,12 +150,14 @@ def search_order_key(task_seed: int, item_id: str) -> int:
     return derive_seed("remittance-search", task_seed, item_id)
 
 
-def search_items(items: Iterable[Mapping[str, Any]], query: str, task_seed: int, payer_id: str = "") -> list[Mapping[str, Any]]:
-    """Items hit by ``query`` in the seeded order (at most :data:`SEARCH_LIMIT`)."""
-    q = norm(query)
-    hits = [it for it in items if (not payer_id or it["payer_id"] == payer_id) and item_matches(q, it)]
-    hits.sort(key=lambda it: (search_order_key(task_seed, it["id"]), it["id"]))
-    return hits[:SEARCH_LIMIT]
+def search_items(items: Iterable[Mapping[str, Any]], query: str, task_seed: int, payer_id: str = "",
+                 limit: int = SEARCH_LIMIT) -> list[Mapping[str, Any]]:
+    """Items hit by ``query`` in the seeded order (at most ``limit``, default :data:`SEARCH_LIMIT`):
+    those :func:`item_matches` accepts, found through an index
+    (:func:`backoffice.envs.remittance.search.search_items`)."""
+    from backoffice.envs.remittance.search import search_items as indexed  # the index module imports this one
+
+    return indexed(items, query, task_seed, payer_id, limit)
 
 
 def add_hours(iso: str, hours: int) -> str:

@@ -3,6 +3,14 @@ allocate, reverse, write off, transfer to the patient, open cases, query the pay
 
 Every write tool records an ``audit`` row. Domain error codes beyond the engine's: none (broken
 preconditions use ``not_found``, ``conflict`` and ``precondition_failed``).
+
+Every read goes by primary key, through ``store.select``/``rows``/``count`` with an equality
+field (an index lookup, never a scan of a table that grows with the world) or, for
+``search_open_items``, through the receivables' search index (:mod:`backoffice.envs.remittance.search`).
+The list tools (``get_policies``, ``list_payments``, ``list_cases``) return one page at a time, in
+id order: at most ``limit`` rows (default 50, at most 200) and ``next_cursor``, the ``cursor`` that
+fetches the next page (``None`` on the last page); ``search_open_items`` returns its best
+``limit`` hits (default 10, at most 200).
 """
 
 from __future__ import annotations
@@ -12,7 +20,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit, require_row
-from backoffice.envs.remittance.tables import QUERY_CATEGORY, add_hours, item_status, search_items
+from backoffice.envs.core.tools import MAX_PAGE_SIZE, PageArgs, page
+from backoffice.envs.remittance.search import search_store
+from backoffice.envs.remittance.tables import QUERY_CATEGORY, SEARCH_LIMIT, add_hours, item_status
 
 toolkit = Toolkit()
 
@@ -53,12 +63,19 @@ def _item_view(row: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- reads ---------------------------------------------------------------------------------
+class PoliciesArgs(PageArgs):
+    """One page of the desk's policies."""
+
+
 @toolkit.tool(writes=False)
-def get_policies(ctx: ToolContext, args: NoArgs) -> list[dict[str, Any]]:
+def get_policies(ctx: ToolContext, args: PoliciesArgs) -> dict[str, Any]:
     """The desk's posting policies for this task (tolerance write-off, contractual and patient
     adjustment codes, unreferenced lines, overpayments, duplicates, ambiguous lines), each with
-    ``key``, ``value`` and ``text``."""
-    return [{"key": r["key"], "value": r["value"], "text": r["text"]} for r in ctx.store.iter_rows("policies")]
+    ``key``, ``value`` and ``text``, under ``policies``. One page at a time, by id: at most
+    ``limit`` policies (default 50, at most 200; the desk has about a dozen) and ``next_cursor``,
+    the ``cursor`` that fetches the next page (``None`` on the last page)."""
+    rows, cursor = page(ctx.store, "policies", args)  # a dozen rows at any world size
+    return {"policies": [{"key": r["key"], "value": r["value"], "text": r["text"]} for r in rows], "next_cursor": cursor}
 
 
 class PaymentArgs(ToolArgs):
@@ -76,36 +93,40 @@ def get_payment(ctx: ToolContext, args: PaymentArgs) -> dict[str, Any]:
     return {"payment": pay, "lines": lines, "allocations": allocs}
 
 
-class ListPaymentsArgs(ToolArgs):
+class ListPaymentsArgs(PageArgs):
     payer_id: str = Field("", max_length=40, description="Only payments of this payer account (optional).")
     reference: str = Field("", max_length=60, description="Only payments with this EFT trace reference (optional).")
 
 
+_PAYMENT_SUMMARY = ("id", "payer_id", "reference", "amount", "received_on", "status")
+
+
 @toolkit.tool(writes=False)
-def list_payments(ctx: ToolContext, args: ListPaymentsArgs) -> list[dict[str, Any]]:
-    """Payments received (summaries: id, payer, reference, amount, received_on, status), newest
-    first, at most 20; use it to spot a remittance that was already posted."""
-    rows = [
-        {k: r[k] for k in ("id", "payer_id", "reference", "amount", "received_on", "status")}
-        for r in ctx.store.iter_rows("payments")
-        if (not args.payer_id or r["payer_id"] == args.payer_id) and (not args.reference or r["reference"] == args.reference)
-    ]
-    rows.sort(key=lambda r: (r["received_on"], r["id"]), reverse=True)
-    return rows[:20]
+def list_payments(ctx: ToolContext, args: ListPaymentsArgs) -> dict[str, Any]:
+    """Payments received (summaries: id, payer, reference, amount, received_on, status) under
+    ``payments``, optionally of one payer and/or with one EFT trace reference; use it to spot a
+    remittance that was already posted (filter by the payment's reference). One page at a time,
+    by id: at most ``limit`` payments (default 50, at most 200) and ``next_cursor``, the
+    ``cursor`` that fetches the next page (``None`` on the last page)."""
+    equals = {k: v for k, v in (("payer_id", args.payer_id), ("reference", args.reference)) if v}
+    rows, cursor = page(ctx.store, "payments", args, None, **equals)
+    return {"payments": [{k: r[k] for k in _PAYMENT_SUMMARY} for r in rows], "next_cursor": cursor}
 
 
 class SearchArgs(ToolArgs):
     query: str = Field(min_length=1, max_length=100, description="Claim ref, invoice number or patient name; claim refs match within two typing errors.")
     payer_id: str = Field("", max_length=40, description="Only items billed to this payer account (optional).")
+    limit: int = Field(SEARCH_LIMIT, ge=1, le=MAX_PAGE_SIZE, description=f"Most items to return (default {SEARCH_LIMIT}, at most {MAX_PAGE_SIZE}).")
 
 
 @toolkit.tool(writes=False)
 def search_open_items(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
     """Receivables matching a claim ref (up to two typing errors), an invoice number or a patient
-    name, at most 10, any status (open, partial, closed, credit). The order of results carries
-    no meaning: check claim ref, patient, service date and amount yourself."""
-    hits = search_items(ctx.store.iter_rows("open_items"), args.query, ctx.task.seed, args.payer_id)
-    return {"query": args.query, "items": [_item_view(dict(h)) for h in hits]}
+    name, any status (open, partial, closed, credit): at most ``limit`` of them (default 10, at
+    most 200). The order of results carries no meaning: check claim ref, patient, service date
+    and amount yourself."""
+    hits = search_store(ctx.store, args.query, ctx.task.seed, args.payer_id, args.limit)
+    return {"query": args.query, "items": [_item_view(h) for h in hits]}
 
 
 class ItemArgs(ToolArgs):
@@ -142,7 +163,7 @@ def allocate(ctx: ToolContext, args: AllocateArgs) -> dict[str, Any]:
         raise ToolError("precondition_failed", f"{item['id']} is a patient-responsibility item; insurer money cannot be applied to it")
     if args.amount > pay["unapplied"]:
         raise ToolError("conflict", f"only {pay['unapplied']} cents of {pay['id']} are unapplied")
-    used = sum(a["amount"] for a in ctx.store.iter_rows("allocations") if a["line_id"] == line["id"] and a["status"] == "active")
+    used = sum(a["amount"] for a in ctx.store.rows("allocations", line_id=line["id"], status="active"))
     if used + args.amount > line["paid_amount"]:
         raise ToolError("conflict", f"line {line['id']} paid {line['paid_amount']} cents and {used} are already allocated")
     alloc = ctx.store.insert("allocations", {
@@ -250,9 +271,9 @@ def open_case(ctx: ToolContext, args: OpenCaseArgs) -> dict[str, Any]:
     pay = _payment(ctx, args.payment_id)
     if args.line_id:
         _line(ctx, pay["id"], args.line_id)
-    for c in ctx.store.iter_rows("cases"):
-        if c["payment_id"] == pay["id"] and c["line_id"] == args.line_id and c["category"] == args.category:
-            raise ToolError("conflict", f"case {c['id']} already covers this")
+    same = ctx.store.select("cases", limit=1, payment_id=pay["id"], line_id=args.line_id, category=args.category)
+    if same:
+        raise ToolError("conflict", f"case {same[0]['id']} already covers this")
     case = ctx.store.insert("cases", {
         "id": ctx.store.next_id("cases", "CS"), "category": args.category, "payment_id": pay["id"],
         "line_id": args.line_id, "note": args.note, "status": "open", "opened_at": ctx.now, "reply_due": "",
@@ -274,9 +295,9 @@ def query_payer(ctx: ToolContext, args: QueryArgs) -> dict[str, Any]:
     The reply arrives later: call ``wait`` to let time pass, then ``get_case``."""
     pay = _payment(ctx, args.payment_id)
     line = _line(ctx, pay["id"], args.line_id)
-    for c in ctx.store.iter_rows("cases"):
-        if c["category"] == QUERY_CATEGORY and c["line_id"] == line["id"] and c["status"] == "awaiting_reply":
-            raise ToolError("conflict", f"query {c['id']} about this line is still awaiting a reply")
+    awaiting = ctx.store.select("cases", limit=1, category=QUERY_CATEGORY, line_id=line["id"], status="awaiting_reply")
+    if awaiting:
+        raise ToolError("conflict", f"query {awaiting[0]['id']} about this line is still awaiting a reply")
     script = ctx.store.get("_payer_script", line["id"])
     delay = int(script["delay_hours"]) if script else 24
     case = ctx.store.insert("cases", {
@@ -300,15 +321,17 @@ def get_case(ctx: ToolContext, args: CaseArgs) -> dict[str, Any]:
     return {"case": case}
 
 
-class ListCasesArgs(ToolArgs):
+class ListCasesArgs(PageArgs):
     payment_id: str = Field("", max_length=40, description="Only cases of this payment (optional).")
 
 
 @toolkit.tool(writes=False)
-def list_cases(ctx: ToolContext, args: ListCasesArgs) -> list[dict[str, Any]]:
-    """Cases (at most 20), optionally of one payment."""
-    rows = [r for r in ctx.store.iter_rows("cases") if not args.payment_id or r["payment_id"] == args.payment_id]
-    return [dict(r) for r in rows[:20]]
+def list_cases(ctx: ToolContext, args: ListCasesArgs) -> dict[str, Any]:
+    """Cases under ``cases``, optionally of one payment. One page at a time, by id: at most
+    ``limit`` cases (default 50, at most 200) and ``next_cursor``, the ``cursor`` that fetches
+    the next page (``None`` on the last page)."""
+    rows, cursor = page(ctx.store, "cases", args, None, **({"payment_id": args.payment_id} if args.payment_id else {}))
+    return {"cases": rows, "next_cursor": cursor}
 
 
 class WaitArgs(ToolArgs):
@@ -318,7 +341,7 @@ class WaitArgs(ToolArgs):
 @toolkit.tool(writes=True)
 def wait(ctx: ToolContext, args: WaitArgs) -> dict[str, Any]:
     """Let simulated time pass; payer replies that fall due arrive in their cases."""
-    pending = sorted((r["reply_due"], r["id"]) for r in ctx.store.iter_rows("cases") if r["status"] == "awaiting_reply")
+    pending = sorted((r["reply_due"], r["id"]) for r in ctx.store.rows("cases", status="awaiting_reply"))
     if args.hours is None:
         if not pending:
             raise ToolError("precondition_failed", "no payer reply is pending; give hours to wait anyway")
@@ -356,7 +379,7 @@ def post_payment(ctx: ToolContext, args: PostArgs) -> dict[str, Any]:
     pay = _unposted(ctx, args.payment_id)
     changes: dict[str, Any] = {"status": {"apply": "posted", "hold": "held", "return": "returned"}[args.disposition]}
     if args.disposition != "apply":
-        if any(a["payment_id"] == pay["id"] and a["status"] == "active" for a in ctx.store.iter_rows("allocations")):
+        if ctx.store.select("allocations", limit=1, payment_id=pay["id"], status="active"):
             raise ToolError("precondition_failed", f"reverse the allocations of {pay['id']} before you {args.disposition} it")
         if args.disposition == "return":
             changes["unapplied"] = 0

@@ -20,9 +20,9 @@ Mask: legality only.
 - (a) an action needs its arguments: line actions need a current line, claim actions a matched
   claim, adjustment slots an adjustment of that index, amounts must be >= 1, ``get_case`` an
   answered query, ``search_next_line`` an unsearched line of the read payment;
-- (b) reads are not repeated once answered (the three reads; ``search_by_name`` once per line
-  and only while the line's match is undetermined: once the match rule has decided the line,
-  a name search cannot change it);
+- (b) reads are not repeated once answered (the three reads, once their last page came back;
+  ``search_by_name`` once per line and only while the line's match is undetermined: once the
+  match rule has decided the line, a name search cannot change it);
 - (c) calls the tool would reject from what was observed: an allocation beyond the unapplied
   amount or the line's unallocated paid amount, a write-off/transfer beyond the claim's balance,
   a second case of the same category on the same line, a second query while one awaits its reply,
@@ -33,6 +33,13 @@ Mask: legality only.
 when to move to the next line, which adjustments to write off or transfer, which case to open,
 when to post and with which disposition) is left to the agent; the features carry the
 comparisons a clerk computes (``*_due`` flags from the policies read).
+
+Paged reads: ``get_policies`` and ``list_payments`` return one page at a time. Each read action
+fetches the next page (the ``next_cursor`` of the last one) until the last page has come back;
+only then are the policies or the payments known (``facts_read``), and until then the action stays
+legal. ``list_payments`` lists the payer's payments with the payment's EFT reference once
+``get_payment`` has returned (a duplicate has that reference), all of the payer's payments before.
+At released size every read is one page.
 
 Training note: ``post_payment`` can be formed from the brief, so the three posts are legal from
 step 0 and end the work just as ``submit`` does. Under generator v1 (seeds v0) posting or
@@ -54,9 +61,9 @@ from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpe
 N_ADJ = 2  # adjustment slots per line (generated lines carry at most two adjustments)
 
 ACTIONS: tuple[ActionDef, ...] = (
-    ActionDef("get_policies", "get_policies", "Read the desk's posting policies (tolerance, codes, unreferenced, overpayment, duplicate)."),
+    ActionDef("get_policies", "get_policies", "Read the desk's posting policies (tolerance, codes, unreferenced, overpayment, duplicate); the next page while pages remain."),
     ActionDef("get_payment", "get_payment", "Read the payment (brief's payment_id) with its remittance lines."),
-    ActionDef("list_payments", "list_payments", "List the payer's payments (brief's payer_id) to spot an already posted duplicate."),
+    ActionDef("list_payments", "list_payments", "List the payer's payments (brief's payer_id) with the payment's EFT reference (all of them before get_payment) to spot an already posted duplicate; the next page while pages remain."),
     ActionDef("search_next_line", "search_open_items", "Search the claim ref of the next unsearched line (its patient name if it has no ref); that line becomes current."),
     ActionDef("search_by_name", "search_open_items", "Search the current line's patient name (while its match is undetermined)."),
     *slots("write_off_adj", "write_off", N_ADJ, "Write off the current line's adjustment #{i} (its code and amount) on the line's claim with reason contractual."),
@@ -170,6 +177,12 @@ class RemittanceCatalog(CatalogSpec):
         self.payment: dict[str, Any] | None = None
         self.lines: list[_Line] = []
         self.others: list[dict[str, Any]] | None = None
+        # paged reads under way: the rows read so far and the cursor of the next page
+        self._pol_rows: list[dict[str, Any]] = []
+        self._pol_cursor: str | None = None
+        self._pay_rows: list[dict[str, Any]] = []
+        self._pay_cursor: str | None = None
+        self._pay_filter: dict[str, str] = {}
         self.unapplied = 0
         self.started = 0
         self.cur: int | None = None
@@ -249,11 +262,14 @@ class RemittanceCatalog(CatalogSpec):
         if name == "submit":
             return call("submit")
         if name == "get_policies":
-            return call("get_policies")
+            return call("get_policies", **({"cursor": self._pol_cursor} if self._pol_cursor else {}))
         if name == "get_payment":
             return call("get_payment", payment_id=pid) if pid else None
         if name == "list_payments":
-            return call("list_payments", payer_id=self.payer_id)
+            if self._pay_cursor:
+                return call("list_payments", **self._pay_filter, cursor=self._pay_cursor)
+            ref = {"reference": self.payment["reference"]} if self.payment is not None else {}
+            return call("list_payments", payer_id=self.payer_id, **ref)
         if name == "search_next_line":
             if self.started >= len(self.lines):
                 return None
@@ -317,14 +333,21 @@ class RemittanceCatalog(CatalogSpec):
         ln: _Line | None
         q: dict[str, Any] | None
         if name == "get_policies":
-            self.pol = {p["key"]: p["value"] for p in res}
+            self._pol_rows += res["policies"]
+            self._pol_cursor = res.get("next_cursor")
+            if not self._pol_cursor:
+                self.pol = {p["key"]: p["value"] for p in self._pol_rows}
         elif name == "get_payment":
             self.payment = dict(res["payment"])
             self.unapplied = int(self.payment["unapplied"])
             if not self.lines:
                 self.lines = [_Line(line) for line in res["lines"]]
         elif name == "list_payments":
-            self.others = [dict(o) for o in res]
+            self._pay_filter = {k: str(v) for k, v in args.items() if k in ("payer_id", "reference")}
+            self._pay_rows += [dict(o) for o in res["payments"]]
+            self._pay_cursor = res.get("next_cursor")
+            if not self._pay_cursor:
+                self.others = self._pay_rows
         elif name == "search_next_line":
             self.cur = self.started
             self.started += 1
@@ -552,6 +575,9 @@ def feature_policy(agent: CatalogAgent) -> Callable[[np.ndarray, np.ndarray], in
             ("get_policies", not f("taken[get_policies]")),
             ("get_payment", not f("taken[get_payment]")),
             ("list_payments", not f("taken[list_payments]")),
+            # the further pages of a paged read (the mask offers a read only while pages remain)
+            ("get_policies", not f("facts_read")),
+            ("list_payments", not f("facts_read")),
             # duplicate remittance: case (hold policy) then hold, or return
             ("case_duplicate", f("dup_hold_case_due")),
             ("post_hold", f("dup_hold_post_due")),

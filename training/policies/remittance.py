@@ -8,6 +8,10 @@ Every policy reads only tool results. The oracle follows the task's policies as 
 and billed amount; write off contractual codes, transfer patient responsibility, handle small
 differences, short payments, overpayments, unmatched and ambiguous lines, duplicates; post.
 
+List tools return one page at a time: the oracle reads every page of the policies and of the
+payments with the incoming payment's EFT reference (following ``next_cursor``), so it stays
+right however large the world is; at released size each is one page.
+
 Rule sharing: the oracle and the catalog may share the domain's public rule helpers in
 ``envs/remittance/`` (here the claim-ref matching of the match_rule policy: ``norm`` and
 ``osa_distance`` of ``backoffice.envs.remittance.tables``). The oracle never imports the grader
@@ -25,6 +29,21 @@ from backoffice.training.exploits import Hook
 from backoffice.training.policies.base import Action, Plan, Policy, ScriptedPolicy, call
 
 AMBIGUOUS: Final = "ambiguous"
+
+
+def all_pages(tool: str, key: str, **args: Any) -> Generator[Action, dict[str, Any], list[dict[str, Any]]]:
+    """Every row a paginated list tool returns under ``key``, page after page (``next_cursor``);
+    the rows read so far if a page is refused."""
+    rows: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        res = yield call(tool, **args, **({"cursor": cursor} if cursor else {}))
+        if res.get("status") != "ok":
+            return rows
+        rows.extend(res["result"][key])
+        cursor = res["result"].get("next_cursor")
+        if not cursor:
+            return rows
 
 
 class Oracle(ScriptedPolicy):
@@ -105,7 +124,7 @@ class Oracle(ScriptedPolicy):
     # -- the plan ------------------------------------------------------------------------------
     def plan(self, brief: dict[str, Any], info: dict[str, Any]) -> Plan:
         pid = brief["params"]["payment_id"]
-        pol = {p["key"]: p["value"] for p in (yield call("get_policies"))["result"]}
+        pol = {p["key"]: p["value"] for p in (yield from all_pages("get_policies", "policies"))}
         got = (yield call("get_payment", payment_id=pid))["result"]
         payment, lines = got["payment"], got["lines"]
         payer_id = payment["payer_id"]
@@ -113,7 +132,7 @@ class Oracle(ScriptedPolicy):
         self.matched: set[str] = set()
         self.guess: dict[str, dict[str, Any]] = {}
         if self.check_duplicates:
-            others = (yield call("list_payments", payer_id=payer_id))["result"]
+            others = yield from all_pages("list_payments", "payments", payer_id=payer_id, reference=payment["reference"])
             if any(o["id"] != pid and o["status"] == "posted" and o["reference"] == payment["reference"]
                    and o["amount"] == payment["amount"] for o in others):
                 if pol["duplicate_action"] == "hold_and_case" or self.always_cases_duplicates:
