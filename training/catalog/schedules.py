@@ -578,3 +578,12 @@ def feature_policy(agent: CatalogAgent) -> Callable[[np.ndarray, np.ndarray], in
         return agent.finish
 
     return act
+
+
+#: the catalog's feature tiers (``backoffice.training.catalog.TIERS``): this module's catalog is the
+#: ``conclusions`` tier; ``facts`` and ``raw`` live in :mod:`.schedules_tiers` (named, not imported)
+TIERS = {
+    "conclusions": "SchedulesCatalog",
+    "facts": "backoffice.training.catalog.schedules_tiers:SchedulesFactsCatalog",
+    "raw": "backoffice.training.catalog.schedules_tiers:SchedulesRawCatalog",
+}
