@@ -57,6 +57,14 @@ CONDITIONS = ("presence", "age", "signature", "name_match", "legibility")
 #: items a case type requires (scale of the item counts)
 ITEMS_FULL = 4.0
 
+#: the catalog's feature tiers (``backoffice.training.catalog.TIERS``): this module's catalog is the
+#: ``conclusions`` tier; ``facts`` and ``raw`` are in :mod:`.sufficiency_tiers`
+TIERS = {
+    "conclusions": "SufficiencyCatalog",
+    "facts": "backoffice.training.catalog.sufficiency_tiers:SufficiencyFacts",
+    "raw": "backoffice.training.catalog.sufficiency_tiers:SufficiencyRaw",
+}
+
 GET_CASE, GET_REQUIREMENTS, SEARCH_HELD, LIST_DOCUMENTS, ATTACH, REQUEST, WAIT, RESUME, RELEASE, \
     ROUTE_STANDARD, ROUTE_SENIOR, SUBMIT = range(12)
 
