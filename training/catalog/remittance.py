@@ -606,3 +606,12 @@ def feature_policy(agent: CatalogAgent) -> Callable[[np.ndarray, np.ndarray], in
         return A["submit"]
 
     return policy
+
+
+#: the catalog's feature tiers (``backoffice.training.catalog.TIERS``): this module's catalog is the
+#: ``conclusions`` tier; ``facts`` and ``raw`` live in :mod:`.remittance_tiers` (named, not imported)
+TIERS = {
+    "conclusions": "RemittanceCatalog",
+    "facts": "backoffice.training.catalog.remittance_tiers:RemittanceFacts",
+    "raw": "backoffice.training.catalog.remittance_tiers:RemittanceRaw",
+}
