@@ -29,8 +29,11 @@ as authority), wrong_outcome (wrong outcome, or a proceed whose ledger entry / o
 missing or wrong), side_effect_before_decision, basis_missing_or_wrong, extra_decision (more
 than one decision or escalation on the request), and the guardrail's forbidden_write.
 
-Every look-up is by primary key or by an indexed equality (``Store.rows(table, field=value)``)
-on the snapshot: grading costs O(the episode's trace and the approver's rows), not O(tables).
+Every look-up is by primary key or by an indexed equality on the snapshot
+(:class:`~backoffice.envs.approvals.authority.SnapshotReader`: live rows, no copies): grading
+costs O(the episode's trace and the approver's rows), not O(tables). The verdicts and basis
+judgements, pure functions of the snapshot, are remembered per snapshot (``Snapshot.memo``), so
+an episode replayed on the same task pays only for its trace.
 
 Rule-sharing policy: the grader judges with :mod:`backoffice.envs.approvals.authority` (the
 whole-snapshot verdict, built on the public rule helpers of :mod:`backoffice.envs.approvals.rules`)
@@ -41,17 +44,17 @@ the grader independently.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from backoffice.envs.approvals import authority as auth
-from backoffice.envs.core.store import Store
 from backoffice.graders.checks import result
 from backoffice.graders.diff import NO_CHANGES
 from backoffice.graders.grade import finalize
 
 if TYPE_CHECKING:
     from backoffice.envs.core.domain import Episode
+    from backoffice.envs.core.store import Snapshot
 
 #: assessment problem -> failure code of a proceed that ignored it (first one wins)
 _PROBLEM_CODE = (
@@ -63,6 +66,64 @@ _PROBLEM_CODE = (
     (auth.REPORTING_LINE, "invalid_approver"),
 )
 _DOWNSTREAM = ("ledger_entries", "orders")
+
+#: the verdicts and basis judgements a snapshot remembers (a bound on memory, not on results)
+MEMO_SIZE = 1024
+
+
+class _Judgements:
+    """The grader's pure judgements on one snapshot, remembered (:meth:`Snapshot.memo`).
+
+    A verdict (:func:`auth.assess`) and a basis judgement (:func:`auth.applies_as_basis`) read
+    only the snapshot's reference tables, never the episode's writes, so each is a function of
+    the snapshot and its arguments: an episode replayed on the same task (training revisits
+    every task) reads them back instead of recomputing them. At most :data:`MEMO_SIZE` of them
+    are kept per snapshot (all are dropped when full); what is returned is shared, read-only.
+    ``tables`` reads the snapshot alone (:class:`auth.SnapshotReader`: primary keys and the
+    snapshot's shared secondary indexes, so a verdict costs O(the approver's rows)).
+    """
+
+    __slots__ = ("memo",)
+
+    def __init__(self, snapshot: Snapshot | None = None):
+        self.memo: dict[Hashable, Any] = {}
+
+    def _remember(self, key: Hashable, value: Any) -> Any:
+        if len(self.memo) >= MEMO_SIZE:
+            self.memo.clear()
+        self.memo[key] = value
+        return value
+
+    def verdict(self, tables: auth.Reader, request: Mapping[str, Any], approver_id: str, at: str) -> auth.Assessment:
+        """:func:`auth.assess` of the snapshot's ``request`` with ``approver_id`` at ``at``."""
+        key = ("assess", request["id"], approver_id, at)
+        hit = self.memo.get(key)
+        if hit is None:
+            hit = self._remember(key, auth.assess(tables, request, approver_id, at))
+        return hit
+
+    def basis(self, tables: auth.Reader, request: Mapping[str, Any], named: str,
+              d: Mapping[str, Any]) -> tuple[list[str], bool]:
+        """The basis judgement of decision ``d`` on ``request`` (named approver ``named``), at
+        its own clock: the issues found, and whether it cites a delegation not in effect then
+        in the approver's name."""
+        basis_ids = tuple(d["basis_ids"])
+        at = d["_clock"]
+        key = ("basis", request["id"], named, basis_ids, d["outcome"], d["approver_id"], at)
+        hit = self.memo.get(key)
+        if hit is None:
+            verdict = self.verdict(tables, request, named, at)
+            _, found = auth.applies_as_basis(tables, basis_ids, verdict, d["outcome"], d["approver_id"], at)
+            expired = d["outcome"] != "escalate" and any(
+                (dl := tables.get("delegations", i)) is not None and not auth.delegation_in_effect(tables, dl, at)
+                for i in basis_ids
+            )
+            hit = self._remember(key, (found, expired))
+        return hit
+
+
+def _judgements(snapshot: Snapshot) -> _Judgements:
+    return snapshot.memo("approvals.grader.judgements", _Judgements)
 
 
 def _decisions(ep: Episode, request_id: str) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
@@ -77,14 +138,14 @@ def _decisions(ep: Episode, request_id: str) -> tuple[list[dict[str, Any]], list
             if table in _DOWNSTREAM:
                 downstream.append((rec["step"], key))
             elif table == "decisions":
-                row = ep.state.get("decisions", rid)
+                row = ep.state._current("decisions", rid)
                 if row is not None and row["request_id"] == request_id:
                     decisions.append({**row, "_step": rec["step"], "_clock": rec["clock"]})
     return decisions, downstream
 
 
-def _approver_check(decisions: list[dict[str, Any]], verdicts: dict[str, auth.Assessment], tables: auth.Reader,
-                    request: Mapping[str, Any], named: str) -> tuple[dict[str, Any], bool, int | None]:
+def _approver_check(decisions: list[dict[str, Any]], verdicts: dict[str, auth.Assessment], judge: _Judgements,
+                    tables: auth.Reader, request: Mapping[str, Any], named: str) -> tuple[dict[str, Any], bool, int | None]:
     """approver_valid: every decision in an approver's name, at its own decision time. Returns
     the check, whether it passed and the step of the first valid proceed (``None``: none)."""
     invalid_codes: list[str] = []
@@ -93,7 +154,7 @@ def _approver_check(decisions: list[dict[str, Any]], verdicts: dict[str, auth.As
         if d["outcome"] == "escalate":
             continue
         who = d["approver_id"]
-        verdict = verdicts[d["id"]] if who == named else auth.assess(tables, request, who, d["_clock"]) if who else None
+        verdict = verdicts[d["id"]] if who == named else judge.verdict(tables, request, who, d["_clock"]) if who else None
         problems = set(verdict.approver_problems) if verdict is not None else {auth.NO_AUTHORITY}
         if who != named:
             problems.add(auth.NO_AUTHORITY)
@@ -125,19 +186,19 @@ def _downstream_check(ep: Episode, rid: str, ds: Mapping[str, Any]) -> dict[str,
     """downstream_released (proceed tasks): exactly the request's ledger entry / order release."""
     if ds["kind"] == "ledger":
         created = ep.diff.get("ledger_entries", NO_CHANGES).get("created", [])
-        rows = [ep.state.get("ledger_entries", i) for i in created]
+        rows = [ep.state._current("ledger_entries", i) for i in created]
         mine = [r for r in rows if r is not None and r["request_id"] == rid]
         ok = len(mine) == 1 and mine[0]["account"] == ds["account"] and mine[0]["amount"] == ds["amount"]
         detail: dict[str, Any] | None = None if ok else {"ledger_entries": [{"account": r["account"], "amount": r["amount"]} for r in mine]}
     else:
-        order = ep.state.get("orders", ds["order_id"])
+        order = ep.state._current("orders", ds["order_id"])
         ok = order is not None and order["status"] == "released"
         detail = None if ok else {"order_status": order["status"] if order else None}
     return result("downstream_released", "downstream", ok, "wrong_outcome", detail)
 
 
-def _basis_check(decisions: list[dict[str, Any]], verdicts: dict[str, auth.Assessment],
-                 tables: auth.Reader) -> tuple[dict[str, Any], bool]:
+def _basis_check(decisions: list[dict[str, Any]], judge: _Judgements, tables: auth.Reader,
+                 request: Mapping[str, Any], named: str) -> tuple[dict[str, Any], bool]:
     """basis_cited: every decision, at its decision time; a decision in the approver's name
     resting on a delegation not in effect then is an expired delegation used."""
     code = "basis_missing_or_wrong"
@@ -145,13 +206,9 @@ def _basis_check(decisions: list[dict[str, Any]], verdicts: dict[str, auth.Asses
     if not decisions:
         issues = ["no decision recorded"]
     for d in decisions:
-        verdict = verdicts[d["id"]]
-        _, found = auth.applies_as_basis(tables, d["basis_ids"], verdict, d["outcome"], d["approver_id"], d["_clock"])
+        found, expired = judge.basis(tables, request, named, d)
         issues.extend(f"{d['id']}: {i}" for i in found)
-        if d["outcome"] != "escalate" and any(
-            (dl := tables.get("delegations", i)) is not None and not auth.delegation_in_effect(tables, dl, d["_clock"])
-            for i in d["basis_ids"]
-        ):
+        if expired:
             code = "expired_delegation_used"
     ok = not issues
     return result("basis_cited", "basis_cited", ok, code, None if ok else {"issues": issues}), ok
@@ -161,14 +218,16 @@ def grade(ep: Episode) -> dict[str, Any]:
     """Grade one approvals episode (see the module docstring)."""
     exp = ep.key["expected"]
     rid = exp["request_id"]
-    # the snapshot's reference tables through a fresh store: primary keys and the snapshot's
-    # shared secondary indexes, so a verdict costs O(the approver's rows), not O(tables)
-    tables = Store(ep.snapshot)
+    # verdicts read the snapshot's reference tables (never the episode's writes): live rows by
+    # primary key and through the snapshot's shared secondary indexes, so a verdict costs
+    # O(the approver's rows); they are remembered per snapshot (once per task and approver)
+    tables = auth.SnapshotReader(ep.snapshot)
+    judge = _judgements(ep.snapshot)
     request = ep.snapshot.table("requests")[rid]
     decisions, downstream = _decisions(ep, rid)
-    verdicts = {d["id"]: auth.assess(tables, request, exp["approver_id"], d["_clock"]) for d in decisions}
+    verdicts = {d["id"]: judge.verdict(tables, request, exp["approver_id"], d["_clock"]) for d in decisions}
 
-    approver, approver_valid, first_valid_step = _approver_check(decisions, verdicts, tables, request, exp["approver_id"])
+    approver, approver_valid, first_valid_step = _approver_check(decisions, verdicts, judge, tables, request, exp["approver_id"])
     checks = [approver]
     # single_decision: the audit trail carries exactly the one decision the task needs
     single = len(decisions) <= 1
@@ -182,7 +241,7 @@ def grade(ep: Episode) -> dict[str, Any]:
     side_effects = sorted({key for step, key in downstream if first_valid_step is None or step < first_valid_step})
     checks.append(result("side_effects", "side_effects", not side_effects, "side_effect_before_decision",
                          {"rows": side_effects} if side_effects else None, gate=True))
-    basis, basis_ok = _basis_check(decisions, verdicts, tables)
+    basis, basis_ok = _basis_check(decisions, judge, tables, request, exp["approver_id"])
     checks.append(basis)
 
     fields = {

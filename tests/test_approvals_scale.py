@@ -21,6 +21,7 @@ from backoffice.training.catalog import make_catalog_env
 from backoffice.training.catalog.approvals import A_FIND, A_HOLDERS, A_ROLES, ApprovalsCatalog, feature_policy
 from backoffice.training.policies import get_policy
 from backoffice.training.policies.approvals import _find_person, _pages
+from backoffice.training.rollout import run_episode
 
 #: tables that grow with the organisation (roles and rules are the desk's catalogue)
 GROWING = ("people", "role_holders", "delegations", "requests", "decisions", "ledger_entries", "orders")
@@ -252,4 +253,89 @@ def test_the_verdict_reads_a_store_like_dicts() -> None:
         now = tables["clock"]["clock"]["now"]
         by_store = auth.assess(Store(snap), request, exp["approver_id"], now)
         assert by_store == auth.assess(tables, request, exp["approver_id"], now), task_id
+        assert by_store == auth.assess(auth.SnapshotReader(snap), request, exp["approver_id"], now), task_id
         assert by_store.outcome == exp["outcome"]
+
+
+def test_the_snapshot_reader_answers_like_a_store() -> None:
+    """The grader's reader (live snapshot rows, no copies) returns what a store without writes
+    returns, for every look-up the verdict makes."""
+    _, snap, _ = _scaled(3, 10)
+    store, live = Store(snap), auth.SnapshotReader(snap)
+    for table, field in (("role_holders", "person_id"), ("role_holders", "role_id"), ("delegations", "delegate_id"),
+                         ("delegations", "delegator_id"), ("rules", "request_type")):
+        for value in [*list(snap.index(table, field))[:40], "nobody"]:
+            assert live.rows(table, **{field: value}) == store.rows(table, **{field: value}), (table, field, value)
+    rh = next(iter(snap.table("role_holders").values()))
+    assert live.rows("role_holders", person_id=rh["person_id"], role_id=rh["role_id"]) == \
+        store.rows("role_holders", person_id=rh["person_id"], role_id=rh["role_id"])
+    assert live.rows("role_holders", lambda r: r["valid_to"] is None, role_id=rh["role_id"]) == \
+        store.rows("role_holders", lambda r: r["valid_to"] is None, role_id=rh["role_id"])
+    assert live.rows("roles") == store.rows("roles")
+    assert live.get("people", rh["person_id"]) == store.get("people", rh["person_id"])
+    assert live.get("people", "EMP-NOBODY") is None
+
+
+def test_per_snapshot_reads_follow_the_episodes_writes() -> None:
+    """The read tools answer from per-snapshot structures (queue, rules, roles, name index,
+    person cards) only while the episode has not written the table they come from: a write
+    (no desk tool makes one to the reference tables, but the store allows it) is seen at once,
+    and the next episode on the same snapshot sees the snapshot again."""
+    rel = load_release("approvals")
+    task_id = rel.split_ids["heldout"][0]
+    env = make_native("approvals", max_steps=10_000)
+
+    def call(tool: str, **args: Any) -> dict[str, Any]:
+        env.step({"tool": tool, "args": args})
+        assert env.last_result["status"] == "ok", env.last_result
+        return env.last_result["result"]
+
+    def snapshot_answers() -> dict[str, Any]:
+        return {
+            "queue": call("list_pending"), "rules": call("get_rules", request_type="refund"),
+            "roles": call("list_roles"), "people": call("find_people", name=person["name"]),
+            "person": call("get_person", person_id=person["id"]),
+        }
+
+    env.reset(options={"task_id": task_id})
+    snap = rel.snapshot(task_id)
+    person = next(p for p in snap.table("people").values() if p["manager_id"])
+    first = snapshot_answers()
+    store = env.state
+    opened = first["queue"]["requests"][0]["id"]
+    store.update("requests", opened, {"status": "rejected"})
+    store.update("people", person["id"], {"manager_id": None, "name": "Zebedee Quux"})
+    store.insert("role_holders", {"id": "RH-ZZZZ", "person_id": person["id"], "role_id": first["roles"]["roles"][0]["id"],
+                                  "valid_from": "2020-01-01", "valid_to": None})
+    low = first["rules"]["rules"][0]["id"]
+    store.update("rules", low, {"min_amount": 10**12})
+    store.delete("roles", first["roles"]["roles"][0]["id"])
+    assert opened not in [r["id"] for r in call("list_pending")["requests"]]
+    assert [r["id"] for r in call("get_rules", request_type="refund")["rules"]][-1] == low
+    assert [r["id"] for r in call("list_roles")["roles"]] == [r["id"] for r in first["roles"]["roles"][1:]]
+    assert [p["id"] for p in call("find_people", name="quux")["people"]] == [person["id"]]
+    card = call("get_person", person_id=person["id"])
+    assert card["reporting_line"] == [] and card["assignments"][-1]["id"] == "RH-ZZZZ"
+    env.reset(options={"task_id": task_id})
+    assert snapshot_answers() == first
+
+
+def test_the_grade_is_the_same_when_its_judgements_are_remembered() -> None:
+    """The grader remembers its verdicts per snapshot: grading again (remembered) or with the
+    memory dropped gives the same grade, for the oracle and a wrong policy."""
+    import backoffice.graders.approvals as grader
+
+    rel = load_release("approvals")
+    env = make_native("approvals")
+    for name in ("oracle", "wrong:invalid_approver", "wrong:basis_missing_or_wrong"):
+        for task_id in rel.split_ids["heldout"][:12]:
+            first = run_episode(env, get_policy("approvals", name), task_id=task_id).grade
+            assert env.grade_now() == first
+            rel.snapshot(task_id)._memo.pop("approvals.grader.judgements", None)
+            assert env.grade_now() == first
+    small = grader.MEMO_SIZE
+    try:
+        grader.MEMO_SIZE = 1  # every judgement evicts the last one
+        assert env.grade_now() == first
+    finally:
+        grader.MEMO_SIZE = small

@@ -6,11 +6,13 @@ policies: the oracle works from tool results alone. The rules' arithmetic on sin
 missing fields, windows, candidate roles, delegated limit) is :mod:`.rules`, shared with the
 oracle and the catalog; the whole-snapshot verdict here is the grader's alone.
 
-``tables`` is a :class:`~backoffice.envs.core.Store` (the grader: every look-up goes through
-its primary key or an indexed ``rows(table, field=value)``, so a verdict costs O(the approver's
-rows), not O(tables)) or any mapping ``table name -> {id: row}`` (plain dicts: the generator's
-world under construction and small hand-made tables; those are scanned). Times are ISO
-strings; dates compare as strings.
+``tables`` is a :class:`SnapshotReader` (the grader: a snapshot's live rows, every look-up
+through its primary key or its indexed ``rows(table, field=value)``, so a verdict costs O(the
+approver's rows), not O(tables)), a :class:`~backoffice.envs.core.Store` (the same look-ups,
+on copies) or any mapping ``table name -> {id: row}`` (plain dicts: the generator's world under
+construction and small hand-made tables; large ones indexed on first use by
+:class:`TablesReader`). Rows are only read, never changed. Times are ISO strings; dates compare
+as strings.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from typing import Any, Protocol
 
 from backoffice.envs.approvals import rules
 from backoffice.envs.approvals.rules import role_sufficient, window_covers
+from backoffice.envs.core.store import Snapshot, Store
 
 __all__ = [
-    "Assessment", "Authority", "Reader", "Source", "TablesReader", "accepted_roles", "applicable_rule", "applies_as_basis", "approver_rows", "assess",
+    "Assessment", "Authority", "Reader", "SnapshotReader", "Source", "TablesReader", "accepted_roles", "applicable_rule", "applies_as_basis", "approver_rows", "assess",
     "assignment_active", "authority", "delegation_in_effect", "holds_directly", "reporting_line", "role_sufficient",
     "reader", "window_covers",
 ]
@@ -80,11 +83,46 @@ class TablesReader:
         return sorted(found, key=lambda r: r["id"])
 
 
+class SnapshotReader:
+    """A :class:`Reader` over a :class:`~backoffice.envs.core.Snapshot` alone (no episode
+    writes): the snapshot's live rows (read-only, not copies) by primary key, and equality
+    look-ups through the snapshot's shared secondary indexes, in id order. Answers like a
+    :class:`~backoffice.envs.core.Store` of the snapshot with no writes, without copying rows:
+    what the grader judges with (a verdict only reads)."""
+
+    __slots__ = ("_snap",)
+
+    def __init__(self, snapshot: Snapshot):
+        self._snap = snapshot
+
+    def get(self, table: str, rid: str) -> Row | None:
+        return self._snap.table(table).get(rid)
+
+    def rows(self, table: str, where: Callable[[Any], bool] | None = None, **equals: Any) -> list[Row]:
+        snap = self._snap
+        rows = snap.table(table)
+        first = next(iter(equals.items()), None)
+        candidates: Iterable[Row]
+        if first is not None and isinstance(first[1], Hashable):
+            candidates = [rows[rid] for rid in snap.index(table, first[0]).get(first[1], ())]
+            rest = [(k, v) for k, v in equals.items() if k != first[0]]
+        else:
+            candidates, rest = rows.values(), list(equals.items())  # id order (a snapshot table's)
+        if not rest and where is None:
+            return candidates if isinstance(candidates, list) else list(candidates)
+        return [r for r in candidates if all(r.get(k) == v for k, v in rest) and (where is None or where(r))]
+
+
 Source = Tables | Reader
+
+#: reader types :func:`reader` passes through without the (slower) ``Mapping`` check
+_READERS = (SnapshotReader, TablesReader, Store)
 
 
 def reader(tables: Source) -> Reader:
     """``tables`` as a :class:`Reader` (a store is one already; mappings are wrapped)."""
+    if type(tables) in _READERS:
+        return tables  # type: ignore[return-value]
     if isinstance(tables, Mapping):
         return TablesReader(tables)
     return tables

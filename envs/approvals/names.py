@@ -16,7 +16,10 @@ name). Neither is an equality on a field, so the store's secondary indexes canno
 
 So a query costs O(log vocabulary + matching people), not O(people). ``people`` is reference
 data no desk tool writes; rows an episode did write anyway are merged in from the store's
-diff (O(rows written)), so the answer always equals the plain scan (:func:`matches`).
+diff (O(rows written)), so the answer always equals the plain scan (:func:`matches`). The index
+also remembers its latest answers (:meth:`NameIndex.cached_search`) and the rows
+``find_people`` shows (:meth:`NameIndex.summary`), which the tool reads while the episode has
+written no person.
 """
 
 from __future__ import annotations
@@ -71,6 +74,9 @@ class NameIndex:
         self.words = sorted(by_word)
         self.reversed_words = sorted(w[::-1] for w in by_word)
         self.ids = list(people)
+        self._people = people
+        self._searches: dict[str, list[str]] = {}
+        self._summaries: dict[str, dict[str, Any]] = {}
 
     def _with_words(self, words: Iterable[str]) -> set[str]:
         out: set[str] = set()
@@ -96,6 +102,30 @@ class NameIndex:
             side = min(ends, starts, key=lambda ws: sum(len(self.by_word[w]) for w in ws))
             hits.update(pid for pid in self._with_words(side) if query in self.lowered[pid])
         return sorted(hits)
+
+    def cached_search(self, name: str) -> list[str]:
+        """:meth:`search`, remembered per query (the latest :data:`SEARCH_CACHE` distinct
+        queries): the returned list is shared, treat it as read-only."""
+        hit = self._searches.get(name)
+        if hit is None:
+            if len(self._searches) >= SEARCH_CACHE:
+                self._searches.clear()
+            hit = self._searches[name] = self.search(name)
+        return hit
+
+    def summary(self, pid: str) -> dict[str, Any]:
+        """``find_people``'s row for the snapshot's person ``pid`` (built once; read-only)."""
+        out = self._summaries.get(pid)
+        if out is None:
+            row = self._people[pid]
+            out = self._summaries[pid] = {k: row[k] for k in SUMMARY_FIELDS}
+        return out
+
+
+#: the distinct queries a :class:`NameIndex` remembers (a bound on its memory, not on results)
+SEARCH_CACHE = 256
+#: the fields of a person ``find_people`` returns
+SUMMARY_FIELDS = ("id", "name", "title", "department", "email")
 
 
 def name_index(snapshot: Snapshot) -> NameIndex:

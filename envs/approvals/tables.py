@@ -41,6 +41,7 @@ Every snapshot holds these tables (rows are flat dicts keyed by a string ``id``)
 from __future__ import annotations
 
 import datetime as dt
+from functools import lru_cache
 
 #: The world's tables (every snapshot also has ``clock``), named by the ``Domain`` declaration.
 TABLES = (
@@ -114,10 +115,12 @@ def add_days(day: str, n: int) -> str:
     return (dt.date.fromisoformat(day) + dt.timedelta(days=n)).isoformat()
 
 
+@lru_cache(maxsize=1024)
 def normalise_instant(value: str) -> str:
     """An ISO date or datetime as ``YYYY-MM-DDTHH:MM:SS`` (a date means its start).
 
-    Raises ``ValueError`` when ``value`` is not a valid date or datetime.
+    Raises ``ValueError`` when ``value`` is not a valid date or datetime. Pure, so remembered
+    (the latest 1024 values): tools parse the same ``as_of`` over and over.
     """
     if len(value) == 10:
         return dt.date.fromisoformat(value).isoformat() + "T00:00:00"
