@@ -21,6 +21,9 @@ from backoffice.envs.core.tools import ToolContext, error
 from backoffice.envs.core.trace import TraceWriter
 from backoffice.graders.progress import distance
 
+_dumps = orjson.dumps
+_SORT = orjson.OPT_SORT_KEYS
+
 SPLITS = ("train", "heldout", "generated")
 REWARD_MODES = ("sparse", "shaped", "progress")
 #: in ``reward_mode="progress"``, the share of the terminal reward paid in advance as progress
@@ -261,6 +264,9 @@ class BackofficeEnv(gym.Env[str, Any]):
         if self.time_limit:  # gym.make(..., max_episode_steps=n): end (and grade) where TimeLimit cuts
             self._limit = min(self._limit, self.time_limit)
         self._ctx = ToolContext(self._store, task, 0)
+        self._call = self.domain.toolkit.call_encoded
+        self._step_shaping = self.domain.step_shaping
+        self._domain_name = self.domain.name
         self._has_clock = self._store.has_table("clock")
         self._steps = 0
         self._trace: list[dict[str, Any]] = []
@@ -291,7 +297,7 @@ class BackofficeEnv(gym.Env[str, Any]):
             raise RuntimeError("the episode is over (or never started): call reset()")
         store = self._store
         assert store is not None
-        self._steps += 1
+        self._steps = steps = self._steps + 1
         clock_row = store._current("clock", "clock") if self._has_clock else None
         clock = clock_row["now"] if clock_row else None
         tool, args, problem = parse_action(action)
@@ -299,7 +305,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         if problem is None:
             try:
                 # lone surrogates, >64-bit ints, non-str keys: not JSON, so not an action
-                args_json = dumps(args)
+                args_json = _dumps(args, option=_SORT)
             except Exception:
                 problem = "args are not representable as JSON"
         payload: bytes | None = None
@@ -310,29 +316,33 @@ class BackofficeEnv(gym.Env[str, Any]):
             args = None
             args_json = b"null"
         else:
-            self._ctx.step = self._steps
+            self._ctx.step = steps
             args = dict(args)
-            result, payload, changed = self.domain.toolkit.call_encoded(self._ctx, tool, args, self._allowed)  # type: ignore[arg-type]
-        ok = result["status"] == "ok"
+            result, payload, changed = self._call(self._ctx, tool, args, self._allowed)
+        status = result["status"]
+        ok = status == "ok"
         terminated = ok and tool in self._terminal_tools
-        truncated = not terminated and self._steps >= self._limit
+        truncated = not terminated and steps >= self._limit
         # the step's one serialisation of the result (``payload``) is spliced into the
-        # observation and the trace line as a pre-serialised fragment
-        shown = orjson.Fragment(payload) if payload is not None else None
-        obs = _ascii(dumps({"result": shown, "status": "ok"}) if ok else dumps(result))
+        # observation and the trace line
+        obs_bytes = b'{"result":' + payload + b',"status":"ok"}' if payload is not None else _dumps(result, option=_SORT)
+        obs = obs_bytes.decode()
+        if not obs.isascii() or "\x7f" in obs:
+            obs = _ascii(obs_bytes)
         self._last_result = result
         if len(obs) > OBS_MAX_LENGTH:
-            self._last_result = {"status": result["status"], "message": "result too large to show; the call was applied", "result": None}
+            self._last_result = {"status": status, "message": "result too large to show; the call was applied", "result": None}
             obs = dumps_ascii(self._last_result)
+        code = result.get("code")
         record = {
-            "episode_id": self._episode_id, "domain": self.domain.name, "task_id": self._task.task_id,
-            "seed": self._seed, "step": self._steps, "clock": clock, "tool": tool, "args": args,
-            "result_status": result["status"], "error_code": result.get("code"),
+            "episode_id": self._episode_id, "domain": self._domain_name, "task_id": self._task.task_id,
+            "seed": self._seed, "step": steps, "clock": clock, "tool": tool, "args": args,
+            "result_status": status, "error_code": code,
             "changed_ids": changed, "result": result.get("result") if ok else result,
         }
         self._trace.append(record)
-        shaping = self.domain.step_shaping(record)
-        info: dict[str, Any] = {"step": self._steps, "result_status": result["status"], "error_code": result.get("code")}
+        shaping = self._step_shaping(record)
+        info: dict[str, Any] = {"step": steps, "result_status": status, "error_code": code}
         reward = 0.0
         if terminated or truncated:
             self._done = True
@@ -358,7 +368,11 @@ class BackofficeEnv(gym.Env[str, Any]):
         elif self.reward_mode == "progress":
             reward = self._progress_reward(shaping, record.get("grade"))
         if self._trace_writer is not None:
-            self._trace_writer.write({**record, "args": orjson.Fragment(args_json), "result": shown if ok else result})
+            line = dict(record)
+            line["args"] = orjson.Fragment(args_json)
+            if ok:
+                line["result"] = orjson.Fragment(payload)
+            self._trace_writer.write(line)
             if self._done:
                 self._trace_writer.flush()
         self._last_obs = obs

@@ -25,9 +25,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_type_hints
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from backoffice.envs.core.canonical import dumps, loads
 
 if TYPE_CHECKING:
     from backoffice.envs.core.release import Task
@@ -124,6 +123,13 @@ class Tool:
     #: test and exported with MCP's ``readOnlyHint``; ``None``: not declared (legacy)
     writes: bool | None = None
 
+    def __post_init__(self) -> None:
+        # the argument model's validator (pydantic-core's ``validate_python``, what
+        # ``model_validate`` calls), bound once
+        object.__setattr__(self, "validate", self.args_model.__pydantic_validator__.validate_python)
+
+    validate: Callable[[Any], ToolArgs] = field(init=False, repr=False, compare=False)
+
     def parameters(self) -> dict[str, Any]:
         """JSON schema of the arguments (pydantic's, without ``title`` noise)."""
         return _strip_titles(self.args_model.model_json_schema())
@@ -218,7 +224,7 @@ class Toolkit:
         if not isinstance(args, dict):
             return error("invalid_args", "args must be a JSON object"), None, []
         try:
-            parsed = tool.args_model.model_validate(args)
+            parsed = tool.validate(args)
         except ValidationError as exc:
             return error("invalid_args", _validation_message(exc)), None, []
         store = ctx.store
@@ -227,8 +233,8 @@ class Toolkit:
             value = tool.fn(ctx, parsed)
             # Results are plain JSON: serialised once (which also rejects what is not JSON) and
             # parsed back, so no caller shares (or can mutate) a store row.
-            payload = dumps(value)
-            value = loads(payload)
+            payload = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+            value = orjson.loads(payload)
         except ToolError as exc:
             store.rollback()
             return error(exc.code, exc.message, **exc.details), None, []
