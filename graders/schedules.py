@@ -31,7 +31,7 @@ mandate_not_updated, unneeded_approval, extra_schedule, reminder_on_cancelled.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from backoffice.envs.schedules import FAILURE_CODES, GUARDRAIL_CODE
@@ -45,17 +45,25 @@ if TYPE_CHECKING:
 __all__ = ["FAILURE_CODES", "GUARDRAIL_CODE", "grade"]
 
 
-def _created(ep: Episode, table: str, policy_id: str) -> list[dict[str, Any]]:
+def _created(ep: Episode, table: str, policy_id: str) -> list[Mapping[str, Any]]:
+    """The live rows (read-only, not copies) of ``table`` the episode created for the policy, by id."""
     created = ep.diff.get(table, NO_CHANGES).get("created", ())
-    rows = [ep.state.get(table, rid) for rid in sorted(created)]
+    current = ep.state._current
+    rows = [current(table, rid) for rid in sorted(created)]
     return [r for r in rows if r is not None and r.get("policy_id") == policy_id]
 
 
-def _new_instalments(ep: Episode, policy_id: str) -> list[dict[str, Any]]:
+def _new_instalments(ep: Episode, policy_id: str) -> list[Mapping[str, Any]]:
     return [r for r in _created(ep, "instalments", policy_id) if r["status"] == "due"]
 
 
-def outstanding_check(ep: Episode, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _scheduled_reminders(ep: Episode, policy_id: str) -> list[Mapping[str, Any]]:
+    """The scheduled reminders of the policy, by id: the policy's reminders through its index,
+    filtered on status (a policy holds a handful, while the book's scheduled ones grow with it)."""
+    return [r for r in ep.state.rows("reminders", policy_id=policy_id) if r.get("status") == "scheduled"]
+
+
+def outstanding_check(ep: Episode, rows: list[Mapping[str, Any]]) -> dict[str, Any]:
     """The committed new instalments add up to the outstanding premium. A gap smaller than the
     number of instalments is lost or invented remainder cents (``rounding_drift``); a larger one
     is a wrong outstanding amount (``outstanding_wrong``)."""
@@ -71,9 +79,11 @@ def outstanding_check(ep: Episode, rows: list[dict[str, Any]]) -> dict[str, Any]
 def approvals_check(ep: Episode) -> dict[str, Any]:
     """Gate: the approval requests the episode made for the policy are exactly the needed one."""
     exp = ep.key["expected"]
-    asked = Counter(r["role"] for r in _created(ep, "approvals", exp["policy_id"]))
-    want = Counter([exp["approval_role"]] if exp["approval_role"] else [])
-    extra = sorted((asked - want).elements())
+    asked = [r["role"] for r in _created(ep, "approvals", exp["policy_id"])]
+    want = exp["approval_role"]
+    if want and want in asked:
+        asked.remove(want)  # the one needed request; every other one is extra
+    extra = sorted(asked)
     return result("sch.approvals_exact", "approvals_exact", not extra, "unneeded_approval",
                   {"unneeded": extra} if extra else None, gate=True)
 
@@ -87,28 +97,35 @@ def versions_check(ep: Episode) -> dict[str, Any]:
                   None if ok else {"created": made}, gate=True)
 
 
-def live_reminders_check(ep: Episode) -> dict[str, Any]:
-    """Gate: every scheduled reminder of the policy points at a due instalment, with its due date and amount."""
+def live_reminders_check(ep: Episode, scheduled: list[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """Gate: every scheduled reminder of the policy points at a due instalment, with its due date
+    and amount (``scheduled``: the policy's scheduled reminders when the caller has them)."""
     exp = ep.key["expected"]
+    if scheduled is None:
+        scheduled = _scheduled_reminders(ep, exp["policy_id"])
     bad = []
-    for rem in ep.state.rows("reminders", policy_id=exp["policy_id"], status="scheduled"):
-        inst = ep.state.get("instalments", rem["instalment_id"])
+    current = ep.state._current
+    for rem in scheduled:
+        inst = current("instalments", rem["instalment_id"])
         if inst is None or inst["status"] != "due" or inst["due_date"] != rem["due_date"] or inst["amount"] != rem["amount"]:
             bad.append(rem["id"])
     return result("sch.reminders_live", "reminders_live", not bad, "reminder_on_cancelled",
                   {"stale_reminders": sorted(bad)} if bad else None, gate=True)
 
 
-def _reminders_on_new_instalments(ep: Episode, checks: list[dict[str, Any]]) -> None:
+def _reminders_on_new_instalments(ep: Episode, checks: list[dict[str, Any]],
+                                  scheduled: list[Mapping[str, Any]] | None = None) -> None:
     """``sch.reminders`` also needs each scheduled reminder to point at an instalment the episode
-    created: an old reminder that happens to quote the new first due date and amount is not it."""
+    created: an old reminder that happens to quote the new first due date and amount is not it
+    (``scheduled``: the policy's scheduled reminders when the caller has them)."""
     exp = ep.key["expected"]
     created = set(ep.diff.get("instalments", NO_CHANGES).get("created", ()))
     for i, c in enumerate(checks):
         if c["id"] != "sch.reminders" or not c["pass"]:
             continue
-        old = sorted(r["id"] for r in ep.state.rows("reminders", policy_id=exp["policy_id"], status="scheduled")
-                     if r["instalment_id"] not in created)
+        if scheduled is None:
+            scheduled = _scheduled_reminders(ep, exp["policy_id"])
+        old = sorted(r["id"] for r in scheduled if r["instalment_id"] not in created)
         if old:
             checks[i] = result(c["id"], c["kind"], False, "reminder_mismatch", {"not_on_new_instalments": old}, gate=c["gate"])
 
@@ -117,10 +134,11 @@ def grade(ep: Episode) -> dict[str, Any]:
     """Pure grade of one schedules episode (see the module docstring)."""
     exp = ep.key["expected"]
     checks = run_checks(ep.key["checks"], ep)
-    _reminders_on_new_instalments(ep, checks)
+    scheduled = _scheduled_reminders(ep, exp["policy_id"])  # read once, for the two reminder checks
+    _reminders_on_new_instalments(ep, checks, scheduled)
     new_rows = _new_instalments(ep, exp["policy_id"])
     checks.insert(2, outstanding_check(ep, new_rows))
-    checks += [approvals_check(ep), versions_check(ep), live_reminders_check(ep)]
+    checks += [approvals_check(ep), versions_check(ep), live_reminders_check(ep, scheduled)]
     fields = {
         "request_kind": exp["kind"],
         "approval_required": exp["approval_role"] is not None,
@@ -128,6 +146,12 @@ def grade(ep: Episode) -> dict[str, Any]:
         "new_instalments": len(new_rows),
         "new_total": sum(r["amount"] for r in new_rows),
     }
-    metrics = {"approval_requests": sum(1 for r in ep.trace if r["tool"] == "request_approval" and r["result_status"] == "ok"),
-               "waits": sum(1 for r in ep.trace if r["tool"] == "wait" and r["result_status"] == "ok")}
+    requests = waits = 0
+    for r in ep.trace:
+        tool = r["tool"]
+        if tool == "request_approval":
+            requests += r["result_status"] == "ok"
+        elif tool == "wait":
+            waits += r["result_status"] == "ok"
+    metrics = {"approval_requests": requests, "waits": waits}
     return finalize(ep, checks, fields, guardrail_code=GUARDRAIL_CODE, metrics=metrics)

@@ -19,19 +19,91 @@ required approval is not granted; ``details`` names the trigger and role).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
+from functools import lru_cache
+from operator import itemgetter
 from typing import Any, Literal
 
 from pydantic import Field
 
-from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit, require_row
+from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
+from backoffice.envs.core.store import Snapshot, Store
 from backoffice.envs.core.tools import PageArgs, page
 from backoffice.envs.schedules.tables import RULE_TEXT, STATUSES, approval_needed, parse_date, period_of
 
 toolkit = Toolkit()
 
+Row = Mapping[str, Any]
+
+
+def _now(ctx: ToolContext) -> str:
+    """``ctx.now`` read from the live clock row (no copy)."""
+    row = ctx.store._current("clock", "clock")
+    return row["now"] if row else ""
+
+
 def _today(ctx: ToolContext) -> str:
-    return ctx.now[:10]
+    return _now(ctx)[:10]
+
+
+def _row(store: Store, table: str, rid: str, message: str) -> Row:
+    """The live row ``rid`` of ``table`` (read-only: never mutate it; a tool may return it, the
+    toolkit serialises the result), or a ``not_found`` :class:`ToolError` (``require_row``
+    without the copy)."""
+    row = store._current(table, rid)
+    if row is None:
+        raise ToolError("not_found", message)
+    return row
+
+
+def _by_id(row: Row) -> str:
+    return row["id"]
+
+
+def _live_rows(store: Store, table: str, **equals: Any) -> list[Row]:
+    """The live rows (read-only, not copies) whose fields equal every ``field=value`` given, in
+    id order: ``store.rows(table, **equals)`` without copying a row. Walks the smallest index
+    bucket of the snapshot and merges the rows this episode wrote: O(bucket + rows written).
+    Needs at least one equality (a scan is never what a tool wants)."""
+    if not equals:
+        raise ValueError("_live_rows needs at least one field=value")
+    snap = store.snapshot
+    chosen = ""
+    bucket: tuple[str, ...] = ()
+    for field, value in equals.items():
+        ids = snap.index(table, field).get(value, ())
+        if not chosen or len(ids) < len(bucket):
+            chosen, bucket = field, ids
+    base = snap.table(table)
+    written = store.written_ids(table)
+    rows: list[Row]
+    if written:
+        seen = set(written)
+        rows = [base[rid] for rid in bucket if rid not in seen]
+    else:
+        rows = [base[rid] for rid in bucket]
+    if len(equals) > 1:
+        rest = [(k, v) for k, v in equals.items() if k != chosen]
+        rows = [r for r in rows if all(r.get(k) == v for k, v in rest)]
+    if written:
+        n = len(rows)
+        current = store._current
+        if len(equals) == 1:
+            want = equals[chosen]
+            for rid in written:
+                row = current(table, rid)
+                if row is not None and row.get(chosen) == want:
+                    rows.append(row)
+        else:
+            items = list(equals.items())
+            for rid in written:
+                row = current(table, rid)
+                if row is not None and all(row.get(k) == v for k, v in items):
+                    rows.append(row)
+        if len(rows) > n and n:
+            rows.sort(key=_by_id)
+    return rows
 
 
 def _number(policy_id: str) -> str:
@@ -56,24 +128,27 @@ def _next_suffix(ctx: ToolContext, table: str, policy_id: str) -> str:
     return f"{prefix}-{n:02d}"
 
 
-def _rules(ctx: ToolContext) -> dict[str, Any]:
-    return require_row(ctx.store, "rules", "RULES", "no rules document")  # every snapshot has it
+def _rules(ctx: ToolContext) -> Row:
+    return _row(ctx.store, "rules", "RULES", "no rules document")  # every snapshot has it (live row: read-only)
 
 
-def _instalments(ctx: ToolContext, schedule_id: str) -> list[dict[str, Any]]:
-    rows = ctx.store.rows("instalments", schedule_id=schedule_id)
-    rows.sort(key=lambda r: (r["seq"], r["id"]))
-    return rows
-
-
-def _valid_date(text: str, what: str) -> str:
-    """``text`` as a canonical ``YYYY-MM-DD``; ``invalid_args`` if it is not a real date."""
+@lru_cache(maxsize=8192)
+def _canonical_date(text: str) -> str | None:
+    """``text`` as a canonical ``YYYY-MM-DD`` or ``None`` (pure, cached)."""
     try:
         if len(text) == 10:
             return parse_date(text).isoformat()
     except ValueError:
         pass
-    raise ToolError("invalid_args", f"{what} must be a date YYYY-MM-DD, got {text[:40]!r}")
+    return None
+
+
+def _valid_date(text: str, what: str) -> str:
+    """``text`` as a canonical ``YYYY-MM-DD``; ``invalid_args`` if it is not a real date."""
+    got = _canonical_date(text)
+    if got is None:
+        raise ToolError("invalid_args", f"{what} must be a date YYYY-MM-DD, got {text[:40]!r}")
+    return got
 
 
 # -- reads ---------------------------------------------------------------------------------
@@ -86,7 +161,7 @@ def get_request(ctx: ToolContext, args: RequestArgs) -> dict:
     """Return a customer's change request: kind (to_monthly, to_quarterly, split, deferral,
     collection_day), start_period, parts, pause_months, new_collection_day, received_on and the
     customer's own words."""
-    return require_row(ctx.store, "requests", args.request_id, f"no request {args.request_id}")
+    return dict(_row(ctx.store, "requests", args.request_id, f"no request {args.request_id}"))
 
 
 class PolicyArgs(ToolArgs):
@@ -97,21 +172,42 @@ class PolicyArgs(ToolArgs):
 def get_policy(ctx: ToolContext, args: PolicyArgs) -> dict:
     """Return a policy (premium in cents, policy year, holder, account, debit instruction id) and
     the versions of its instalment schedule (id, version, status, frequency)."""
-    policy = require_row(ctx.store, "policies", args.policy_id, f"no policy {args.policy_id}")
-    schedules = [
-        {k: s[k] for k in ("id", "version", "status", "frequency", "change_type")}
-        for s in ctx.store.rows("schedules", policy_id=args.policy_id)
-    ]
-    schedules.sort(key=lambda s: (s["version"], s["id"]))
-    return {"policy": policy, "schedules": schedules}
+    policy = _row(ctx.store, "policies", args.policy_id, f"no policy {args.policy_id}")
+    rows = _live_rows(ctx.store, "schedules", policy_id=args.policy_id)
+    rows.sort(key=_version_key)
+    return {"policy": policy, "schedules": [dict(zip(_SCHEDULE_SUMMARY, _schedule_summary(s))) for s in rows]}
+
+
+_SCHEDULE_SUMMARY = ("id", "version", "status", "frequency", "change_type")
+_schedule_summary = itemgetter(*_SCHEDULE_SUMMARY)
+
+
+def _version_key(row: Row) -> tuple[int, str]:
+    return row["version"], row["id"]
 
 
 @toolkit.tool(writes=False)
 def get_rules(ctx: ToolContext, args: NoArgs) -> dict:
     """Return the portfolio's rules document (rounding of remainder cents, month-end handling,
     minimum instalment, reminder lead time, approval triggers and roles) and today's date."""
-    rules = {k: v for k, v in _rules(ctx).items() if k != "id"}
-    return {"today": _today(ctx), "rules": rules, "explanations": RULE_TEXT, "statuses": {k: list(v) for k, v in STATUSES.items()}}
+    row = _rules(ctx)
+    if row is ctx.store.snapshot.table("rules").get("RULES"):  # the snapshot's: its document is built once
+        rules = ctx.store.snapshot.memo(("schedules.rules_document",), _snapshot_rules_document)
+    else:
+        rules = _rules_document(row)
+    return {"today": _today(ctx), "rules": rules, "explanations": RULE_TEXT, "statuses": _STATUS_LISTS}
+
+
+#: the ``statuses`` of get_rules (the toolkit serialises results: never mutated)
+_STATUS_LISTS = {k: list(v) for k, v in STATUSES.items()}
+
+
+def _rules_document(row: Row) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k != "id"}
+
+
+def _snapshot_rules_document(snap: Snapshot) -> dict[str, Any]:
+    return _rules_document(snap.table("rules")["RULES"])
 
 
 class ScheduleArgs(ToolArgs):
@@ -121,9 +217,9 @@ class ScheduleArgs(ToolArgs):
 @toolkit.tool(writes=False)
 def get_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
     """Return one schedule version with a summary of its instalments by status (count, cents)."""
-    schedule = require_row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
+    schedule = _row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
     summary: dict[str, dict[str, int]] = {}
-    for row in _instalments(ctx, args.schedule_id):
+    for row in _live_rows(ctx.store, "instalments", schedule_id=args.schedule_id):  # sums: any order
         s = summary.setdefault(row["status"], {"count": 0, "amount": 0})
         s["count"] += 1
         s["amount"] += row["amount"]
@@ -152,10 +248,26 @@ def list_instalments(ctx: ToolContext, args: ListInstalmentsArgs) -> dict:
     rows, next_cursor = page(ctx.store, "instalments", args, **equals)
     if not rows and not any(ctx.store.exists(t, v) for t, v in (("schedules", args.schedule_id or ""), ("policies", args.policy_id or ""))):
         raise ToolError("not_found", "no such schedule or policy")
-    rows.sort(key=lambda r: (r["schedule_id"], r["seq"], r["id"]))
-    keep = ("id", "schedule_id", "seq", "period", "due_date", "amount", "status", "paid_on")
-    return {"instalments": [{k: r.get(k) for k in keep} for r in rows], "total": ctx.store.count("instalments", **equals),
-            "next_cursor": next_cursor}
+    rows.sort(key=_listing_key)
+    # a first page that is also the last holds every matching row: its length is the count
+    total = len(rows) if args.cursor is None and next_cursor is None else ctx.store.count("instalments", **equals)
+    return {"instalments": [_project(r) for r in rows], "total": total, "next_cursor": next_cursor}
+
+
+_LISTED = ("id", "schedule_id", "seq", "period", "due_date", "amount", "status", "paid_on")
+_listed = itemgetter(*_LISTED)
+
+
+def _project(row: Row) -> dict[str, Any]:
+    """An instalment as list_instalments shows it: the listed fields (``None`` when absent)."""
+    try:
+        return dict(zip(_LISTED, _listed(row)))
+    except KeyError:
+        return {k: row.get(k) for k in _LISTED}
+
+
+def _listing_key(row: Row) -> tuple[str, int, str]:
+    return row["schedule_id"], row["seq"], row["id"]
 
 
 class InstructionArgs(ToolArgs):
@@ -165,7 +277,7 @@ class InstructionArgs(ToolArgs):
 @toolkit.tool(writes=False)
 def get_instruction(ctx: ToolContext, args: InstructionArgs) -> dict:
     """Return a direct-debit instruction (mandate) with its collection day of the month."""
-    return require_row(ctx.store, "instructions", args.instruction_id, f"no instruction {args.instruction_id}")
+    return dict(_row(ctx.store, "instructions", args.instruction_id, f"no instruction {args.instruction_id}"))
 
 
 class ListRemindersArgs(PageArgs):
@@ -184,8 +296,13 @@ def list_reminders(ctx: ToolContext, args: ListRemindersArgs) -> dict:
     if not equals:
         raise ToolError("invalid_args", "give policy_id, due_date or status (the book's reminders are listed by filter)")
     rows, next_cursor = page(ctx.store, "reminders", args, **equals)
-    rows.sort(key=lambda r: (r["send_on"], r["id"]))
-    return {"reminders": rows, "total": ctx.store.count("reminders", **equals), "next_cursor": next_cursor}
+    rows.sort(key=_send_key)
+    total = len(rows) if args.cursor is None and next_cursor is None else ctx.store.count("reminders", **equals)
+    return {"reminders": rows, "total": total, "next_cursor": next_cursor}
+
+
+def _send_key(row: Row) -> tuple[str, str]:
+    return row["send_on"], row["id"]
 
 
 class ListApprovalsArgs(PageArgs):
@@ -212,8 +329,8 @@ class CreateDraftArgs(ToolArgs):
 @toolkit.tool(writes=True)
 def create_draft_schedule(ctx: ToolContext, args: CreateDraftArgs) -> dict:
     """Create an empty draft schedule (next version) for a policy. Add instalments to it, then commit it."""
-    policy = require_row(ctx.store, "policies", args.policy_id, f"no policy {args.policy_id}")
-    versions = [s["version"] for s in ctx.store.rows("schedules", policy_id=args.policy_id)]
+    policy = _row(ctx.store, "policies", args.policy_id, f"no policy {args.policy_id}")
+    versions = [s["version"] for s in _live_rows(ctx.store, "schedules", policy_id=args.policy_id)]
     version = max(versions, default=0) + 1
     sid = f"SCD-{_number(args.policy_id)}V{version}"
     if ctx.store.exists("schedules", sid):
@@ -221,7 +338,7 @@ def create_draft_schedule(ctx: ToolContext, args: CreateDraftArgs) -> dict:
     return ctx.store.insert("schedules", {
         "id": sid, "policy_id": args.policy_id, "account_id": policy["account_id"], "version": version,
         "status": "draft", "frequency": args.frequency, "change_type": args.change_type,
-        "created_at": ctx.now, "committed_at": None, "superseded_at": None,
+        "created_at": _now(ctx), "committed_at": None, "superseded_at": None,
     })
 
 
@@ -235,14 +352,14 @@ class AddInstalmentArgs(ToolArgs):
 @toolkit.tool(writes=True)
 def add_instalment(ctx: ToolContext, args: AddInstalmentArgs) -> dict:
     """Add one instalment to a draft schedule. Sequence numbers are assigned in due-date order at commit."""
-    schedule = require_row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
+    schedule = _row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
     if schedule["status"] != "draft":
         raise ToolError("conflict", f"{args.schedule_id} is {schedule['status']}; instalments can only be added to a draft")
     due = _valid_date(args.due_date, "due_date")
     period = args.period or period_of(parse_date(due))
     if len(period) != 7 or not _is_period(period):
         raise ToolError("invalid_args", "period must be YYYY-MM")
-    rows = _instalments(ctx, args.schedule_id)
+    rows = _live_rows(ctx.store, "instalments", schedule_id=args.schedule_id)  # a count and a max: any order
     if len(rows) >= 24:
         raise ToolError("precondition_failed", "a schedule holds at most 24 instalments")
     suffix = 1 + max((int(r["id"].rsplit("-", 1)[1]) for r in rows), default=0)
@@ -253,7 +370,9 @@ def add_instalment(ctx: ToolContext, args: AddInstalmentArgs) -> dict:
     })
 
 
+@lru_cache(maxsize=4096)
 def _is_period(text: str) -> bool:
+    """Whether a 7-character ``text`` is ``YYYY-MM`` with a month 01-12 (pure, cached)."""
     return text[:4].isdigit() and text[4] == "-" and text[5:].isdigit() and 1 <= int(text[5:]) <= 12
 
 
@@ -264,7 +383,7 @@ class InstalmentArgs(ToolArgs):
 @toolkit.tool(writes=True)
 def remove_instalment(ctx: ToolContext, args: InstalmentArgs) -> dict:
     """Remove an instalment from a draft schedule (only draft instalments can be removed)."""
-    row = require_row(ctx.store, "instalments", args.instalment_id, f"no instalment {args.instalment_id}")
+    row = _row(ctx.store, "instalments", args.instalment_id, f"no instalment {args.instalment_id}")
     if row["status"] != "draft":
         raise ToolError("conflict", f"{args.instalment_id} is {row['status']}; only draft instalments can be removed")
     ctx.store.delete("instalments", args.instalment_id)
@@ -282,41 +401,48 @@ class RequestApprovalArgs(ToolArgs):
 @toolkit.tool(writes=True)
 def request_approval(ctx: ToolContext, args: RequestApprovalArgs) -> dict:
     """Ask an approver role to approve a schedule change. The decision arrives later: call wait."""
-    policy = require_row(ctx.store, "policies", args.policy_id, f"no policy {args.policy_id}")
-    require_row(ctx.store, "_approvers", args.role, f"no approver holds the role {args.role[:60]!r}")
+    policy = _row(ctx.store, "policies", args.policy_id, f"no policy {args.policy_id}")
+    _row(ctx.store, "_approvers", args.role, f"no approver holds the role {args.role[:60]!r}")
     if args.schedule_id is not None:
-        require_row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
-    for row in ctx.store.rows("approvals", policy_id=args.policy_id, role=args.role):
+        _row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
+    for row in _live_rows(ctx.store, "approvals", policy_id=args.policy_id, role=args.role):
         if row["status"] in ("pending", "granted"):
             raise ToolError("conflict", f"approval {row['id']} by {args.role} is already {row['status']}")
     aid = _next_suffix(ctx, "approvals", args.policy_id)
     return ctx.store.insert("approvals", {
         "id": aid, "policy_id": args.policy_id, "account_id": policy["account_id"], "schedule_id": args.schedule_id,
-        "role": args.role, "reason": args.reason, "status": "pending", "requested_at": ctx.now,
+        "role": args.role, "reason": args.reason, "status": "pending", "requested_at": _now(ctx),
         "decided_at": None, "decided_by": None,
     })
 
 
-def _decision_time(ctx: ToolContext, row: dict[str, Any]) -> str:
-    approver = ctx.store.get("_approvers", row["role"])
+def _decision_time(ctx: ToolContext, row: Row) -> str:
+    approver = ctx.store._current("_approvers", row["role"])
     delay = int(approver["delay_hours"]) if approver else 1
-    return (datetime.fromisoformat(row["requested_at"]) + timedelta(hours=delay)).isoformat()
+    return _later(row["requested_at"], delay)
+
+
+@lru_cache(maxsize=4096)
+def _later(when: str, hours: int) -> str:
+    """The ISO datetime ``hours`` after ``when`` (pure, cached)."""
+    return (datetime.fromisoformat(when) + timedelta(hours=hours)).isoformat()
 
 
 @toolkit.tool(writes=True)
 def wait(ctx: ToolContext, args: NoArgs) -> dict:
     """Advance the clock to the next scripted event (an approver's decision) and return what happened.
     Fails with precondition_failed when nothing is pending."""
-    pending = ctx.store.rows("approvals", status="pending")  # only the episode's requests are pending
+    pending = _live_rows(ctx.store, "approvals", status="pending")  # only the episode's requests are pending
     if not pending:
         raise ToolError("precondition_failed", "nothing is pending: no approval request awaits a decision")
-    when = min(_decision_time(ctx, r) for r in pending)
-    when = max(when, ctx.now)
+    times = [_decision_time(ctx, r) for r in pending]
+    when = min(times)
+    when = max(when, _now(ctx))
     ctx.store.update("clock", "clock", {"now": when})
     decided = []
-    for row in pending:
-        if _decision_time(ctx, row) <= when:
-            approver = ctx.store.get("_approvers", row["role"]) or {}
+    for row, at in zip(pending, times):  # the rows read before any update: updates replace, never mutate, a row
+        if at <= when:
+            approver = ctx.store._current("_approvers", row["role"]) or {}
             decided.append(ctx.store.update("approvals", row["id"], {
                 "status": approver.get("decision", "granted"), "decided_at": when, "decided_by": approver.get("name"),
             }))
@@ -329,10 +455,11 @@ def commit_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
     """Make a draft schedule active: its instalments become due, numbered in due-date order.
     Refuses (approval_required) while a required approval is not granted. It does not retire the
     prior version: call supersede_schedule for that."""
-    schedule = require_row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
+    schedule = _row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
     if schedule["status"] != "draft":
         raise ToolError("conflict", f"{args.schedule_id} is {schedule['status']}, not a draft")
-    rows = sorted(_instalments(ctx, args.schedule_id), key=lambda r: (r["due_date"], r["id"]))
+    rows = _live_rows(ctx.store, "instalments", schedule_id=args.schedule_id)
+    rows.sort(key=_due_key)  # (due_date, id) is unique: the (seq, id) order before it never shows
     if not rows:
         raise ToolError("precondition_failed", "the draft has no instalments")
     today = _today(ctx)
@@ -343,32 +470,34 @@ def commit_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
     small = [r["id"] for r in rows if r["amount"] < int(rules["minimum_instalment_cents"])]
     if small:
         raise ToolError("precondition_failed", f"instalments below the minimum of {rules['minimum_instalment_cents']} cents: {', '.join(small[:5])}")
-    requests = ctx.store.rows("requests", policy_id=schedule["policy_id"])
+    requests = _live_rows(ctx.store, "requests", policy_id=schedule["policy_id"])
     received = min((r["received_on"] for r in requests), default=today)
     need = approval_needed(rules, schedule["change_type"], len(rows), rows[0]["due_date"], received)
     if need is not None:
         trigger, role = need
-        granted = ctx.store.rows("approvals", policy_id=schedule["policy_id"], role=role, status="granted")
+        granted = _live_rows(ctx.store, "approvals", policy_id=schedule["policy_id"], role=role, status="granted")
         if not granted:
             raise ToolError("approval_required", f"approval by {role} is required ({trigger}) and not granted", trigger=trigger, role=role)
-    committed = []
-    for i, row in enumerate(rows):
-        committed.append(ctx.store.update("instalments", row["id"], {"seq": i + 1, "status": "due"}))
-    ctx.store.update("schedules", args.schedule_id, {"status": "active", "committed_at": ctx.now})
+    committed = [ctx.store.update("instalments", row["id"], {"seq": i + 1, "status": "due"}) for i, row in enumerate(rows)]
+    ctx.store.update("schedules", args.schedule_id, {"status": "active", "committed_at": _now(ctx)})
     return {"schedule_id": args.schedule_id, "status": "active", "instalments": committed}
+
+
+def _due_key(row: Row) -> tuple[str, str]:
+    return row["due_date"], row["id"]
 
 
 @toolkit.tool(writes=True)
 def supersede_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
     """Mark an active schedule version superseded. Needs a newer active version of the same
     policy. Its instalments are left as they are (cancel the due ones with cancel_instalments)."""
-    schedule = require_row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
+    schedule = _row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
     if schedule["status"] != "active":
         raise ToolError("conflict", f"{args.schedule_id} is {schedule['status']}, not active")
-    newer = [s for s in ctx.store.rows("schedules", policy_id=schedule["policy_id"], status="active") if s["version"] > schedule["version"]]
+    newer = [s for s in _live_rows(ctx.store, "schedules", policy_id=schedule["policy_id"], status="active") if s["version"] > schedule["version"]]
     if not newer:
         raise ToolError("conflict", "no newer active version: superseding would leave the policy without a schedule")
-    return ctx.store.update("schedules", args.schedule_id, {"status": "superseded", "superseded_at": ctx.now})
+    return ctx.store.update("schedules", args.schedule_id, {"status": "superseded", "superseded_at": _now(ctx)})
 
 
 class CancelInstalmentsArgs(ToolArgs):
@@ -381,11 +510,15 @@ def cancel_instalments(ctx: ToolContext, args: CancelInstalmentsArgs) -> dict:
     payment: the customer is refunded. Draft instalments are removed with remove_instalment."""
     out = []
     for iid in dict.fromkeys(args.instalment_ids):
-        row = require_row(ctx.store, "instalments", iid, f"no instalment {iid}")
+        row = _row(ctx.store, "instalments", iid, f"no instalment {iid}")
         if row["status"] not in ("due", "paid"):
             raise ToolError("conflict", f"{iid} is {row['status']}; only due or paid instalments can be cancelled")
-        out.append(ctx.store.update("instalments", iid, {"status": "cancelled"}))
-    return {"cancelled": [r["id"] for r in out]}
+        ctx.store.update("instalments", iid, _CANCELLED)
+        out.append(iid)
+    return {"cancelled": out}
+
+
+_CANCELLED = {"status": "cancelled"}
 
 
 # -- mandate and reminders -----------------------------------------------------------------
@@ -397,7 +530,7 @@ class UpdateInstructionArgs(ToolArgs):
 @toolkit.tool(writes=True)
 def update_instruction(ctx: ToolContext, args: UpdateInstructionArgs) -> dict:
     """Change the collection day of a direct-debit instruction."""
-    row = require_row(ctx.store, "instructions", args.instruction_id, f"no instruction {args.instruction_id}")
+    row = _row(ctx.store, "instructions", args.instruction_id, f"no instruction {args.instruction_id}")
     if row["status"] != "active":
         raise ToolError("conflict", f"{args.instruction_id} is {row['status']}")
     return ctx.store.update("instructions", args.instruction_id, {"collection_day": args.collection_day})
@@ -412,13 +545,14 @@ class CreateReminderArgs(ToolArgs):
 @toolkit.tool(writes=True)
 def create_reminder(ctx: ToolContext, args: CreateReminderArgs) -> dict:
     """Schedule a payment reminder for a due instalment."""
-    inst = require_row(ctx.store, "instalments", args.instalment_id, f"no instalment {args.instalment_id}")
+    inst = _row(ctx.store, "instalments", args.instalment_id, f"no instalment {args.instalment_id}")
     if inst["status"] != "due":
         raise ToolError("conflict", f"{args.instalment_id} is {inst['status']}; reminders are for due instalments")
     send_on = _valid_date(args.send_on, "send_on")
-    if send_on < _today(ctx) or send_on > inst["due_date"]:
-        raise ToolError("precondition_failed", f"send_on must be between today ({_today(ctx)}) and the due date ({inst['due_date']})")
-    if ctx.store.rows("reminders", instalment_id=args.instalment_id, status="scheduled"):
+    today = _today(ctx)
+    if send_on < today or send_on > inst["due_date"]:
+        raise ToolError("precondition_failed", f"send_on must be between today ({today}) and the due date ({inst['due_date']})")
+    if _live_rows(ctx.store, "reminders", instalment_id=args.instalment_id, status="scheduled"):
         raise ToolError("conflict", f"{args.instalment_id} already has a scheduled reminder")
     rid = _next_suffix(ctx, "reminders", inst["policy_id"])
     return ctx.store.insert("reminders", {
@@ -435,16 +569,16 @@ class ReminderArgs(ToolArgs):
 @toolkit.tool(writes=True)
 def cancel_reminder(ctx: ToolContext, args: ReminderArgs) -> dict:
     """Cancel a scheduled reminder."""
-    row = require_row(ctx.store, "reminders", args.reminder_id, f"no reminder {args.reminder_id}")
+    row = _row(ctx.store, "reminders", args.reminder_id, f"no reminder {args.reminder_id}")
     if row["status"] != "scheduled":
         raise ToolError("conflict", f"{args.reminder_id} is {row['status']}, not scheduled")
-    return ctx.store.update("reminders", args.reminder_id, {"status": "cancelled"})
+    return ctx.store.update("reminders", args.reminder_id, _CANCELLED)
 
 
 @toolkit.tool(terminal=True, writes=False)
 def submit(ctx: ToolContext, args: NoArgs) -> dict:
     """Finish the task: the schedule, reminders and mandate are graded as they stand."""
-    return {"submitted": True, "now": ctx.now}
+    return {"submitted": True, "now": _now(ctx)}
 
 
 READ_TOOLS = ("get_request", "get_policy", "get_rules", "get_schedule", "list_instalments", "get_instruction", "list_reminders", "list_approvals")
