@@ -105,11 +105,12 @@ def select(spec: Mapping[str, Any], episode: Episode) -> list[dict[str, Any]]:
     elif spec.get("created_only"):
         # only rows the episode created can match: O(rows changed), not O(table); same id order
         where = spec.get("where")
-        got = (state.get(table, rid) for rid in episode.diff.get(table, NO_CHANGES).get("created", ()))
+        # (live rows, not copies: checks only read them)
+        got = (state._current(table, rid) for rid in episode.diff.get(table, NO_CHANGES).get("created", ()))
         return [r for r in got if r is not None and matches(r, where)]
     elif (named := _id_list(spec.get("where"))) is not None:
         # ``where: {"id": {"$in": [...]}}`` names its rows: fetch them, in id order like state.rows
-        got = (state.get(table, rid) for rid in named)
+        got = (state._current(table, rid) for rid in named)
         rows = [r for r in got if r is not None and matches(r, spec["where"])]
     else:
         # plain-valued fields of ``where`` go to the store's indexes; the rest filter the hits
@@ -161,12 +162,17 @@ def _row_equals(spec: Mapping[str, Any], ep: Episode) -> tuple[bool, Any]:
     fields = list(spec.get("fields") or (sorted(expected[0]) if expected else ["id"]))
     order = spec.get("order_by", fields[0])
     got = [{f: _plain(r.get(f)) for f in fields} for r in select(spec, ep)]
-    got.sort(key=lambda r: (str(type(r.get(order))), r.get(order)))
+    got.sort(key=lambda r: _order_key(r.get(order)))
     want = [{f: r.get(f) for f in fields} for r in expected]
-    want.sort(key=lambda r: (str(type(r.get(order))), r.get(order)))
+    want.sort(key=lambda r: _order_key(r.get(order)))
     if got == want:
         return True, None
     return False, {"expected": want, "got": got}
+
+
+def _order_key(v: Any) -> tuple[str, Any]:
+    """Sort key of mixed-type values: by type name (as ``str(type(v))`` orders them), then value."""
+    return type(v).__name__, v
 
 
 def _plain(v: Any) -> Any:
