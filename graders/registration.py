@@ -36,12 +36,11 @@ and the oracle never imports the grader, so each checks the other.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from backoffice.envs.core.domain import Episode
-from backoffice.envs.core.store import Store
 from backoffice.envs.registration import FAILURE_CODES, GUARDRAIL_CODE
 from backoffice.envs.registration.tables import ADDRESS_FIELDS, REFER_CLASSES, digits, fold, phone_key
 from backoffice.graders.checks import result
@@ -61,18 +60,80 @@ RULE_OF_CHECK = {
 CHILD_TABLES = ("coverages", "contacts", "consents", "gp_links")
 
 
-def _ok_calls(ep: Episode, tool: str) -> list[Mapping[str, Any]]:
-    return [r for r in ep.trace if r["tool"] == tool and r["result_status"] == "ok"]
+def _ok_calls_by_tool(ep: Episode) -> dict[str, list[Mapping[str, Any]]]:
+    """The episode's successful calls per tool, in step order (one pass over the trace)."""
+    out: dict[str, list[Mapping[str, Any]]] = {}
+    for r in ep.trace:
+        if r["result_status"] == "ok":
+            out.setdefault(r["tool"], []).append(r)
+    return out
 
 
-def _same(field: str, a: Any, b: Any) -> bool:
+def _normalised(field: str, value: Any) -> str:
+    """A demographic value as the grader compares it: identifier digits, phone digits in
+    national form, postcode folded without spaces, other text folded."""
     if field == "identifier":
-        return digits(a) == digits(b)
+        return digits(value)
     if field == "phone":
-        return phone_key(a) == phone_key(b)
+        return phone_key(value)
     if field == "postcode":
-        return fold(a).replace(" ", "") == fold(b).replace(" ", "")
-    return fold(a) == fold(b)
+        return fold(value).replace(" ", "")
+    return fold(value)
+
+
+_normalised_text = lru_cache(maxsize=1 << 14)(_normalised)
+
+
+def _norm(field: str, value: Any) -> str:
+    """:func:`_normalised`, cached for text values (the grader compares the same few values)."""
+    if type(value) is str or value is None:
+        return _normalised_text(field, value)
+    return _normalised(field, value)
+
+
+@lru_cache(maxsize=1 << 14)
+def _norm_values(fields: tuple[str, ...], values: tuple[Any, ...]) -> tuple[str, ...]:
+    """:func:`_norm` of each field's value (cached per record content)."""
+    return tuple(_normalised(f, v) for f, v in zip(fields, values))
+
+
+def _row_id(row: Mapping[str, Any]) -> str:
+    return str(row["id"])
+
+
+class _Rows:
+    """A patient's rows in the child tables, read once per grade through the ``patient_id``
+    index, at the end (``ep.state``) or at the start (``ep.snapshot``). Rows are the live ones:
+    read-only. Filtering a patient's rows (id order) by more fields gives exactly what a
+    ``select`` with those equalities returns."""
+
+    __slots__ = ("_ep", "_start", "_cache")
+
+    def __init__(self, ep: Episode, start: bool):
+        self._ep, self._start = ep, start
+        self._cache: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+
+    def of(self, table: str, pid: str) -> list[Mapping[str, Any]]:
+        """The patient's rows of ``table`` in id order (what ``select(table, patient_id=pid)``
+        returns, without copies): the snapshot's index bucket, merged at the end with the
+        rows the episode wrote."""
+        key = (table, pid)
+        rows = self._cache.get(key)
+        if rows is None:
+            snap = self._ep.snapshot
+            base = snap.table(table)
+            bucket = snap.index(table, "patient_id").get(pid, ())
+            written = () if self._start else self._ep.state.written_ids(table)
+            if not written:
+                rows = [base[i] for i in bucket]
+            else:
+                current = self._ep.state._current
+                skip = set(written)
+                rows = [base[i] for i in bucket if i not in skip]
+                rows += [r for i in written if (r := current(table, i)) is not None and r.get("patient_id") == pid]
+                rows.sort(key=_row_id)
+            self._cache[key] = rows
+        return rows
 
 
 def _touched(ep: Episode) -> dict[str, list[str]]:
@@ -83,54 +144,60 @@ def _touched(ep: Episode) -> dict[str, list[str]]:
     if pdiff:
         for rid in [*pdiff["updated"], *pdiff["deleted"]]:
             out.setdefault(rid, []).append(f"patients:{rid}")
+    current = ep.state._current
     for table in CHILD_TABLES:
         d = ep.diff.get(table)
         if not d:
             continue
+        base = ep.snapshot.table(table)
         for rid in [*d["created"], *d["updated"], *d["deleted"]]:
-            row = ep.state.get(table, rid) or ep.snapshot.table(table).get(rid) or {}
+            row = current(table, rid) or base.get(rid) or {}
             pid = row.get("patient_id")
             if pid is not None and pid in snap_patients:  # ids are strings: None is never one
                 out.setdefault(pid, []).append(f"{table}:{rid}")
     return out
 
 
-def _duplicates(ep: Episode, pids: set[str]) -> list[str]:
+def _duplicates(ep: Episode, pids: set[str], end: _Rows) -> list[str]:
     """Entries the episode left twice on a patient it wrote to: the same coverage (payer and
     member id), the same contact (role and name), two treatment consents for this form, two GP
     links created. Rows on file before the episode count: re-adding one is a duplicate."""
-    state, form_id = ep.state, ep.key["intake_form_id"]
-    created = {t: set(ep.diff.get(t, NO_CHANGES).get("created", ())) for t in CHILD_TABLES}
+    form_id = ep.key["intake_form_id"]
+    d = ep.diff.get("gp_links")
+    created_links = set(d["created"]) if d else set()
     out: list[str] = []
     for pid in sorted(pids):
         groups: dict[tuple, list[str]] = {}
-        for r in state.rows("coverages", patient_id=pid, status="active"):
-            groups.setdefault(("coverage", r["payer_id"], str(r["member_id"]).strip().upper()), []).append(r["id"])
-        for r in state.rows("contacts", patient_id=pid):
+        for r in end.of("coverages", pid):
+            if r.get("status") == "active":
+                groups.setdefault(("coverage", r["payer_id"], str(r["member_id"]).strip().upper()), []).append(r["id"])
+        for r in end.of("contacts", pid):
             groups.setdefault(("contact", r["role"], fold(r["name"])), []).append(r["id"])
-        for r in state.rows("consents", patient_id=pid, intake_form_id=form_id):
-            groups.setdefault(("consent",), []).append(r["id"])
-        for r in state.rows("gp_links", patient_id=pid):
-            if r["id"] in created["gp_links"]:
-                groups.setdefault(("gp_link",), []).append(r["id"])
+        for r in end.of("consents", pid):
+            if r.get("intake_form_id") == form_id:
+                groups.setdefault(("consent",), []).append(r["id"])
+        if created_links:
+            for r in end.of("gp_links", pid):
+                if r["id"] in created_links:
+                    groups.setdefault(("gp_link",), []).append(r["id"])
         for ids in groups.values():
             if len(ids) > 1:
                 out += [f"{pid}:{i}" for i in sorted(ids)]
     return out
 
 
-@dataclass(frozen=True)
-class _Task:
+class _Task(NamedTuple):
     """What every check of one episode reads: the key's decision and the record it concerns,
-    and the start state as a store (indexed reads of the snapshot)."""
+    and the patient's child rows at the end and at the start (each read once, by index)."""
 
     ep: Episode
     decision: str
     form_id: str
     created: list[str]
     pid: str | None
-    patient: dict[str, Any] | None
-    start: Store
+    patient: Mapping[str, Any] | None
+    end: _Rows
+    start: _Rows
 
 
 def _task(ep: Episode) -> _Task:
@@ -144,14 +211,15 @@ def _task(ep: Episode) -> _Task:
         pid = created[0] if created else None
     else:
         pid = None
-    patient = ep.state.get("patients", pid) if pid else None
-    return _Task(ep, decision, key["intake_form_id"], created, pid, patient, Store(ep.snapshot))
+    patient = ep.state._current("patients", pid) if pid else None
+    return _Task(ep, decision, key["intake_form_id"], created, pid, patient, _Rows(ep, False), _Rows(ep, True))
 
 
-def _search_first(ep: Episode) -> dict[str, Any]:
+def _search_first(calls: Mapping[str, list[Mapping[str, Any]]]) -> dict[str, Any]:
     """R-SEARCH-FIRST (gate): a search happened before the first create."""
-    first_create = next((r["step"] for r in _ok_calls(ep, "create_patient")), None)
-    first_search = next((r["step"] for r in _ok_calls(ep, "search_patients")), None)
+    creates, searches = calls.get("create_patient"), calls.get("search_patients")
+    first_create = creates[0]["step"] if creates else None
+    first_search = searches[0]["step"] if searches else None
     ok = first_create is None or (first_search is not None and first_search < first_create)
     return result("search_before_create", "rule", ok, "search_skipped", None if ok else {"create_step": first_create}, gate=True)
 
@@ -169,21 +237,25 @@ def _present(t: _Task, item: str, start: bool) -> bool:
     key, pid = t.ep.key, t.pid
     if not pid:
         return False
-    view = t.start if start else t.ep.state
+    rows = (t.start if start else t.end).of
     if item == "patient":
-        return view.exists("patients", pid)
+        return (pid in t.ep.snapshot.table("patients")) if start else t.patient is not None
     if item == "coverage":
         cov = key["coverage"]
-        return any(str(r["member_id"]).strip().upper() == cov["member_id"]
-                   for r in view.rows("coverages", patient_id=pid, payer_id=cov["payer_id"], status="active"))
+        payer = cov["payer_id"]
+        return any(r.get("payer_id") == payer and r.get("status") == "active" and str(r["member_id"]).strip().upper() == cov["member_id"]
+                   for r in rows("coverages", pid))
     if item == "gp_link":
-        return view.count("gp_links", patient_id=pid, practice_id=key["practice_id"], status="active") > 0
+        practice = key["practice_id"]
+        return any(r.get("practice_id") == practice and r.get("status") == "active" for r in rows("gp_links", pid))
     if item.startswith("contact:"):
         c = next(c for c in key["contacts"] if f"contact:{c['role']}" == item)
-        return any(fold(r["name"]) == fold(c["name"]) for r in view.rows("contacts", patient_id=pid, role=c["role"]))
-    guardians = {r["id"] for r in view.rows("contacts", patient_id=pid, role="guardian")}
-    return any(r["given_by"] != "guardian" or r["contact_id"] in guardians
-               for r in view.rows("consents", patient_id=pid, intake_form_id=t.form_id, given_by=key["consent_by"]))
+        role, name = c["role"], fold(c["name"])
+        return any(r.get("role") == role and fold(r["name"]) == name for r in rows("contacts", pid))
+    guardians = {r["id"] for r in rows("contacts", pid) if r.get("role") == "guardian"}
+    form_id, by = t.form_id, key["consent_by"]
+    return any((r["given_by"] != "guardian" or r["contact_id"] in guardians)
+               for r in rows("consents", pid) if r.get("intake_form_id") == form_id and r.get("given_by") == by)
 
 
 def _registration_set(t: _Task, checks: list[dict[str, Any]]) -> list[str]:
@@ -209,11 +281,18 @@ def _patient_fields(t: _Task) -> dict[str, Any]:
     """The record's demographics (normalised: phone digits, name case, spaces); a gate when the
     record was already right."""
     expected = t.ep.key["expected_fields"]
+    fields = tuple(sorted(expected))
+    values = tuple(map(expected.__getitem__, fields))
+    try:
+        want = _norm_values(fields, values)
+    except TypeError:  # a value that is not hashable: normalised one by one
+        want = tuple(_norm(f, v) for f, v in zip(fields, values))
 
     def mismatched(row: Mapping[str, Any] | None) -> list[str]:
         if row is None:
             return ["record"]
-        return [f for f, v in sorted(expected.items()) if not _same(f, row.get(f), v)]
+        got = _norm_values(fields, tuple(map(row.get, fields)))  # row values are frozen: hashable
+        return [f for f, a, b in zip(fields, got, want) if a != b]
 
     bad = mismatched(t.patient)
     was_right = t.decision == "update" and not mismatched(t.ep.snapshot.table("patients").get(t.pid) if t.pid is not None else None)
@@ -223,15 +302,16 @@ def _patient_fields(t: _Task) -> dict[str, Any]:
 def _coverage_valid(ep: Episode) -> dict[str, Any]:
     """R-COVERAGE-ID (gate): every coverage written belongs, on the payer's roster, to its patient."""
     state = ep.state
+    current = state._current
     bad_cov = []
     cdiff = ep.diff.get("coverages")
     for rid in ([*cdiff["created"], *cdiff["updated"]] if cdiff else []):
-        row = state.get("coverages", rid)
-        owner = state.get("patients", row["patient_id"]) if row else None
+        row = current("coverages", rid)
+        owner = current("patients", row["patient_id"]) if row else None
         member = str(row["member_id"]).strip().upper() if row else ""
         on_roster = row is not None and owner is not None and any(
             fold(m["family_name"]) == fold(owner["family_name"]) and m["dob"] == owner["dob"] and m["status"] == "active"
-            for m in state.rows("member_roster", payer_id=row["payer_id"], member_id=member)
+            for m in state.select("member_roster", payer_id=row["payer_id"], member_id=member)
         )
         if not on_roster:
             bad_cov.append(rid)
@@ -242,18 +322,19 @@ def _minor_guardian(t: _Task) -> dict[str, Any]:
     """R-MINOR-GUARDIAN (work, minors only): a guardian contact gives the consent."""
     ok = t.patient is not None
     if ok:
-        guardians = {r["id"] for r in t.ep.state.rows("contacts", patient_id=t.pid, role="guardian")}
-        consents = t.ep.state.rows("consents", patient_id=t.pid, intake_form_id=t.form_id)
+        assert t.pid is not None
+        guardians = {r["id"] for r in t.end.of("contacts", t.pid) if r.get("role") == "guardian"}
+        consents = [r for r in t.end.of("consents", t.pid) if r.get("intake_form_id") == t.form_id]
         ok = bool(guardians) and bool(consents) and all(r["given_by"] == "guardian" and r["contact_id"] in guardians for r in consents)
     return result("minor_guardian", "rule", ok, "guardian_missing", None if ok else {"patient_id": t.pid})
 
 
-def _verified_fields(t: _Task) -> dict[str, Any]:
+def _verified_fields(t: _Task, updates: list[Mapping[str, Any]]) -> dict[str, Any]:
     """R-VERIFIED-FIELD (gate): a verified field changed only with evidence cited for it."""
     ep = t.ep
     overwritten = []
     pdiff = ep.diff.get("patients")
-    evidence = {r["id"]: r["field"] for r in t.start.rows("evidence", intake_form_id=t.form_id)}
+    evidence: dict[str, Any] | None = None  # evidence id -> field, read when first needed
     for rid, fields in sorted((pdiff or NO_CHANGES).get("updated", {}).items()):
         before = ep.snapshot.table("patients")[rid]
         verified = set(before.get("verified") or ())
@@ -261,14 +342,52 @@ def _verified_fields(t: _Task) -> dict[str, Any]:
             group = "address" if f in ADDRESS_FIELDS else f
             if group not in verified:
                 continue
-            backed = group == "address" and any(
-                r["args"].get("patient_id") == rid and r["args"].get(f) is not None
-                and any(evidence.get(e) == group for e in r["args"].get("evidence_ids") or ())
-                for r in _ok_calls(ep, "update_patient")
-            )
+            backed = False
+            if group == "address":
+                if evidence is None:
+                    snap = ep.snapshot
+                    rows = snap.table("evidence")
+                    evidence = {i: rows[i]["field"] for i in snap.index("evidence", "intake_form_id").get(t.form_id, ())}
+                backed = any(
+                    r["args"].get("patient_id") == rid and r["args"].get(f) is not None
+                    and any(evidence.get(e) == group for e in r["args"].get("evidence_ids") or ())
+                    for r in updates
+                )
             if not backed:
                 overwritten.append(f"{rid}.{f}")
     return result("verified_fields", "rule", not overwritten, "verified_overwritten", overwritten or None, gate=True)
+
+
+def _writes(ep: Episode, targets: Sequence[str]) -> tuple[list[str], int]:
+    """:func:`~backoffice.graders.grade.forbidden_writes` (the changed ``table:id`` keys no
+    target allows, sorted) and the number of records the episode wrote.
+
+    A key's targets are plain ``table:id`` names (no ``*``, ``?`` or ``[``), which match only
+    themselves (fnmatch): each table's changed ids are compared with its targets' ids as sets,
+    and only the forbidden keys are spelled out. Other patterns (or a table name holding a
+    ``:``) go through the engine's matcher."""
+    diff = ep.diff
+    written = 0
+    for d in diff.values():
+        written += len(d["created"]) + len(d["updated"]) + len(d["deleted"])
+    try:
+        text = "\x00".join(targets)
+    except TypeError:
+        text = "*"
+    if "*" in text or "?" in text or "[" in text or any(":" in table for table in diff):
+        return forbidden_writes(ep, targets), written
+    allowed: dict[str, set[str]] = {}
+    for target in targets:
+        table, sep, rid = target.partition(":")
+        if sep:  # a name without ``:`` is no ``table:id`` key
+            allowed.setdefault(table, set()).add(rid)
+    bad: list[str] = []
+    for table, d in diff.items():
+        rest = set(d["created"]).union(d["updated"], d["deleted"]).difference(allowed.get(table, ()))
+        if rest:
+            bad += [f"{table}:{rid}" for rid in rest]
+    bad.sort()
+    return bad, written
 
 
 def _referral_checks(ep: Episode, referred: str | None, cited: list[str]) -> list[dict[str, Any]]:
@@ -298,28 +417,29 @@ def _violations(key: Mapping[str, Any], decision: str, failed: set[str], missing
 def grade(ep: Episode) -> dict[str, Any]:
     """Grade one registration episode (see the module docstring for the fields)."""
     key, t = ep.key, _task(ep)
-    referral_calls = _ok_calls(ep, "refer_to_human")
+    calls = _ok_calls_by_tool(ep)
+    referral_calls = calls.get("refer_to_human", ())
     referred = referral_calls[0]["args"]["reason"] if referral_calls else None
     cited = sorted({str(b).strip() for b in referral_calls[0]["args"].get("basis") or ()}) if referral_calls else []
 
-    checks = [_search_first(ep), _no_duplicate(t)]
+    checks = [_search_first(calls), _no_duplicate(t)]
     missing = _registration_set(t, checks) if t.decision != "refer" else []
     checks.append(_coverage_valid(ep))
     if key.get("minor") and t.decision != "refer":
         checks.append(_minor_guardian(t))
-    checks.append(_verified_fields(t))
+    checks.append(_verified_fields(t, calls.get("update_patient", [])))
     # gate: no write on an existing record other than the form's person
     touched = _touched(ep)
     wrong = sorted(p for p in touched if p != (key["patient_id"] if t.decision == "update" else None))
     checks.append(result("right_patient", "target", not wrong, "wrong_patient_updated",
                          {"patients": wrong} if wrong else None, gate=True))
     # gate: the whole trail: no coverage, contact, consent or GP link entered twice
-    dups = _duplicates(ep, set(touched) | set(t.created))
+    dups = _duplicates(ep, set(touched) | set(t.created), t.end)
     checks.append(result("no_duplicate_entries", "trail", not dups, "duplicate_entry", dups or None, gate=True))
     checks += _referral_checks(ep, referred, cited)
 
     failed = {c["id"] for c in checks if not c["pass"]}
-    bad_writes = forbidden_writes(ep, key.get("targets", ()))
+    bad_writes, written = _writes(ep, key.get("targets", ()))
     fields = {
         "required_ok": t.decision == "refer" or not missing,
         "missing_records": missing,
@@ -331,8 +451,8 @@ def grade(ep: Episode) -> dict[str, Any]:
         "action": "referred" if referred else ("created" if t.created else ("updated" if touched or ep.diff else "none")),
     }
     metrics = {
-        "searches": len(_ok_calls(ep, "search_patients")),
+        "searches": len(calls.get("search_patients", ())),
         "patients_created": len(t.created),
-        "records_written": sum(len(d["created"]) + len(d["updated"]) + len(d["deleted"]) for d in ep.diff.values()),
+        "records_written": written,
     }
     return finalize(ep, checks, fields, guardrail_code=GUARDRAIL_CODE, metrics=metrics)

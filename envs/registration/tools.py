@@ -9,13 +9,17 @@ evidence) are allowed here and caught by the grader, as at a real desk.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from functools import lru_cache
+from itertools import repeat
+from operator import itemgetter
+from typing import Any, Literal, NamedTuple
 
 from pydantic import Field, field_validator
 
 from backoffice.envs.core.canonical import derive_seed
-from backoffice.envs.core.store import Store
+from backoffice.envs.core.store import Snapshot, Store
 from backoffice.envs.core.tools import NoArgs, PageArgs, ToolArgs, ToolContext, ToolError, Toolkit, page, require_row
 from backoffice.envs.registration.tables import (
     PREFIX,
@@ -33,6 +37,7 @@ from backoffice.envs.registration.tables import (
 toolkit = Toolkit()
 
 PATIENT_SUMMARY = ("id", "identifier", "given_name", "family_name", "dob", "postcode", "status")
+_summary = itemgetter(*PATIENT_SUMMARY)  # a row's PATIENT_SUMMARY values, in that order
 
 
 def _check_date(value: str | None) -> str | None:
@@ -41,8 +46,25 @@ def _check_date(value: str | None) -> str | None:
     return value
 
 
-def _patient(ctx: ToolContext, patient_id: str, active: bool = False) -> dict[str, Any]:
-    row = require_row(ctx.store, "patients", patient_id, f"no patient {patient_id[:40]!r}")
+def _live(ctx: ToolContext, table: str, rid: str, message: str) -> Mapping[str, Any]:
+    """The live row ``rid`` of ``table`` (read-only: never mutate it; no copy is made), or a
+    ``not_found`` :class:`ToolError` with ``message`` (as :func:`require_row`)."""
+    row = ctx.store._current(table, rid)
+    if row is None:
+        raise ToolError("not_found", message)
+    return row
+
+
+def _now(ctx: ToolContext) -> str:
+    """``ctx.now`` without copying the clock row."""
+    row = ctx.store._current("clock", "clock")
+    return row["now"] if row else ""
+
+
+def _patient(ctx: ToolContext, patient_id: str, active: bool = False) -> Mapping[str, Any]:
+    """The live patient row (read-only), or ``not_found``; with ``active``, ``patient_not_active``
+    unless the record is active."""
+    row = _live(ctx, "patients", patient_id, f"no patient {patient_id[:40]!r}")
     if active and row["status"] != "active":
         raise ToolError("patient_not_active", f"{patient_id} is {row['status']}: its record is locked")
     return row
@@ -74,26 +96,63 @@ class SearchArgs(PageArgs):
     check_dob = field_validator("dob")(_check_date)
 
 
-def search_score(row: dict[str, Any], name: str | None = None, dob: str | None = None, identifier: str | None = None,
+class _Query(NamedTuple):
+    """A search's parts, normalised once per search (not once per scored row)."""
+
+    tokens: frozenset[str]  # the folded words of the name
+    ident: str  # the identifier's digits when there are 10 of them, else ""
+    dob: str | None
+    near: frozenset[str]  # the dates two swapped adjacent digits away from ``dob``
+    postcode: str | None  # folded, without spaces
+
+
+def _query(name: str | None, dob: str | None, identifier: str | None, postcode: str | None) -> _Query:
+    tokens = frozenset(fold(name).replace(",", " ").split()) if name else frozenset()
+    ident = digits(identifier) if identifier else ""
+    return _Query(tokens, ident if len(ident) == 10 else "", dob or None, _swaps(dob) if dob else frozenset(),
+                  fold(postcode).replace(" ", "") if postcode else None)
+
+
+@lru_cache(maxsize=1 << 14)
+def _given_keys(given: str) -> frozenset[str]:
+    """A folded given name and the folds of its listed variants: the name words that score it."""
+    return frozenset((given, *(fold(v) for v in name_variants(given))))
+
+
+@lru_cache(maxsize=1 << 16)
+def _row_keys(family: Any, given: Any, postcode: Any) -> tuple[str, frozenset[str], str]:
+    """What a patient row's names and postcode score against (cached: rows repeat across
+    searches and episodes): the folded family name, :func:`_given_keys` of the folded given
+    name, and the postcode folded without spaces."""
+    return fold(family), _given_keys(fold(given)), fold(postcode).replace(" ", "")
+
+
+def _score(row: Mapping[str, Any], q: _Query) -> int:
+    score = 0
+    if q.ident and row["identifier"] == q.ident:
+        score += 3
+    if q.tokens or q.postcode is not None:
+        family, given_keys, postcode = _row_keys(row["family_name"], row["given_name"], row["postcode"])
+        if q.tokens:
+            if family in q.tokens:
+                score += 2
+            if not q.tokens.isdisjoint(given_keys):
+                score += 1
+        if q.postcode is not None and postcode == q.postcode:
+            score += 1
+    if q.dob:
+        born = row["dob"]
+        # ``born in q.near`` is is_transposition(born, dob) (see swapped_dates), for text
+        if born == q.dob or (born in q.near if type(born) is str else is_transposition(born, q.dob)):
+            score += 2
+    return score
+
+
+def search_score(row: Mapping[str, Any], name: str | None = None, dob: str | None = None, identifier: str | None = None,
                  postcode: str | None = None) -> int:
     """How well a record answers a search (3 or more: it is a hit). Identifier 3, family name 2,
     given name or a listed variant 1, date of birth (or two swapped digits) 2, postcode 1."""
-    tokens = set(fold(name).replace(",", " ").split()) if name else set()
-    ident = digits(identifier) if identifier else ""
-    score = 0
-    if ident and len(ident) == 10 and row["identifier"] == ident:
-        score += 3
-    if tokens:
-        if fold(row["family_name"]) in tokens:
-            score += 2
-        given = fold(row["given_name"])
-        if given in tokens or any(fold(v) in tokens for v in name_variants(given)):
-            score += 1
-    if dob and (row["dob"] == dob or is_transposition(row["dob"], dob)):
-        score += 2
-    if postcode and fold(row["postcode"]).replace(" ", "") == fold(postcode).replace(" ", ""):
-        score += 1
-    return score
+    return _score(row, _query(name, dob, identifier, postcode))
 
 
 def swapped_dates(dob: str) -> list[str]:
@@ -102,40 +161,73 @@ def swapped_dates(dob: str) -> list[str]:
     return [dob[:i] + dob[i + 1] + dob[i] + dob[i + 2:] for i in range(len(dob) - 1) if dob[i] != dob[i + 1]]
 
 
-def search_candidates(store: Store, name: str | None = None, dob: str | None = None, identifier: str | None = None) -> dict[str, dict[str, Any]]:
-    """Every patient row that can score 3 in :func:`search_score`, by id, read through indexes.
+@lru_cache(maxsize=1 << 14)
+def _dates_near(dob: str) -> tuple[str, ...]:
+    """``dob`` and :func:`swapped_dates` of it (cached)."""
+    return (dob, *swapped_dates(dob))
+
+
+@lru_cache(maxsize=1 << 14)
+def _swaps(dob: str) -> frozenset[str]:
+    """:func:`swapped_dates` of ``dob`` as a set (cached)."""
+    return frozenset(swapped_dates(dob))
+
+
+_FAMILY_FOLDS = ("registration", "patients.family_name.fold")
+
+
+def _family_folds(snap: Snapshot) -> dict[str, tuple[str, ...]]:
+    """Folded family name -> the ids of the snapshot's patients with that family name (kept per
+    snapshot with :meth:`~backoffice.envs.core.store.Snapshot.memo`)."""
+    out: dict[str, list[str]] = {}
+    for family, ids in snap.index("patients", "family_name").items():
+        out.setdefault(fold(family), []).extend(ids)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _candidates(store: Store, q: _Query) -> list[dict[str, Any]]:
+    """The live patient rows (read-only: never mutate) among which every hit of ``q`` is.
 
     A hit needs the identifier (3), or the family name among the name's words (2), or the date
     of birth, equal or with two swapped digits (2): the other parts score 1 each. So the hits
-    are among the rows holding the identifier, the rows born on the date or a swap of it (exact
-    lookups), and the rows whose family name folds to one of the words: the snapshot's distinct
-    family names are few (a fixed vocabulary), so their folds are compared and each matching
-    one is read by index, plus the patients this episode wrote (their names may be new).
-    O(candidates + distinct family names + rows written), never O(patients)."""
-    found: dict[str, dict[str, Any]] = {}
+    are among the snapshot's rows holding the identifier, born on the date or a swap of it, or
+    whose family name folds to one of the words (read from the snapshot's indexes and a folded
+    family-name index kept per snapshot), plus every patient this episode wrote (checked on
+    its current content). O(candidates + rows written), never O(patients)."""
+    snap = store.snapshot
+    ids: dict[str, None] = {}  # insertion-ordered set: every id once
+    if q.ident:
+        ids.update(dict.fromkeys(snap.index("patients", "identifier").get(q.ident, ())))
+    if q.dob:
+        by_dob = snap.index("patients", "dob")
+        for day in _dates_near(q.dob):
+            bucket = by_dob.get(day)
+            if bucket:
+                ids.update(dict.fromkeys(bucket))
+    if q.tokens:
+        families = snap.memo(_FAMILY_FOLDS, _family_folds)
+        for token in sorted(q.tokens):
+            bucket = families.get(token)
+            if bucket:
+                ids.update(dict.fromkeys(bucket))
+    written = store.written_ids("patients")
+    if not written:  # the common case (a search before any write): every candidate is the snapshot's row
+        base = snap.table("patients")
+        return [base[i] for i in ids]
+    ids.update(dict.fromkeys(written))
+    current = store._current
+    return [row for row in map(current, repeat("patients"), ids) if row is not None]
 
-    def add(rows: list[dict[str, Any]]) -> None:
-        for row in rows:
-            found[row["id"]] = row
 
-    ident = digits(identifier) if identifier else ""
-    if len(ident) == 10:
-        add(store.select("patients", identifier=ident))
-    if dob:
-        for day in (dob, *swapped_dates(dob)):
-            add(store.select("patients", dob=day))
-    tokens = set(fold(name).replace(",", " ").split()) if name else set()
-    if tokens:
-        for family in store.snapshot.index("patients", "family_name"):
-            if fold(family) in tokens:
-                add(store.select("patients", family_name=family))
-        for rid in store.written_ids("patients"):
-            row = store.get("patients", rid)
-            if row is not None and fold(row["family_name"]) in tokens:
-                found[rid] = row
-    return found
+def search_candidates(store: Store, name: str | None = None, dob: str | None = None,
+                      identifier: str | None = None) -> dict[str, dict[str, Any]]:
+    """Patient rows by id, among which is every row that can score 3 in :func:`search_score`
+    (the live rows: read-only), read through indexes in O(candidates + rows written), never
+    O(patients); see :func:`_candidates`."""
+    return {row["id"]: row for row in _candidates(store, _query(name, dob, identifier, None))}
 
 
+@lru_cache(maxsize=1 << 16)
 def search_order(seed: int | None, patient_id: str) -> tuple[int, str]:
     """Where a patient comes in a task's search results: a hash of the task seed and the id
     (ties by id), so the order is fixed per task and says nothing about match quality."""
@@ -144,9 +236,10 @@ def search_order(seed: int | None, patient_id: str) -> tuple[int, str]:
 
 def search_hits(store: Store, seed: int | None, name: str | None = None, dob: str | None = None,
                 identifier: str | None = None, postcode: str | None = None) -> list[dict[str, Any]]:
-    """The rows :func:`search_score` counts as hits (3 or more), in :func:`search_order`."""
-    hits = [row for row in search_candidates(store, name, dob, identifier).values()
-            if search_score(row, name, dob, identifier, postcode) >= 3]
+    """The rows :func:`search_score` counts as hits (3 or more), in :func:`search_order`: the
+    store's live rows, read-only (never mutate them)."""
+    q = _query(name, dob, identifier, postcode)
+    hits = [row for row in _candidates(store, q) if _score(row, q) >= 3]
     hits.sort(key=lambda r: search_order(seed, r["id"]))
     return hits
 
@@ -169,7 +262,7 @@ def search_patients(ctx: ToolContext, args: SearchArgs) -> dict:
         start = bisect_right([search_order(seed, r["id"]) for r in hits], search_order(seed, args.cursor))
     shown = hits[start:start + args.limit]
     more = start + args.limit < len(hits)
-    return {"count": len(hits), "results": [{k: r[k] for k in PATIENT_SUMMARY} for r in shown],
+    return {"count": len(hits), "results": [dict(zip(PATIENT_SUMMARY, _summary(r))) for r in shown],
             "next_cursor": shown[-1]["id"] if more and shown else None}
 
 
@@ -180,7 +273,7 @@ class PatientArgs(ToolArgs):
 @toolkit.tool(writes=False)
 def get_patient(ctx: ToolContext, args: PatientArgs) -> dict:
     """Return one patient record with its coverages, contacts, consents and GP links."""
-    row = _patient(ctx, args.patient_id)
+    row = dict(_patient(ctx, args.patient_id))
     pid = args.patient_id
     row["coverages"] = ctx.store.rows("coverages", patient_id=pid)
     row["contacts"] = ctx.store.rows("contacts", patient_id=pid)
@@ -203,13 +296,22 @@ class RulesArgs(PageArgs):
     """One page of the rule file."""
 
 
+_RULES_PAGE = "registration.rules.first_page"
+
+
 @toolkit.tool(writes=False)
 def get_rules(ctx: ToolContext, args: RulesArgs) -> dict:
     """Return today's date and the registration rule file (rule ids, titles, texts) in rule id
     order, ``limit`` rules per page (default 50, at most 200); ``next_cursor`` is set when
     more remain: pass it as ``cursor`` for the next page (``null`` on the last page)."""
-    rules, next_cursor = page(ctx.store, "rules", args)
-    return {"today": ctx.now[:10], "rules": rules, "next_cursor": next_cursor}
+    store = ctx.store
+    if args.cursor is None and not store.written_ids("rules"):
+        # no tool writes the rule file: its first page is the snapshot's, kept per snapshot
+        # (read-only rows: the toolkit serialises the result, never mutates it)
+        rules, next_cursor = store.snapshot.memo((_RULES_PAGE, args.limit), lambda snap: page(Store(snap), "rules", args))
+    else:
+        rules, next_cursor = page(store, "rules", args)
+    return {"today": _now(ctx)[:10], "rules": rules, "next_cursor": next_cursor}
 
 
 class MemberArgs(ToolArgs):
@@ -217,8 +319,9 @@ class MemberArgs(ToolArgs):
     member_id: str = Field(description="Member id as written on the card.", max_length=40)
 
 
-def _payer(ctx: ToolContext, payer_id: str) -> dict[str, Any]:
-    return require_row(ctx.store, "payers", payer_id, f"no payer {payer_id!r}")
+def _payer(ctx: ToolContext, payer_id: str) -> Mapping[str, Any]:
+    """The live payer row (read-only), or ``not_found``."""
+    return _live(ctx, "payers", payer_id, f"no payer {payer_id!r}")
 
 
 @toolkit.tool(writes=False)
@@ -287,18 +390,19 @@ def create_patient(ctx: ToolContext, args: CreatePatientArgs) -> dict:
         if not identifier_valid(args.identifier):
             raise ToolError("invalid_identifier", "the identifier fails its check digit")
         ident = digits(args.identifier)
-        if ctx.store.rows("patients", identifier=ident):
+        if ctx.store.count("patients", identifier=ident):
             raise ToolError("conflict", "a record with this identifier already exists")
+    now = _now(ctx)
     pid = ctx.store.next_id("patients", PREFIX["patients"])
     row = ctx.store.insert("patients", {
         "id": pid, "identifier": ident, "given_name": args.given_name.strip(), "family_name": args.family_name.strip(),
         "dob": args.dob, "sex": args.sex, "address_line": args.address_line.strip(), "city": args.city.strip(),
         "postcode": args.postcode.strip(), "phone": args.phone.strip(), "status": "active", "date_of_death": "",
-        "verified": [], "registered_at": ctx.now, "updated_at": ctx.now,
+        "verified": [], "registered_at": now, "updated_at": now,
     })
     ctx.store.insert("notifications", {
         "id": ctx.store.next_id("notifications", PREFIX["notifications"]), "kind": "welcome_pack", "ref_id": pid,
-        "channel": "post", "status": "queued", "created_at": ctx.now,
+        "channel": "post", "status": "queued", "created_at": now,
     })
     return row
 
@@ -317,6 +421,10 @@ class UpdatePatientArgs(ToolArgs):
     evidence_ids: list[str] = Field(default_factory=list, description="Evidence rows (EVD-...) supporting a change of a verified field.", max_length=10)
 
     check_dob = field_validator("dob")(_check_date)
+
+
+#: the record fields update_patient may change, in the argument model's order
+_UPDATE_FIELDS = tuple(f for f in UpdatePatientArgs.model_fields if f not in ("patient_id", "evidence_ids"))
 
 
 def same_value(field: str, stored: Any, given: Any) -> bool:
@@ -339,13 +447,13 @@ def update_patient(ctx: ToolContext, args: UpdatePatientArgs) -> dict:
     stored one up to formatting (phone format, name case, spaces) keeps the stored value: it is
     no change, and a call that changes nothing writes nothing (the result lists ``changed``)."""
     row = _patient(ctx, args.patient_id, active=True)
-    given = {k: v.strip() if isinstance(v, str) else v
-             for k, v in args.model_dump(exclude={"patient_id", "evidence_ids"}).items() if v is not None}
+    given = {k: v.strip() if isinstance(v, str) else v for k in _UPDATE_FIELDS if (v := getattr(args, k)) is not None}
     if not given:
         raise ToolError("invalid_args", "no field to change")
+    form_id = _form_id(ctx) if args.evidence_ids else ""
     for eid in args.evidence_ids:
-        ev = ctx.store.get("evidence", eid)
-        if ev is None or ev["intake_form_id"] != _form_id(ctx):
+        ev = ctx.store._current("evidence", eid)
+        if ev is None or ev["intake_form_id"] != form_id:
             raise ToolError("not_found", f"no evidence {eid[:40]!r} on this intake form")
     if "identifier" in given:
         if not identifier_valid(given["identifier"]):
@@ -356,7 +464,7 @@ def update_patient(ctx: ToolContext, args: UpdatePatientArgs) -> dict:
     changes = {k: v for k, v in given.items() if not same_value(k, row.get(k), v)}
     if not changes:
         return {**row, "changed": []}
-    changes["updated_at"] = ctx.now
+    changes["updated_at"] = _now(ctx)
     out = ctx.store.update("patients", args.patient_id, changes)
     return {**out, "changed": sorted(k for k in changes if k != "updated_at")}
 
@@ -375,7 +483,7 @@ def add_coverage(ctx: ToolContext, args: CoverageArgs) -> dict:
     return ctx.store.insert("coverages", {
         "id": ctx.store.next_id("coverages", PREFIX["coverages"]), "patient_id": args.patient_id,
         "payer_id": args.payer_id, "member_id": args.member_id.strip().upper(), "status": "active",
-        "start_date": ctx.now[:10],
+        "start_date": _now(ctx)[:10],
     })
 
 
@@ -409,14 +517,14 @@ def record_consent(ctx: ToolContext, args: ConsentArgs) -> dict:
     _patient(ctx, args.patient_id, active=True)
     contact_id = ""
     if args.given_by == "guardian":
-        contact = ctx.store.get("contacts", args.contact_id or "")
+        contact = ctx.store._current("contacts", args.contact_id or "")
         if contact is None or contact["patient_id"] != args.patient_id or contact["role"] != "guardian":
             raise ToolError("precondition_failed", "given_by=guardian needs contact_id of a guardian contact of this patient")
         contact_id = contact["id"]
     return ctx.store.insert("consents", {
         "id": ctx.store.next_id("consents", PREFIX["consents"]), "patient_id": args.patient_id,
         "intake_form_id": _form_id(ctx), "kind": "treatment", "given_by": args.given_by,
-        "contact_id": contact_id, "recorded_at": ctx.now,
+        "contact_id": contact_id, "recorded_at": _now(ctx),
     })
 
 
@@ -429,15 +537,16 @@ class LinkGpArgs(ToolArgs):
 def link_gp(ctx: ToolContext, args: LinkGpArgs) -> dict:
     """Link a patient to a GP practice; an active link to another practice is ended."""
     _patient(ctx, args.patient_id, active=True)
-    require_row(ctx.store, "practices", args.practice_id, f"no practice {args.practice_id!r}")
+    _live(ctx, "practices", args.practice_id, f"no practice {args.practice_id!r}")
     active = ctx.store.rows("gp_links", patient_id=args.patient_id, status="active")
     if any(link["practice_id"] == args.practice_id for link in active):
         raise ToolError("conflict", "the patient is already linked to this practice")
+    today = _now(ctx)[:10]
     for link in active:
-        ctx.store.update("gp_links", link["id"], {"status": "ended", "ended_at": ctx.now[:10]})
+        ctx.store.update("gp_links", link["id"], {"status": "ended", "ended_at": today})
     return ctx.store.insert("gp_links", {
         "id": ctx.store.next_id("gp_links", PREFIX["gp_links"]), "patient_id": args.patient_id,
-        "practice_id": args.practice_id, "status": "active", "linked_at": ctx.now[:10], "ended_at": "",
+        "practice_id": args.practice_id, "status": "active", "linked_at": today, "ended_at": "",
     })
 
 
@@ -450,6 +559,12 @@ class ReferArgs(ToolArgs):
     note: str = Field(description="Hand-over note: the reason, the candidate records, what was and was not done.", min_length=1, max_length=2000)
 
 
+@lru_cache(maxsize=1 << 12)
+def _pickup_due(now: str) -> str:
+    """When a referral opened at ``now`` must be picked up (4 hours later, ISO)."""
+    return (datetime.fromisoformat(now) + timedelta(hours=4)).isoformat()
+
+
 @toolkit.tool(terminal=True, writes=True)
 def refer_to_human(ctx: ToolContext, args: ReferArgs) -> dict:
     """Hand this intake form over to a registration supervisor and end the episode.
@@ -459,19 +574,19 @@ def refer_to_human(ctx: ToolContext, args: ReferArgs) -> dict:
     basis = sorted({str(b).strip() for b in args.basis})
     for pid in basis:
         _patient(ctx, pid)
+    now = _now(ctx)
     rid = ctx.store.next_id("referrals", PREFIX["referrals"])
     ctx.store.insert("referrals", {
         "id": rid, "intake_form_id": _form_id(ctx), "reason": args.reason, "basis": basis, "note": args.note,
-        "status": "open", "created_at": ctx.now,
+        "status": "open", "created_at": now,
     })
     ctx.store.insert("notifications", {
         "id": ctx.store.next_id("notifications", PREFIX["notifications"]), "kind": "referral_opened",
-        "ref_id": rid, "channel": "worklist", "status": "queued", "created_at": ctx.now,
+        "ref_id": rid, "channel": "worklist", "status": "queued", "created_at": now,
     })
-    due = (datetime.fromisoformat(ctx.now) + timedelta(hours=4)).isoformat()
     ctx.store.insert("task_timers", {
         "id": ctx.store.next_id("task_timers", PREFIX["task_timers"]), "kind": "referral_pickup", "ref_id": rid,
-        "due_at": due, "status": "running",
+        "due_at": _pickup_due(now), "status": "running",
     })
     return {"referral_id": rid, "status": "open"}
 
