@@ -482,7 +482,11 @@ def results(
         for run in todo:
             with _progress() as progress:
                 bar = progress.add_task(f"{run.domain}/{run.tier}/{run.kind}-s{run.seed}", total=timesteps)
-                summary = res.train_run(run, timesteps, on_progress=lambda t, bar=bar, progress=progress: progress.update(bar, completed=min(t, timesteps)))
+
+                def advance(t: int, bar: TaskID = bar, progress: Progress = progress) -> None:
+                    progress.update(bar, completed=min(t, timesteps))
+
+                summary = res.train_run(run, timesteps, on_progress=advance)
             console.print(f"  heldout {summary.get('heldout', {}).get('pass_rate', float('nan')):.1%} in {summary['timesteps']:,} steps, "
                           f"{summary['cpu_minutes']:.1f} CPU-min")
     for domain in domains:

@@ -52,7 +52,7 @@ def collect(domain: str, task_ids: Sequence[str], spec: str | None = None) -> De
     passed = 0
     try:
         for task_id in task_ids:
-            obs, _ = env.reset(**env.unwrapped.reset_args(task_id))
+            obs, _ = env.reset(**env.native.reset_args(task_id))
             while True:
                 mask = env.action_masks()
                 action = int(choose(obs, mask))

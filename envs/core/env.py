@@ -318,7 +318,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         else:
             self._ctx.step = steps
             args = dict(args)
-            result, payload, changed = self._call(self._ctx, tool, args, self._allowed)
+            result, payload, changed = self._call(self._ctx, tool, args, self._allowed)  # type: ignore[arg-type]
         status = result["status"]
         ok = status == "ok"
         terminated = ok and tool in self._terminal_tools
@@ -370,7 +370,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         if self._trace_writer is not None:
             line = dict(record)
             line["args"] = orjson.Fragment(args_json)
-            if ok:
+            if payload is not None:
                 line["result"] = orjson.Fragment(payload)
             self._trace_writer.write(line)
             if self._done:
