@@ -25,9 +25,11 @@ missed_case, unneeded_case, wrong_write_off, wrong_transfer, patient_responsibil
 payment_status_wrong, duplicate_allocation, allocation_churn, payer_reply_unprocessed,
 forbidden_write (guardrail); declared beside the domain (``backoffice.envs.remittance``).
 
-Cost: every read goes by primary key or through ``select``/``rows`` with an equality field
-(allocations by payment, adjustments by claim, cases by category or payment), so a grade costs
-O(the task's rows + the episode's writes + the trace), whatever the size of the world.
+Cost: every read goes by primary key or through an index with an equality field (the
+payment's allocations, read once for the end state and the trail; the adjustments of the
+claims in scope and the cases of the known categories, each in one pass over the snapshot's
+index buckets and the rows the episode wrote), and rows are read in place, never copied, so a
+grade costs O(the task's rows + the episode's writes + the trace), whatever the size of the world.
 
 Rule sharing: the grader judges from the answer key, the end state and the trace only. It may
 use the domain's public modules in ``envs/remittance/``, and never imports the oracle's or the
@@ -42,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from backoffice.envs.remittance import GUARDRAIL_CODE
-from backoffice.envs.remittance.tables import CASE_CATEGORIES, QUERY_CATEGORY
+from backoffice.envs.remittance.tables import CASE_CATEGORIES, QUERY_CATEGORY, live_rows_in
 from backoffice.graders.checks import result
 from backoffice.graders.grade import finalize
 
@@ -53,27 +55,36 @@ if TYPE_CHECKING:
 COMPONENTS = ("payment_status", "unapplied", "allocations", "write_offs", "transfers", "cases", "items")
 
 
+#: every category a case can have: the tools open cases only of these
+_CATEGORIES = frozenset((*CASE_CATEGORIES, QUERY_CATEGORY))
+
+
 def end_state(ep: Episode) -> dict[str, Any]:
     """The end state in the normalised shape of a reference outcome."""
+    return _end_state(ep, _payment_allocations(ep), _cases(ep.state))
+
+
+def _end_state(ep: Episode, payment_allocs: Sequence[Mapping[str, Any]], cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """:func:`end_state` from the payment's allocations (every status) and every case."""
     key, st = ep.key, ep.state
     pid = key["payment_id"]
-    scope = list(key["scope_items"])
-    in_scope = set(scope)
-    pay = st.get("payments", pid) or {"status": "missing", "unapplied": None}
+    scope = key["scope_items"]
+    in_scope = frozenset(scope)
+    pay = st._current("payments", pid) or {"status": "missing", "unapplied": None}
     allocs: dict[tuple[str, str], int] = defaultdict(int)
-    for a in st.rows("allocations", payment_id=pid, status="active"):
-        allocs[(a["line_id"], a["item_id"])] += a["amount"]
+    for a in payment_allocs:
+        if a["status"] == "active":
+            allocs[(a["line_id"], a["item_id"])] += a["amount"]
     wo: list[list[Any]] = []
     tr: list[list[Any]] = []
-    for iid in sorted(in_scope):  # adjustments elsewhere are the guardrail's business
-        for r in st.rows("adjustments", item_id=iid):
-            if r["kind"] == "write_off":
-                wo.append([r["item_id"], r["reason"], r["code"], r["amount"]])
-            else:
-                tr.append([r["item_id"], r["code"], r["amount"]])
+    for r in live_rows_in(st, "adjustments", "item_id", in_scope):  # adjustments elsewhere are the guardrail's business
+        if r["kind"] == "write_off":
+            wo.append([r["item_id"], r["reason"], r["code"], r["amount"]])
+        else:
+            tr.append([r["item_id"], r["code"], r["amount"]])
     items = {}
     for iid in sorted(scope):
-        row = st.get("open_items", iid)
+        row = st._current("open_items", iid)
         items[iid] = [row["balance"], row["status"]] if row else None
     return {
         "payment_status": pay["status"],
@@ -81,14 +92,19 @@ def end_state(ep: Episode) -> dict[str, Any]:
         "allocations": sorted([line, item, amt] for (line, item), amt in allocs.items() if amt),
         "write_offs": sorted(wo),
         "transfers": sorted(tr),
-        "cases": sorted([c["category"], c["payment_id"], c["line_id"]] for c in _all_cases(st)),
+        "cases": sorted([c["category"], c["payment_id"], c["line_id"]] for c in cases),
         "items": items,
     }
 
 
-def _all_cases(st: Store) -> list[dict[str, Any]]:
-    """Every case, whatever its payment: the tools open cases only of these categories."""
-    return [c for category in (*CASE_CATEGORIES, QUERY_CATEGORY) for c in st.rows("cases", category=category)]
+def _payment_allocations(ep: Episode) -> list[Mapping[str, Any]]:
+    """Every allocation of the task's payment, whatever its status (read in place)."""
+    return live_rows_in(ep.state, "allocations", "payment_id", frozenset((ep.key["payment_id"],)))
+
+
+def _cases(st: Store) -> list[Mapping[str, Any]]:
+    """Every case, whatever its payment (read in place)."""
+    return live_rows_in(st, "cases", "category", _CATEGORIES)
 
 
 def _mismatches(actual: Mapping[str, Any], alt: Mapping[str, Any]) -> list[str]:
@@ -104,17 +120,24 @@ def _by_line(allocs: Sequence[Sequence[Any]]) -> dict[str, dict[str, int]]:
 
 def _missing(expected: Sequence[Sequence[Any]], got: Sequence[Sequence[Any]]) -> tuple[list[list[Any]], list[list[Any]]]:
     """(expected rows not made, rows made that are not expected), as multisets."""
+    if expected == got:
+        return [], []  # the same rows in the same order: the same multiset
     exp, act = Counter(map(tuple, expected)), Counter(map(tuple, got))
     return sorted(list(r) for r in (exp - act).elements()), sorted(list(r) for r in (act - exp).elements())
 
 
-def _trail(ep: Episode) -> dict[str, Any]:
+#: the tools whose results the trail reads (payer replies that arrived, and were read)
+_READS = frozenset(("wait", "get_case", "list_cases"))
+
+
+def _trail(ep: Episode, payment_allocs: Sequence[Mapping[str, Any]], cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """What the trace says beyond the end state: allocation rows per line and claim, reversed
-    allocations, and which payer queries were answered and then read."""
+    allocations, and which payer queries were answered and then read (from the payment's
+    allocations, every status, and every case)."""
     pid = ep.key["payment_id"]
     rows: Counter[tuple[str, str]] = Counter()
     reversed_: list[list[Any]] = []
-    for a in ep.state.rows("allocations", payment_id=pid):
+    for a in payment_allocs:
         if not a["id"].startswith("AL-"):
             continue
         if a["status"] == "active":
@@ -124,21 +147,23 @@ def _trail(ep: Episode) -> dict[str, Any]:
     answered_at: dict[str, int] = {}
     read_at: dict[str, int] = {}
     for rec in ep.trace:
-        if rec.get("result_status") != "ok":
+        tool = rec.get("tool")
+        if tool not in _READS or rec.get("result_status") != "ok":
             continue
         res = rec.get("result") or {}
-        if rec["tool"] == "wait" and isinstance(res, Mapping):
+        is_map = type(res) is dict or isinstance(res, Mapping)  # (a parsed result is a dict: no ABC check)
+        if tool == "wait" and is_map:
             for cid in res.get("answered") or ():
                 answered_at.setdefault(cid, rec["step"])
-        elif rec["tool"] == "get_case" and isinstance(res, Mapping):
+        elif tool == "get_case" and is_map:
             case = res.get("case") or {}
             if case.get("status") == "answered":
                 read_at.setdefault(case["id"], rec["step"])
-        elif rec["tool"] == "list_cases" and isinstance(res, (Mapping, list)):
-            for case in (res.get("cases") or ()) if isinstance(res, Mapping) else res:
+        elif tool == "list_cases" and (is_map or isinstance(res, list)):
+            for case in (res.get("cases") or ()) if is_map else res:
                 if case.get("status") == "answered":
                     read_at.setdefault(case["id"], rec["step"])
-    queries = ep.state.rows("cases", category=QUERY_CATEGORY, payment_id=pid)
+    queries = [c for c in cases if c["category"] == QUERY_CATEGORY and c["payment_id"] == pid]
     unprocessed = sorted(c["id"] for c in queries if c["status"] != "answered" or c["id"] not in read_at)
     return {"rows": rows, "reversed": reversed_, "queries": len(queries), "unprocessed": unprocessed}
 
@@ -227,12 +252,14 @@ def grade(ep: Episode) -> dict[str, Any]:
     """Grade one remittance episode (pure)."""
     key = ep.key
     outcomes = key["reference_outcomes"]
-    actual = end_state(ep)
+    payment_allocs = _payment_allocations(ep)
+    cases = _cases(ep.state)
+    actual = _end_state(ep, payment_allocs, cases)
     ranked = sorted(((len(_mismatches(actual, alt)), i) for i, alt in enumerate(outcomes)))
     best = outcomes[ranked[0][1]]
     mism = _mismatches(actual, best)
     matched = best["name"] if not mism else None
-    trail = _trail(ep)
+    trail = _trail(ep, payment_allocs, cases)
     d = _compare(ep, actual, best, trail)
     checks = _work_checks(actual, best, d, trail, matched, mism) + _gates(actual, d, bool(key.get("duplicate_of")))
     counts = Counter(r["tool"] for r in ep.trace if r["result_status"] == "ok")

@@ -23,6 +23,10 @@ invoice equals the query, or when its patient name contains it (4+ characters); 
   the candidates are the posting list of the query's rarest 4-gram, checked with ``in``.
 - **invoice**: a dictionary of normalised invoice numbers.
 
+:meth:`SearchIndex.matches` remembers its last :data:`QUERY_MEMO` answers: they are a pure
+function of the index (immutable, one per snapshot) and the query, and an episode, and every
+later episode of the same task, asks again for the same refs.
+
 :func:`search_store` (the tool's search) takes the index of the snapshot and adds the rows the
 episode inserted; every hit is checked once more on its live row with :func:`item_matches`.
 :class:`NearIndex` is the small incremental form of the first bullet (a dictionary of deletion
@@ -50,6 +54,8 @@ MAX_EDITS = 2
 GRAM = 4
 #: the longest string whose variants are encoded: ``int(s, 36) * 16 + len(s)`` stays below 2**63
 MAX_ENCODED = 11
+#: answers :meth:`SearchIndex.matches` remembers (per index, so per snapshot)
+QUERY_MEMO = 256
 _ENCODABLE = re.compile(r"[0-9A-Z]*")
 #: ASCII byte -> base-36 digit (only ``0-9A-Z`` are ever looked up)
 _DIGIT = np.zeros(256, dtype=np.int64)
@@ -272,6 +278,7 @@ class SearchIndex:
         self._refs = [norm(it["claim_ref"]) for it in items]
         self._names = [norm(it["patient_name"]) for it in items]
         self._invoices: dict[str, list[int]] = {}
+        self._memo: dict[str, tuple[int, ...]] = {}
         self._ref_grams, self._name_grams = _GramIndex(self._refs), _GramIndex(self._names)
         self._misc: list[int] = []  # refs the variant arrays cannot hold: checked for every query
         by_length: dict[int, list[int]] = {}
@@ -318,16 +325,24 @@ class SearchIndex:
         found.update(p for p in set(owners[~sure].tolist()) if p not in found and osa_distance(q, self._refs[p]) <= MAX_EDITS)
         return found
 
-    def matches(self, q: str) -> list[int]:
-        """Sorted positions of the items the normalised query ``q`` hits."""
+    def matches(self, q: str) -> tuple[int, ...]:
+        """Sorted positions of the items the normalised query ``q`` hits (the last
+        :data:`QUERY_MEMO` answers are remembered)."""
+        hit = self._memo.get(q)
+        if hit is not None:
+            return hit
         if len(q) < 3:
-            return []  # item_matches rejects every item
+            return ()  # item_matches rejects every item
         found = self._near(q)  # equal refs included (no edit)
         found.update(self._invoices.get(q, ()))
         if len(q) >= GRAM:
             found.update(self._ref_grams.containing(q))
             found.update(self._name_grams.containing(q))
-        return sorted(found)
+        hit = tuple(sorted(found))
+        if len(self._memo) >= QUERY_MEMO:
+            del self._memo[next(iter(self._memo))]  # the oldest answer
+        self._memo[q] = hit
+        return hit
 
 
 def _deleted_chars(digits: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -398,29 +413,41 @@ def snapshot_index(snapshot: Snapshot) -> tuple[SearchIndex, tuple[str, ...]]:
     return index
 
 
-def search_store(store: Store, query: str, task_seed: int, payer_id: str = "", limit: int = SEARCH_LIMIT) -> list[dict[str, Any]]:
-    """The live ``open_items`` rows hit by ``query`` in the seeded order, at most ``limit``:
-    the same rows as :func:`search_items` over every live row, at a cost that does not grow
-    with the table.
-
-    The snapshot's hits come from :func:`snapshot_index`; the rows the episode inserted are the
-    patient items (``transfer_to_patient``, the only insert), found through the store's index on
-    ``responsibility``; an episode never changes a searched field of an existing item (only
-    balances and statuses), and a live row whose searched fields differ from the snapshot's
-    would be judged again with :func:`item_matches`."""
+def search_live(store: Store, query: str, task_seed: int, payer_id: str = "", limit: int = SEARCH_LIMIT) -> list[Mapping[str, Any]]:
+    """:func:`search_store` without the copies: the live rows themselves (read-only: never
+    mutate them), for a caller that only reads them."""
     q = norm(query)
     if len(q) < 3:
         return []
     index, ids = snapshot_index(store.snapshot)
     base = store.snapshot.table("open_items")
     hits: list[Mapping[str, Any]] = []
-    for rid in (ids[p] for p in index.matches(q)):
-        row = store.get("open_items", rid)
+    for p in index.matches(q):
+        rid = ids[p]
+        row = store._current("open_items", rid)
         if row is None or (payer_id and row["payer_id"] != payer_id):
             continue
-        if any(row[f] != base[rid][f] for f in SEARCHED) and not item_matches(q, row):
+        if row is not (old := base[rid]) and any(row[f] != old[f] for f in SEARCHED) and not item_matches(q, row):
             continue
         hits.append(row)
     if not payer_id:  # patient items carry no payer: a payer filter excludes them
-        hits += [r for r in store.select("open_items", responsibility="patient") if r["id"] not in base and item_matches(q, r)]
-    return [dict(h) for h in _ranked(hits, task_seed, limit)]
+        # the rows the episode inserted (ids not in the snapshot) that are patient items
+        for rid in store.written_ids("open_items"):
+            if rid not in base:
+                row = store._current("open_items", rid)
+                if row is not None and row.get("responsibility") == "patient" and item_matches(q, row):
+                    hits.append(row)
+    return _ranked(hits, task_seed, limit)
+
+
+def search_store(store: Store, query: str, task_seed: int, payer_id: str = "", limit: int = SEARCH_LIMIT) -> list[dict[str, Any]]:
+    """The live ``open_items`` rows hit by ``query`` in the seeded order, at most ``limit``
+    (copies): the same rows as :func:`search_items` over every live row, at a cost that does not
+    grow with the table.
+
+    The snapshot's hits come from :func:`snapshot_index`; the rows the episode inserted are the
+    patient items (``transfer_to_patient``, the only insert), read from the store's written ids
+    (O(rows written)); an episode never changes a searched field of an existing item (only
+    balances and statuses), and a live row whose searched fields differ from the snapshot's
+    would be judged again with :func:`item_matches`."""
+    return [dict(h) for h in search_live(store, query, task_seed, payer_id, limit)]

@@ -43,12 +43,15 @@ Tables (every row is flat; money in integer cents; times are ISO strings of the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set as AbstractSet
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backoffice.envs.core.canonical import derive_seed
+
+if TYPE_CHECKING:
+    from backoffice.envs.core.store import Store
 
 #: the world's tables (every snapshot has exactly these, plus ``clock``)
 TABLES = (
@@ -145,8 +148,10 @@ def item_matches(query: str, item: Mapping[str, Any]) -> bool:
     return len(query) >= 4 and query in norm(item["patient_name"])
 
 
+@lru_cache(maxsize=1 << 15)
 def search_order_key(task_seed: int, item_id: str) -> int:
-    """Where an item ranks in search results: fixed by the task's seed, not by quality."""
+    """Where an item ranks in search results: fixed by the task's seed, not by quality
+    (a pure function, remembered: a task's searches rank the same items again and again)."""
     return derive_seed("remittance-search", task_seed, item_id)
 
 
@@ -160,11 +165,39 @@ def search_items(items: Iterable[Mapping[str, Any]], query: str, task_seed: int,
     return indexed(items, query, task_seed, payer_id, limit)
 
 
+@lru_cache(maxsize=4096)
 def add_hours(iso: str, hours: int) -> str:
-    """``iso`` plus ``hours`` (ISO string, seconds precision)."""
+    """``iso`` plus ``hours`` (ISO string, seconds precision; a pure function, remembered)."""
     return (datetime.fromisoformat(iso) + timedelta(hours=hours)).isoformat(timespec="seconds")
 
 
+@lru_cache(maxsize=4096)
 def add_days(iso_date: str, days: int) -> str:
-    """A date (``YYYY-MM-DD``) plus ``days``."""
+    """A date (``YYYY-MM-DD``) plus ``days`` (a pure function, remembered)."""
     return (datetime.fromisoformat(iso_date) + timedelta(days=days)).date().isoformat()
+
+
+def live_rows_in(store: Store, table: str, field: str, values: AbstractSet[Any]) -> list[Mapping[str, Any]]:
+    """The live rows of ``table`` whose ``field`` is one of ``values`` (hashable), read in
+    place: never mutate them. The same rows as ``store.rows(table, **{field: v})`` over every
+    ``v`` together, in another order (for callers that sort, count or sum what they read): the
+    rows of the snapshot's index buckets of those values (by ``repr`` of the value, then by
+    id) the episode did not write, then the written rows (by id) that hold one of them now.
+    O(matching rows + rows written), with no copies."""
+    snap = store.snapshot
+    index, base = snap.index(table, field), snap.table(table)
+    written = store.written_ids(table)
+    ordered = sorted(values, key=repr) if len(values) > 1 else values  # a fixed order, whatever the types
+    out: list[Mapping[str, Any]] = []
+    if not written:
+        for v in ordered:
+            out.extend(base[rid] for rid in index.get(v, ()))
+        return out
+    skip = set(written)
+    for v in ordered:
+        out.extend(base[rid] for rid in index.get(v, ()) if rid not in skip)
+    for rid in written:
+        row = store._current(table, rid)
+        if row is not None and row.get(field) in values:
+            out.append(row)
+    return out

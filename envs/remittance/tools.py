@@ -5,8 +5,12 @@ Every write tool records an ``audit`` row. Domain error codes beyond the engine'
 preconditions use ``not_found``, ``conflict`` and ``precondition_failed``).
 
 Every read goes by primary key, through ``store.select``/``rows``/``count`` with an equality
-field (an index lookup, never a scan of a table that grows with the world) or, for
-``search_open_items``, through the receivables' search index (:mod:`backoffice.envs.remittance.search`).
+field or :func:`~backoffice.envs.remittance.tables.live_rows_in` (an index lookup, never a scan of
+a table that grows with the world) or, for ``search_open_items``, through the receivables' search
+index (:mod:`backoffice.envs.remittance.search`). Rows a tool only reads are read in place
+(``store._current``), never copied: a tool's result is serialised once by the engine and never
+kept. What no tool writes (the policies, the remittance lines) is read through per-snapshot
+memos (``Snapshot.memo``) while the episode has not written that table either.
 The list tools (``get_policies``, ``list_payments``, ``list_cases``) return one page at a time, in
 id order: at most ``limit`` rows (default 50, at most 200) and ``next_cursor``, the ``cursor`` that
 fetches the next page (``None`` on the last page); ``search_open_items`` returns its best
@@ -15,51 +19,105 @@ fetches the next page (``None`` on the last page); ``search_open_items`` returns
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Mapping
+from operator import itemgetter
 from typing import Any, Literal
 
 from pydantic import Field
 
-from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit, require_row
+from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
+from backoffice.envs.core.store import Snapshot, Store
 from backoffice.envs.core.tools import MAX_PAGE_SIZE, PageArgs, page
-from backoffice.envs.remittance.search import search_store
-from backoffice.envs.remittance.tables import QUERY_CATEGORY, SEARCH_LIMIT, add_hours, item_status
+from backoffice.envs.remittance.search import search_live
+from backoffice.envs.remittance.tables import QUERY_CATEGORY, SEARCH_LIMIT, add_hours, item_status, live_rows_in
 
 toolkit = Toolkit()
 
+Row = Mapping[str, Any]
+
+
+def _now(ctx: ToolContext) -> str:
+    """``ctx.now`` without copying the clock row."""
+    row = ctx.store._current("clock", "clock")
+    return row["now"] if row else ""
+
 
 def _audit(ctx: ToolContext, tool: str, ref: str) -> None:
-    ctx.store.insert("audit", {"id": ctx.store.next_id("audit", "AUD"), "step": ctx.step, "at": ctx.now, "tool": tool, "ref": ref})
+    ctx.store.insert("audit", {"id": ctx.store.next_id("audit", "AUD"), "step": ctx.step, "at": _now(ctx), "tool": tool, "ref": ref})
 
 
-def _payment(ctx: ToolContext, payment_id: str) -> dict[str, Any]:
-    return require_row(ctx.store, "payments", payment_id, f"no payment {payment_id[:40]!r}")
+def _row(ctx: ToolContext, table: str, rid: str, message: str) -> Row:
+    """The live row ``rid`` of ``table``, read in place (never mutate it), or a ``not_found``
+    :class:`ToolError` with ``message`` (``require_row`` without the copy)."""
+    row = ctx.store._current(table, rid)
+    if row is None:
+        raise ToolError("not_found", message)
+    return row
 
 
-def _unposted(ctx: ToolContext, payment_id: str) -> dict[str, Any]:
+def _payment(ctx: ToolContext, payment_id: str) -> Row:
+    return _row(ctx, "payments", payment_id, f"no payment {payment_id[:40]!r}")
+
+
+def _unposted(ctx: ToolContext, payment_id: str) -> Row:
     row = _payment(ctx, payment_id)
     if row["status"] != "unposted":
         raise ToolError("conflict", f"payment {payment_id} is already {row['status']}; it cannot change")
     return row
 
 
-def _line(ctx: ToolContext, payment_id: str, line_id: str) -> dict[str, Any]:
-    row = ctx.store.get("remittance_lines", line_id)
+def _line(ctx: ToolContext, payment_id: str, line_id: str) -> Row:
+    row = ctx.store._current("remittance_lines", line_id)
     if row is None or row["payment_id"] != payment_id:
         raise ToolError("not_found", f"payment {payment_id} has no remittance line {line_id[:40]!r}")
     return row
 
 
-def _item(ctx: ToolContext, item_id: str) -> dict[str, Any]:
-    return require_row(ctx.store, "open_items", item_id, f"no open item {item_id[:40]!r}")
+def _item(ctx: ToolContext, item_id: str) -> Row:
+    return _row(ctx, "open_items", item_id, f"no open item {item_id[:40]!r}")
 
 
-def _set_balance(ctx: ToolContext, item: dict[str, Any], balance: int) -> dict[str, Any]:
+def _set_balance(ctx: ToolContext, item: Row, balance: int) -> dict[str, Any]:
     return ctx.store.update("open_items", item["id"], {"balance": balance, "status": item_status(balance, item["amount_due"])})
 
 
-def _item_view(row: dict[str, Any]) -> dict[str, Any]:
-    keys = ("id", "claim_ref", "invoice", "patient_name", "service_date", "amount_due", "balance", "status", "payer_id", "responsibility", "account_id")
-    return {k: row[k] for k in keys}
+_by_id = itemgetter("id")
+
+
+def _active_allocations(store: Store, field: str, value: str) -> list[Row]:
+    """``store.rows("allocations", **{field: value}, status="active")`` read in place (in id
+    order, as ``rows`` gives them)."""
+    return sorted((a for a in live_rows_in(store, "allocations", field, {value}) if a["status"] == "active"), key=_by_id)
+
+
+_ITEM_VIEW = ("id", "claim_ref", "invoice", "patient_name", "service_date", "amount_due", "balance", "status", "payer_id", "responsibility", "account_id")
+_item_fields = itemgetter(*_ITEM_VIEW)
+
+
+def _item_view(row: Row) -> dict[str, Any]:
+    return dict(zip(_ITEM_VIEW, _item_fields(row), strict=True))
+
+
+def _policy_views(snap: Snapshot) -> tuple[tuple[str, ...], list[dict[str, Any]]]:
+    """The snapshot's policy ids and what ``get_policies`` shows of each, in id order."""
+    return snap.ids("policies"), [{"key": r["key"], "value": r["value"], "text": r["text"]} for r in snap.table("policies").values()]
+
+
+def _lines_of(store: Store, payment_id: str) -> list[Row]:
+    """A payment's remittance lines by line number (read in place). No tool writes lines: while
+    the episode has not written any either, they are the snapshot's, sorted once per snapshot
+    and payment (the index bucket in id order, then a stable sort by ``line_no``)."""
+    if store.written_ids("remittance_lines"):
+        return sorted(store.rows("remittance_lines", payment_id=payment_id), key=lambda r: r["line_no"])
+    snap = store.snapshot
+    by_payment: dict[str, list[Row]] = snap.memo(("remittance", "lines_by_payment"), lambda _: {})
+    lines = by_payment.get(payment_id)
+    if lines is None:
+        table = snap.table("remittance_lines")
+        bucket = snap.index("remittance_lines", "payment_id").get(payment_id, ())
+        lines = by_payment[payment_id] = sorted((table[rid] for rid in bucket), key=lambda r: r["line_no"])
+    return lines
 
 
 # -- reads ---------------------------------------------------------------------------------
@@ -74,8 +132,18 @@ def get_policies(ctx: ToolContext, args: PoliciesArgs) -> dict[str, Any]:
     ``key``, ``value`` and ``text``, under ``policies``. One page at a time, by id: at most
     ``limit`` policies (default 50, at most 200; the desk has about a dozen) and ``next_cursor``,
     the ``cursor`` that fetches the next page (``None`` on the last page)."""
-    rows, cursor = page(ctx.store, "policies", args)  # a dozen rows at any world size
-    return {"policies": [{"key": r["key"], "value": r["value"], "text": r["text"]} for r in rows], "next_cursor": cursor}
+    store = ctx.store
+    if store.written_ids("policies"):  # no tool writes policies: never taken by an episode
+        rows, cursor = page(store, "policies", args)  # a dozen rows at any world size
+        return {"policies": [{"key": r["key"], "value": r["value"], "text": r["text"]} for r in rows], "next_cursor": cursor}
+    # ``page`` over the snapshot's rows, shown once per snapshot: the rows after the cursor (an
+    # id), at most ``limit``, and the last id shown when more remain
+    ids, views = store.snapshot.memo(("remittance", "policy_views"), _policy_views)
+    start = bisect_right(ids, args.cursor) if args.cursor is not None else 0
+    shown = views[start:start + args.limit + 1]
+    if len(shown) > args.limit:
+        return {"policies": shown[:args.limit], "next_cursor": ids[start + args.limit - 1]}
+    return {"policies": shown, "next_cursor": None}
 
 
 class PaymentArgs(ToolArgs):
@@ -88,9 +156,8 @@ def get_payment(ctx: ToolContext, args: PaymentArgs) -> dict[str, Any]:
     amounts, adjustment codes with amounts) and its active allocations. Payment status is one of
     unposted, posted, held, returned; ``unapplied`` is the amount not yet allocated."""
     pay = _payment(ctx, args.payment_id)
-    lines = sorted(ctx.store.rows("remittance_lines", payment_id=pay["id"]), key=lambda r: r["line_no"])
-    allocs = ctx.store.rows("allocations", payment_id=pay["id"], status="active")
-    return {"payment": pay, "lines": lines, "allocations": allocs}
+    allocs = _active_allocations(ctx.store, "payment_id", pay["id"])
+    return {"payment": pay, "lines": _lines_of(ctx.store, pay["id"]), "allocations": allocs}
 
 
 class ListPaymentsArgs(PageArgs):
@@ -125,7 +192,7 @@ def search_open_items(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
     name, any status (open, partial, closed, credit): at most ``limit`` of them (default 10, at
     most 200). The order of results carries no meaning: check claim ref, patient, service date
     and amount yourself."""
-    hits = search_store(ctx.store, args.query, ctx.task.seed, args.payer_id, args.limit)
+    hits = search_live(ctx.store, args.query, ctx.task.seed, args.payer_id, args.limit)  # read-only rows: only viewed
     return {"query": args.query, "items": [_item_view(h) for h in hits]}
 
 
@@ -139,8 +206,8 @@ def get_open_item(ctx: ToolContext, args: ItemArgs) -> dict[str, Any]:
     item = _item(ctx, args.item_id)
     return {
         "item": _item_view(item),
-        "allocations": ctx.store.rows("allocations", item_id=item["id"], status="active"),
-        "adjustments": ctx.store.rows("adjustments", item_id=item["id"]),
+        "allocations": _active_allocations(ctx.store, "item_id", item["id"]),
+        "adjustments": sorted(live_rows_in(ctx.store, "adjustments", "item_id", {item["id"]}), key=_by_id),
     }
 
 
@@ -163,12 +230,12 @@ def allocate(ctx: ToolContext, args: AllocateArgs) -> dict[str, Any]:
         raise ToolError("precondition_failed", f"{item['id']} is a patient-responsibility item; insurer money cannot be applied to it")
     if args.amount > pay["unapplied"]:
         raise ToolError("conflict", f"only {pay['unapplied']} cents of {pay['id']} are unapplied")
-    used = sum(a["amount"] for a in ctx.store.rows("allocations", line_id=line["id"], status="active"))
+    used = sum(a["amount"] for a in live_rows_in(ctx.store, "allocations", "line_id", {line["id"]}) if a["status"] == "active")
     if used + args.amount > line["paid_amount"]:
         raise ToolError("conflict", f"line {line['id']} paid {line['paid_amount']} cents and {used} are already allocated")
     alloc = ctx.store.insert("allocations", {
         "id": ctx.store.next_id("allocations", "AL"), "payment_id": pay["id"], "line_id": line["id"],
-        "item_id": item["id"], "amount": args.amount, "status": "active", "created_at": ctx.now, "reversed_at": "",
+        "item_id": item["id"], "amount": args.amount, "status": "active", "created_at": _now(ctx), "reversed_at": "",
     })
     new_item = _set_balance(ctx, item, item["balance"] - args.amount)
     ctx.store.update("payments", pay["id"], {"unapplied": pay["unapplied"] - args.amount})
@@ -184,12 +251,12 @@ class ReverseArgs(ToolArgs):
 def reverse_allocation(ctx: ToolContext, args: ReverseArgs) -> dict[str, Any]:
     """Undo an active allocation of an unposted payment: the item's balance and the payment's
     unapplied amount are restored, the allocation stays on file as reversed."""
-    alloc = require_row(ctx.store, "allocations", args.allocation_id, f"no allocation {args.allocation_id[:40]!r}")
+    alloc = _row(ctx, "allocations", args.allocation_id, f"no allocation {args.allocation_id[:40]!r}")
     if alloc["status"] != "active":
         raise ToolError("conflict", f"{alloc['id']} is already reversed")
     pay = _unposted(ctx, alloc["payment_id"])
     item = _item(ctx, alloc["item_id"])
-    ctx.store.update("allocations", alloc["id"], {"status": "reversed", "reversed_at": ctx.now})
+    ctx.store.update("allocations", alloc["id"], {"status": "reversed", "reversed_at": _now(ctx)})
     new_item = _set_balance(ctx, item, item["balance"] + alloc["amount"])
     ctx.store.update("payments", pay["id"], {"unapplied": pay["unapplied"] + alloc["amount"]})
     _audit(ctx, "reverse_allocation", alloc["id"])
@@ -215,7 +282,7 @@ def write_off(ctx: ToolContext, args: WriteOffArgs) -> dict[str, Any]:
     adj = ctx.store.insert("adjustments", {
         "id": ctx.store.next_id("adjustments", "ADJ"), "item_id": item["id"], "line_id": args.line_id,
         "kind": "write_off", "reason": args.reason, "code": args.code, "amount": args.amount,
-        "new_item_id": "", "created_at": ctx.now,
+        "new_item_id": "", "created_at": _now(ctx),
     })
     new_item = _set_balance(ctx, item, item["balance"] - args.amount)
     _audit(ctx, "write_off", adj["id"])
@@ -249,7 +316,7 @@ def transfer_to_patient(ctx: ToolContext, args: TransferArgs) -> dict[str, Any]:
     adj = ctx.store.insert("adjustments", {
         "id": ctx.store.next_id("adjustments", "ADJ"), "item_id": item["id"], "line_id": args.line_id,
         "kind": "patient_transfer", "reason": "patient_responsibility", "code": args.code, "amount": args.amount,
-        "new_item_id": new_id, "created_at": ctx.now,
+        "new_item_id": new_id, "created_at": _now(ctx),
     })
     new_item = _set_balance(ctx, item, item["balance"] - args.amount)
     _audit(ctx, "transfer_to_patient", adj["id"])
@@ -271,12 +338,13 @@ def open_case(ctx: ToolContext, args: OpenCaseArgs) -> dict[str, Any]:
     pay = _payment(ctx, args.payment_id)
     if args.line_id:
         _line(ctx, pay["id"], args.line_id)
-    same = ctx.store.select("cases", limit=1, payment_id=pay["id"], line_id=args.line_id, category=args.category)
+    same = [c["id"] for c in live_rows_in(ctx.store, "cases", "payment_id", {pay["id"]})
+            if c["line_id"] == args.line_id and c["category"] == args.category]
     if same:
-        raise ToolError("conflict", f"case {same[0]['id']} already covers this")
+        raise ToolError("conflict", f"case {min(same)} already covers this")
     case = ctx.store.insert("cases", {
         "id": ctx.store.next_id("cases", "CS"), "category": args.category, "payment_id": pay["id"],
-        "line_id": args.line_id, "note": args.note, "status": "open", "opened_at": ctx.now, "reply_due": "",
+        "line_id": args.line_id, "note": args.note, "status": "open", "opened_at": _now(ctx), "reply_due": "",
         "reply_kind": "", "reply_claim_ref": "", "reply_text": "",
     })
     _audit(ctx, "open_case", case["id"])
@@ -295,15 +363,17 @@ def query_payer(ctx: ToolContext, args: QueryArgs) -> dict[str, Any]:
     The reply arrives later: call ``wait`` to let time pass, then ``get_case``."""
     pay = _payment(ctx, args.payment_id)
     line = _line(ctx, pay["id"], args.line_id)
-    awaiting = ctx.store.select("cases", limit=1, category=QUERY_CATEGORY, line_id=line["id"], status="awaiting_reply")
+    awaiting = [c["id"] for c in live_rows_in(ctx.store, "cases", "line_id", {line["id"]})
+                if c["category"] == QUERY_CATEGORY and c["status"] == "awaiting_reply"]
     if awaiting:
-        raise ToolError("conflict", f"query {awaiting[0]['id']} about this line is still awaiting a reply")
-    script = ctx.store.get("_payer_script", line["id"])
+        raise ToolError("conflict", f"query {min(awaiting)} about this line is still awaiting a reply")
+    script = ctx.store._current("_payer_script", line["id"])
     delay = int(script["delay_hours"]) if script else 24
+    now = _now(ctx)
     case = ctx.store.insert("cases", {
         "id": ctx.store.next_id("cases", "CS"), "category": QUERY_CATEGORY, "payment_id": pay["id"],
-        "line_id": line["id"], "note": args.question, "status": "awaiting_reply", "opened_at": ctx.now,
-        "reply_due": add_hours(ctx.now, delay), "reply_kind": "", "reply_claim_ref": "", "reply_text": "",
+        "line_id": line["id"], "note": args.question, "status": "awaiting_reply", "opened_at": now,
+        "reply_due": add_hours(now, delay), "reply_kind": "", "reply_claim_ref": "", "reply_text": "",
     })
     _audit(ctx, "query_payer", case["id"])
     return {"case": case}
@@ -317,7 +387,7 @@ class CaseArgs(ToolArgs):
 def get_case(ctx: ToolContext, args: CaseArgs) -> dict[str, Any]:
     """One case; for an answered payer query, ``reply_kind`` (confirm, applies_to, recoup),
     ``reply_claim_ref`` and ``reply_text`` hold the payer's answer."""
-    case = require_row(ctx.store, "cases", args.case_id, f"no case {args.case_id[:40]!r}")
+    case = _row(ctx, "cases", args.case_id, f"no case {args.case_id[:40]!r}")
     return {"case": case}
 
 
@@ -341,21 +411,21 @@ class WaitArgs(ToolArgs):
 @toolkit.tool(writes=True)
 def wait(ctx: ToolContext, args: WaitArgs) -> dict[str, Any]:
     """Let simulated time pass; payer replies that fall due arrive in their cases."""
-    pending = sorted((r["reply_due"], r["id"]) for r in ctx.store.rows("cases", status="awaiting_reply"))
+    pending = sorted((r["reply_due"], r["id"]) for r in live_rows_in(ctx.store, "cases", "status", {"awaiting_reply"}))
     if args.hours is None:
         if not pending:
             raise ToolError("precondition_failed", "no payer reply is pending; give hours to wait anyway")
-        now = max(ctx.now, pending[0][0])
+        now = max(_now(ctx), pending[0][0])
     else:
-        now = add_hours(ctx.now, args.hours)
+        now = add_hours(_now(ctx), args.hours)
     ctx.store.update("clock", "clock", {"now": now})
     answered = []
     for due, case_id in pending:
         if due > now:
             continue
-        case = ctx.store.get("cases", case_id)
+        case = ctx.store._current("cases", case_id)
         assert case is not None
-        script = ctx.store.get("_payer_script", case["line_id"]) or {}
+        script = ctx.store._current("_payer_script", case["line_id"]) or {}
         ctx.store.update("cases", case_id, {
             "status": "answered", "reply_kind": script.get("reply_kind", "confirm"),
             "reply_claim_ref": script.get("reply_claim_ref", ""),
@@ -379,7 +449,7 @@ def post_payment(ctx: ToolContext, args: PostArgs) -> dict[str, Any]:
     pay = _unposted(ctx, args.payment_id)
     changes: dict[str, Any] = {"status": {"apply": "posted", "hold": "held", "return": "returned"}[args.disposition]}
     if args.disposition != "apply":
-        if ctx.store.select("allocations", limit=1, payment_id=pay["id"], status="active"):
+        if any(a["status"] == "active" for a in live_rows_in(ctx.store, "allocations", "payment_id", {pay["id"]})):
             raise ToolError("precondition_failed", f"reverse the allocations of {pay['id']} before you {args.disposition} it")
         if args.disposition == "return":
             changes["unapplied"] = 0
