@@ -32,7 +32,19 @@ def target_matches(key: str, pattern: str) -> bool:
 
 def forbidden_writes(episode: Episode, targets: Sequence[str]) -> list[str]:
     """``table:id`` keys changed by the episode that no target pattern (fnmatch) allows."""
-    return [k for k in changed_keys(episode.diff) if not any(target_matches(k, t) for t in targets)]
+    exact, prefixes, patterns = set(), [], []
+    for t in targets:  # the common shapes are a set lookup and one ``startswith``
+        if "[" in t or "?" in t:
+            patterns.append(t)
+        elif "*" not in t:
+            exact.add(t)
+        elif t.find("*") == len(t) - 1:
+            prefixes.append(t[:-1])
+        else:
+            patterns.append(t)
+    starts = tuple(prefixes)
+    return [k for k in changed_keys(episode.diff)
+            if k not in exact and not (starts and k.startswith(starts)) and not any(fnmatchcase(k, p) for p in patterns)]
 
 
 def guardrail(episode: Episode, code: str) -> dict[str, Any]:
@@ -64,8 +76,12 @@ def score_of(results: Sequence[Mapping[str, Any]]) -> float:
 
 def process_metrics(trace: Sequence[Mapping[str, Any]], **extra: Any) -> dict[str, Any]:
     """Steps, rejected calls, calls per tool and error codes seen (plus domain extras)."""
-    tools = Counter(r["tool"] or "<invalid>" for r in trace)
-    errors = Counter(r["error_code"] for r in trace if r["error_code"])
+    tools: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
+    for r in trace:
+        tools[r["tool"] or "<invalid>"] += 1
+        if r["error_code"]:
+            errors[r["error_code"]] += 1
     return {
         "steps": len(trace),
         "rejected_calls": sum(errors.values()),
