@@ -53,6 +53,10 @@ DOMAIN = Domain(
     failure_codes=FAILURE_CODES,
     generator_version="2.1.0",
     task_aliases=("case_id",),
+    # requesting items pauses the clock and puts the case under request until the reply, and
+    # the right procedure goes through several such rounds: progress is not measured on the
+    # clock, the request round or the case status, which it passes through
+    progress_exclude=("clock_state", "under_request", "end_status"),
     sizes={"train": 480, "heldout": 20 * len(DEFECT_TAGS)},
     default_max_steps=60,
     report_fields=report_fields,
