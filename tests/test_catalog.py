@@ -211,7 +211,8 @@ def test_subproc_vec_env_maskable_ppo_runs(domain: str) -> None:
     from stable_baselines3.common.vec_env import SubprocVecEnv
 
     torch.set_num_threads(1)
-    venv = SubprocVecEnv([lambda: make_catalog_env(domain, split="generated", reward_mode="shaped")] * 2)
+    # fork, as the trainer does: forkserver workers would import everything again (seconds each)
+    venv = SubprocVecEnv([lambda: make_catalog_env(domain, split="generated", reward_mode="shaped")] * 2, start_method="fork")
     try:
         venv.seed(0)
         model = MaskablePPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=2, seed=0, device="cpu")
