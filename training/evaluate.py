@@ -205,11 +205,14 @@ class Executor(Protocol):
         ...
 
 
-def batches(jobs: Sequence[Job], workers: int, most: int = 16) -> list[list[Job]]:
+def batches(jobs: Sequence[Job], workers: int, most: int = 64) -> list[list[Job]]:
     """Split ``jobs`` into batches small enough to balance ``workers``, large enough to
-    amortise a round trip."""
-    size = max(1, min(most, len(jobs) // max(1, workers * 8)))
-    return [list(jobs[i:i + size]) for i in range(0, len(jobs), size)]
+    amortise a round trip. Jobs are grouped by domain and task first (every agent and attempt
+    of a task in the same batch, neighbouring tasks together), so a worker parses the release
+    blocks of its own tasks rather than every worker parsing every block."""
+    ordered = sorted(jobs, key=lambda j: (j.domain, j.task_id))  # stable: agents keep their order
+    size = max(1, min(most, len(ordered) // max(1, workers * 8)))
+    return [ordered[i:i + size] for i in range(0, len(ordered), size)]
 
 
 class SerialExecutor:
