@@ -43,13 +43,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date
+from functools import lru_cache
 from typing import Any
 
 from backoffice.envs.core.domain import Episode
 from backoffice.envs.core.store import Snapshot
 from backoffice.envs.sufficiency import FAILURE_CODES
-from backoffice.envs.sufficiency.tables import add_days
+from backoffice.envs.sufficiency.reads import row, rows_by
+from backoffice.envs.sufficiency.tables import add_days, day_number
 from backoffice.graders import finalize, result
 
 ROUND_SCORERS = ("premature_release", "over_request", "under_request", "ignored_held_record",
@@ -62,9 +63,32 @@ GATE_SCORERS = frozenset(ROUND_SCORERS) - {"under_request"}
 
 
 # -- the grader's own reading of the requirements ------------------------------------------------
-def _same_name(a: Any, b: Any) -> bool:
-    """Names match ignoring letter case and runs of spaces."""
-    return " ".join(str(a or "").split()).casefold() == " ".join(str(b or "").split()).casefold()
+@lru_cache(maxsize=8192, typed=True)
+def _name_key(name: Any) -> str:
+    """A name as compared: letter case and runs of spaces aside (a pure function: cached)."""
+    return " ".join(str(name or "").split()).casefold()
+
+
+def _issued(doc: Mapping[str, Any], req: Mapping[str, Any], name_key: str, held: bool) -> int | None:
+    """The issue date (a day number) of ``doc`` when it meets every condition of ``req`` but its
+    age (its item type already known to match), else ``None``. ``held``: the document is (or
+    would be, once attached) a held record; ``name_key``: the applicant's :func:`_name_key`."""
+    if held and not req["accept_held_record"]:
+        return None
+    if not doc.get("legible") or (req["signature_required"] and not doc.get("signed")):
+        return None
+    if req["name_must_match"] and _name_key(doc.get("name_on_document")) != name_key:
+        return None
+    return day_number(str(doc.get("issued_on")))
+
+
+def _fresh(issued: int | None, day: int, max_age: int | None) -> bool:
+    """A document issued on day number ``issued`` (``None``: it fails another condition) is
+    valid on day number ``day``: issued on or before it and no older than ``max_age`` days."""
+    if issued is None:
+        return False
+    age = day - issued
+    return age >= 0 and (max_age is None or age <= max_age)
 
 
 def document_valid(doc: Mapping[str, Any], req: Mapping[str, Any], applicant_name: str, day: str) -> bool:
@@ -74,14 +98,8 @@ def document_valid(doc: Mapping[str, Any], req: Mapping[str, Any], applicant_nam
     ``day`` and no older than ``max_age_days``."""
     if doc.get("item_type") != req["item_type"]:
         return False
-    if doc.get("source") == "held_record" and not req["accept_held_record"]:
-        return False
-    if not doc.get("legible") or (req["signature_required"] and not doc.get("signed")):
-        return False
-    if req["name_must_match"] and not _same_name(doc.get("name_on_document"), applicant_name):
-        return False
-    age = (date.fromisoformat(day[:10]) - date.fromisoformat(str(doc.get("issued_on"))[:10])).days
-    return age >= 0 and (req["max_age_days"] is None or age <= req["max_age_days"])
+    issued = _issued(doc, req, _name_key(applicant_name), doc.get("source") == "held_record")
+    return _fresh(issued, day_number(day), req["max_age_days"])
 
 
 @dataclass(frozen=True)
@@ -104,35 +122,107 @@ def review(reqs: Iterable[Mapping[str, Any]], docs: Sequence[Mapping[str, Any]],
            held: Iterable[Mapping[str, Any]], applicant_name: str, day: str) -> Review:
     """Review a case on ``day`` from its requirement rows, documents and the applicant's held
     records (items by item type, record ids sorted)."""
-    records = sorted(held, key=lambda r: r["id"])
-    satisfied: list[str] = []
-    missing: list[str] = []
-    satisfiable: dict[str, tuple[str, ...]] = {}
-    for req in sorted(reqs, key=lambda r: r["item_type"]):
-        item = req["item_type"]
-        if any(document_valid(d, req, applicant_name, day) for d in docs):
-            satisfied.append(item)
-            continue
-        usable = tuple(r["id"] for r in records if document_valid({**r, "source": "held_record"}, req, applicant_name, day))
-        if usable:
-            satisfiable[item] = usable
-        else:
-            missing.append(item)
+    satisfied, satisfiable, missing, _ = _Prepared(reqs, held, docs, applicant_name, rounds=False).review(day_number(day))
     return Review(tuple(satisfied), satisfiable, tuple(missing))
+
+
+def _row_id(r: Mapping[str, Any]) -> str:
+    return r["id"]
+
+
+def _item_type(r: Mapping[str, Any]) -> str:
+    return r["item_type"]
+
+
+#: a document's source as the rounds read it
+_APPLICANT, _HELD, _OTHER = 0, 1, 2
+
+
+class _Prepared:
+    """A case's requirements, held records and documents with everything that does not depend
+    on the review date read once (per grade): per requirement (by item type), its item, its
+    ``max_age_days``, the documents of its item as ``(review round joined, source, issued)``
+    and the held records of its item (by id) as ``(record id, issued)``, where ``issued`` is the
+    day number the document was issued on when it meets every condition of the requirement but
+    age, else ``None``. ``rounds=False``: every document counts as on the case (a plain review;
+    documents need no ``review_round``)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, reqs: Iterable[Mapping[str, Any]], held: Iterable[Mapping[str, Any]],
+                 docs: Iterable[Mapping[str, Any]], applicant_name: str, rounds: bool = True):
+        name_key = _name_key(applicant_name)
+        docs_of: dict[Any, list[Mapping[str, Any]]] = {}
+        for d in docs:
+            docs_of.setdefault(d.get("item_type"), []).append(d)
+        records_of: dict[Any, list[Mapping[str, Any]]] = {}
+        for r in sorted(held, key=_row_id):
+            records_of.setdefault(r.get("item_type"), []).append(r)
+        items: list[tuple[str, int | None, list[tuple[int, int, int | None]], list[tuple[str, int | None]]]] = []
+        for req in sorted(reqs, key=_item_type):
+            item = req["item_type"]
+            facts = []
+            for d in docs_of.get(item, ()):
+                issued = _issued(d, req, name_key, d.get("source") == "held_record")
+                if not rounds:
+                    facts.append((-1, _APPLICANT, issued))
+                    continue
+                source = d["source"]
+                facts.append((d["review_round"], _APPLICANT if source == "applicant" else _HELD if source == "held_record" else _OTHER, issued))
+            records = [(r["id"], _issued(r, req, name_key, True)) for r in records_of.get(item, ())]
+            items.append((item, req["max_age_days"], facts, records))
+        #: per requirement: (item, max_age_days, [(round, source, issued)], [(record id, issued)])
+        self.items = items
+
+    def review(self, day: int, index: int = 0) -> tuple[list[str], dict[str, tuple[str, ...]], list[str], list[str]]:
+        """The review of round ``index`` on day number ``day``, of the documents on the case when
+        the round opens (joined in an earlier round, or in this one from the applicant):
+        satisfied items, satisfiable items (-> valid held record ids), missing items, and the
+        items still missing once the held records attached in this round are on the case
+        (every list in requirement order)."""
+        satisfied: list[str] = []
+        missing: list[str] = []
+        satisfiable: dict[str, tuple[str, ...]] = {}
+        still_missing: list[str] = []
+        for item, max_age, facts, records in self.items:
+            covered = attached = False
+            for joined, source, issued in facts:
+                if issued is None:
+                    continue
+                age = day - issued
+                if age < 0 or (max_age is not None and age > max_age):
+                    continue
+                if joined < index or (joined == index and source == _APPLICANT):
+                    covered = True
+                    break
+                if joined == index and source == _HELD:
+                    attached = True
+            if covered:
+                satisfied.append(item)
+                continue
+            usable = tuple(rid for rid, issued in records if _fresh(issued, day, max_age))
+            if usable:
+                satisfiable[item] = usable
+            else:
+                missing.append(item)
+            if not attached:
+                still_missing.append(item)
+        return satisfied, satisfiable, missing, still_missing
 
 
 # -- the rounds ----------------------------------------------------------------------------------
 def split_rounds(trace: Sequence[Mapping[str, Any]], case_id: str, start: str) -> list[dict[str, Any]]:
     """The successful calls of each review round and the date-time the round opened."""
-    rounds: list[dict[str, Any]] = [{"at": start, "calls": []}]
+    calls: list[Mapping[str, Any]] = []
+    rounds: list[dict[str, Any]] = [{"at": start, "calls": calls}]
     for rec in trace:
         if rec["result_status"] != "ok":
             continue
-        args = rec["args"] if isinstance(rec["args"], Mapping) else {}
-        if rec["tool"] == "wait" and args.get("case_id") == case_id:
-            rounds.append({"at": rec["result"]["now"], "calls": []})
+        if rec["tool"] == "wait" and isinstance(rec["args"], Mapping) and rec["args"].get("case_id") == case_id:
+            calls = []
+            rounds.append({"at": rec["result"]["now"], "calls": calls})
         else:
-            rounds[-1]["calls"].append(rec)
+            calls.append(rec)
     return rounds
 
 
@@ -144,37 +234,55 @@ def score_round(index: int, at: str, calls: Sequence[Mapping[str, Any]], case: M
                 reqs: Sequence[Mapping[str, Any]], held: Sequence[Mapping[str, Any]],
                 docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Assess one round on its own state and score the agent's actions in it."""
-    cid, name, today = case["id"], case["applicant_name"], at[:10]
-    start_docs = [d for d in docs if d["review_round"] < index or (d["review_round"] == index and d["source"] == "applicant")]
+    return _score_round(index, at, calls, case, _Prepared(reqs, held, docs, case["applicant_name"]), docs)
+
+
+def _score_round(index: int, at: str, calls: Sequence[Mapping[str, Any]], case: Mapping[str, Any],
+                 prepared: _Prepared, docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """:func:`score_round` with the case's requirements, held records and documents prepared
+    once per grade (``prepared`` holds ``docs``)."""
+    cid = case["id"]
     attached = [d for d in docs if d["review_round"] == index and d["source"] == "held_record"]
-    before = review(reqs, start_docs, held, name, today)
-    after = review(reqs, [*start_docs, *attached], (), name, today)
-    requests = _for_case(calls, "request_items", cid)
-    requested = sorted({i for c in requests for i in c["args"]["items"]})
-    released = bool(_for_case(calls, "release_case", cid))
-    covered_by_attach = set(before.satisfiable_from_records) - set(after.missing_items)
-    gaps = set(before.missing_items) | set(before.satisfiable_from_records)
-    uncovered = sorted(gaps - set(requested) - covered_by_attach)
-    irrelevant, used = [], set()
-    for d in sorted(attached, key=lambda d: d["id"]):
-        item = d["item_type"]
-        if d["held_record_id"] in before.satisfiable_from_records.get(item, ()) and item not in used:
-            used.add(item)
-        else:
-            irrelevant.append(d["held_record_id"])
+    satisfied, satisfiable, missing, after_missing = prepared.review(day_number(at[:10]), index)
+    requests = []
+    released = False
+    for c in calls:
+        tool = c["tool"]
+        if tool == "request_items":
+            if c["args"].get("case_id") == cid:
+                requests.append(c)
+        elif tool == "release_case" and c["args"].get("case_id") == cid:
+            released = True
+    requested = sorted({i for c in requests for i in c["args"]["items"]}) if requests else []
+    gaps = set(missing)
+    gaps.update(satisfiable)
+    irrelevant: list[str] = []
+    if attached:
+        covered_by_attach = set(satisfiable).difference(after_missing)
+        used = set()
+        for d in sorted(attached, key=_row_id):
+            item = d["item_type"]
+            if d["held_record_id"] in satisfiable.get(item, ()) and item not in used:
+                used.add(item)
+            else:
+                irrelevant.append(d["held_record_id"])
+        uncovered = sorted(gaps.difference(requested, covered_by_attach))
+    else:  # nothing attached: every satisfiable item is still missing afterwards
+        uncovered = sorted(gaps.difference(requested))
     failures = {
-        "premature_release": sorted(after.missing_items) if released else [],
-        "over_request": sorted(set(requested) & set(before.satisfied_items)),
+        "premature_release": sorted(after_missing) if released else [],
+        "over_request": sorted(set(requested).intersection(satisfied)) if requested else [],
         "under_request": [] if released else uncovered,
-        "ignored_held_record": sorted(set(requested) & set(before.satisfiable_from_records)),
+        "ignored_held_record": sorted(set(requested).intersection(satisfiable)) if requested else [],
         "duplicate_request": [f"request {k + 1}" for k in range(1, len(requests))],
         "irrelevant_attachment": sorted(irrelevant),
     }
     scores = {k: 0.0 if v else 1.0 for k, v in failures.items()}
     return {
-        "round": index, "review_at": at, **before.to_json(),
+        "round": index, "review_at": at,
+        "satisfied_items": satisfied, "satisfiable_from_records": sorted(satisfiable), "missing_items": missing,
         "requested_items": requested, "attached_records": sorted(d["held_record_id"] for d in attached),
-        "released": released, "gaps": sorted(gaps), "gaps_covered": sorted(gaps - set(uncovered)),
+        "released": released, "gaps": sorted(gaps), "gaps_covered": sorted(gaps.difference(uncovered)),
         "failures": failures, "scores": scores, "score": sum(scores.values()) / len(scores),
     }
 
@@ -193,20 +301,27 @@ def _round_checks(rounds: Sequence[Mapping[str, Any]], expected: Mapping[str, An
     return found, checks
 
 
-def _trail_checks(ep: Episode, cid: str, start: str) -> tuple[list[str], list[Mapping[str, Any]], list[dict[str, Any]]]:
+def _trail_checks(ep: Episode, cid: str, split: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[Mapping[str, Any]], list[dict[str, Any]]]:
     """The whole trail: every scripted reply of the answer key's rounds delivered (and then
-    reviewed: the rounds), and the case routed at most once. Returns the undelivered event ids,
-    the route calls and the checks."""
+    reviewed: the rounds), and the case routed at most once. ``split``: :func:`split_rounds` of
+    the trace. Returns the undelivered event ids, the route calls and the checks."""
     checks = []
-    events = ep.state.rows("_events", case_id=cid)
+    events = rows_by(ep.state, "_events", "case_id", cid)
     undelivered = sorted(e["id"] for e in events if not e["delivered"])
     if events:
         checks.append(result("replies_processed", "count_is", not undelivered, "event_not_processed",
                              {"undelivered": len(undelivered)} if undelivered else None))
-    routes = [c for rd in split_rounds(ep.trace, cid, start) for c in _for_case(rd["calls"], "route_case", cid)]
+    routes = [c for rd in split for c in _for_case(rd["calls"], "route_case", cid)]
     checks.append(result("one_decision", "count_is", len(routes) <= 1, "duplicate_decision",
                          {"routes": len(routes)} if len(routes) > 1 else None, gate=True))
     return undelivered, routes, checks
+
+
+#: the end-state checks: (check id, the end-state fields it compares with the key, failure code)
+_END_CHECKS = (("end_status", ("end_status",), "end_status_wrong"),
+               ("clock_state", ("clock_state",), "clock_state_wrong"),
+               ("sla_dates", ("sla_due_on", "paused_at"), "clock_state_wrong"),
+               ("queue", ("queue",), "wrong_queue"))
 
 
 def _end_checks(case: Mapping[str, Any], snap_case: Mapping[str, Any], expected: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, bool], list[dict[str, Any]]]:
@@ -217,20 +332,19 @@ def _end_checks(case: Mapping[str, Any], snap_case: Mapping[str, Any], expected:
     start_state = {"end_status": snap_case["status"], "clock_state": snap_case["clock_state"],
                    "queue": snap_case["queue"], "sla_due_on": snap_case["sla_due_on"], "paused_at": snap_case["paused_at"]}
     # the SLA due date moves by the days each answered request paused the clock
-    expected_end = {**expected, "sla_due_on": add_days(snap_case["sla_due_on"], expected["sla_paused_days"])}
+    want = {"end_status": expected["end_status"], "clock_state": expected["clock_state"],
+            "sla_due_on": add_days(snap_case["sla_due_on"], expected["sla_paused_days"]),
+            "paused_at": expected["paused_at"], "queue": expected["queue"]}
     end_ok: dict[str, bool] = {}
     checks = []
-    for check_id, fields_, code in (("end_status", ("end_status",), "end_status_wrong"),
-                                    ("clock_state", ("clock_state",), "clock_state_wrong"),
-                                    ("sla_dates", ("sla_due_on", "paused_at"), "clock_state_wrong"),
-                                    ("queue", ("queue",), "wrong_queue")):
-        want = {f: expected_end[f] for f in fields_}
-        got = {f: end[f] for f in fields_}
-        ok = want == got
+    for check_id, fields_, code in _END_CHECKS:
+        ok = is_gate = True
+        for f in fields_:
+            ok = ok and want[f] == end[f]
+            is_gate = is_gate and want[f] == start_state[f]
         end_ok[check_id] = ok
-        is_gate = want == {f: start_state[f] for f in fields_}
         checks.append(result(check_id, "field_equals", ok, code,
-                             None if ok else {"got": got}, gate=is_gate))
+                             None if ok else {"got": {f: end[f] for f in fields_}}, gate=is_gate))
     return end, end_ok, checks
 
 
@@ -248,18 +362,17 @@ def grade(ep: Episode) -> dict[str, Any]:
     key = ep.key
     expected = key["expected"]
     cid = key["case_id"]
-    case = ep.state.get("cases", cid)
+    case = row(ep.state, "cases", cid)  # the live row: read only
     assert case is not None, "the target case is never deleted (no tool deletes rows)"
     reqs = _start_rows(ep.snapshot, "requirements", "case_type", case["case_type"])
     held = _start_rows(ep.snapshot, "held_records", "applicant_id", case["applicant_id"])
-    docs = ep.state.rows("documents", case_id=cid)
+    docs = rows_by(ep.state, "documents", "case_id", cid)
     start = ep.snapshot.table("clock")["clock"]["now"]
-    rounds = [
-        score_round(i, rd["at"], rd["calls"], case, reqs, held, docs)
-        for i, rd in enumerate(split_rounds(ep.trace, cid, start))
-    ]
+    split = split_rounds(ep.trace, cid, start)
+    prepared = _Prepared(reqs, held, docs, case["applicant_name"])
+    rounds = [_score_round(i, rd["at"], rd["calls"], case, prepared, docs) for i, rd in enumerate(split)]
     found, checks = _round_checks(rounds, expected)
-    undelivered, routes, trail_checks = _trail_checks(ep, cid, start)
+    undelivered, routes, trail_checks = _trail_checks(ep, cid, split)
     checks.extend(trail_checks)
     end, end_ok, end_checks = _end_checks(case, ep.snapshot.table("cases")[cid], expected)
     checks.extend(end_checks)

@@ -39,6 +39,7 @@ Tables of a snapshot (every row a flat dict with a string ``id``):
 from __future__ import annotations
 
 from datetime import date, timedelta
+from functools import lru_cache
 from typing import Any
 
 #: The world's tables (every snapshot also has ``clock``), named by the ``Domain`` declaration.
@@ -152,11 +153,21 @@ def decision_queue(routing: dict[str, Any], amount_cents: int) -> str:
 
 
 # -- dates ------------------------------------------------------------------------------------
+# Pure functions of a few thousand distinct dates, called on every tool step and grade: cached.
+@lru_cache(maxsize=8192)
 def parse_day(value: str) -> date:
     """``YYYY-MM-DD`` (or the date part of an ISO time) as a date."""
     return date.fromisoformat(value[:10])
 
 
+@lru_cache(maxsize=8192)
+def day_number(value: str) -> int:
+    """The proleptic ordinal of the date of ``value`` (``YYYY-MM-DD`` or an ISO time): the
+    difference of two is the whole days between them."""
+    return parse_day(value).toordinal()
+
+
+@lru_cache(maxsize=8192)
 def add_days(day: str, n: int) -> str:
     """The ISO date ``n`` days after (before, if negative) the date of ``day``."""
     return (parse_day(day) + timedelta(days=n)).isoformat()
@@ -164,7 +175,7 @@ def add_days(day: str, n: int) -> str:
 
 def days_between(earlier: str, later: str) -> int:
     """Whole days from the date of ``earlier`` to the date of ``later``."""
-    return (parse_day(later) - parse_day(earlier)).days
+    return day_number(later) - day_number(earlier)
 
 
 def case_number(case_id: str) -> str:

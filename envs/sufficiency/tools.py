@@ -6,9 +6,10 @@ Tools never judge validity for the agent: documents come back as raw fields (iss
 signature, name, legibility) and the agent applies the rules ``get_requirements`` returns.
 The scripted replies (``_events``, ``_uploads``) are only ever read by ``wait``, one at a time.
 
-Every read goes by primary key or through ``store.select``/``rows``/``count`` with an equality
-field (an index lookup, never a scan of a table that grows with the world), and the tools that
-list rows (``list_cases``, ``list_documents``, ``search_held_records``) return one page at a time
+Every read goes by primary key or through an equality field's index (``store.select``/``count``,
+or :func:`~backoffice.envs.sufficiency.reads.rows_by` for the live rows a tool only reads: never a
+scan of a table that grows with the world, never a copy of a row it does not return), and the
+tools that list rows (``list_cases``, ``list_documents``, ``search_held_records``) return one page at a time
 (``limit``, default 50, at most 200; ``cursor``: the ``next_cursor`` of the previous page, which
 is ``None`` on the last page).
 """
@@ -19,8 +20,9 @@ from typing import Any
 
 from pydantic import Field
 
-from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit, require_row
+from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
 from backoffice.envs.core.tools import PageArgs, page
+from backoffice.envs.sufficiency.reads import row, rows_by
 from backoffice.envs.sufficiency.tables import INTAKE_QUEUE, RULES_TEXT, add_days, case_number, days_between
 
 toolkit = Toolkit()
@@ -29,14 +31,43 @@ _CASE_ID = Field(description="Case id, e.g. CASE-40213.", max_length=40)
 _DOC_FIELDS = ("id", "item_type", "issued_on", "signed", "name_on_document", "legible", "source",
                "held_record_id", "received_at", "review_round")
 _CASE_SUMMARY = ("id", "case_type", "applicant_name", "status", "queue", "clock_state")
+_REQUEST_VIEW = ("id", "items", "requested_at", "status", "answered_at")
+#: the fields of every stored document and item request (see ``tables``): a view of such a row is
+#: a copy without the fields it leaves out (the same JSON: results are serialised with sorted keys)
+_DOC_ROW = frozenset((*_DOC_FIELDS, "case_id"))
+_REQUEST_ROW = frozenset((*_REQUEST_VIEW, "case_id", "review_round", "message"))
 
 
 def _case(ctx: ToolContext, case_id: str) -> dict[str, Any]:
-    return require_row(ctx.store, "cases", case_id, f"no case {case_id[:40]!r}")
+    """The live case row (read-only: change it through ``store.update``), or not_found."""
+    case = ctx.store._current("cases", case_id)  # reads.row, without the extra call
+    if case is None:
+        raise ToolError("not_found", f"no case {case_id[:40]!r}")
+    return case
 
 
-def _doc_view(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: row.get(k) for k in _DOC_FIELDS}
+def _now(ctx: ToolContext) -> str:
+    """``ctx.now`` (the clock's ISO time) read from the live clock row."""
+    clock = ctx.store._current("clock", "clock")
+    return clock["now"] if clock else ""
+
+
+def _doc_view(doc: dict[str, Any]) -> dict[str, Any]:
+    """A document as the tools show it (every field but ``case_id``), as a fresh dict."""
+    if doc.keys() == _DOC_ROW:
+        view = dict(doc)
+        del view["case_id"]
+        return view
+    return {k: doc.get(k) for k in _DOC_FIELDS}
+
+
+def _request_view(request: dict[str, Any]) -> dict[str, Any]:
+    """An item request as ``get_case`` shows it (``_REQUEST_VIEW``), as a fresh dict."""
+    if request.keys() == _REQUEST_ROW:
+        view = dict(request)
+        del view["case_id"], view["review_round"], view["message"]
+        return view
+    return {k: request.get(k) for k in _REQUEST_VIEW}
 
 
 def _open_case(ctx: ToolContext, case_id: str) -> dict[str, Any]:
@@ -46,22 +77,29 @@ def _open_case(ctx: ToolContext, case_id: str) -> dict[str, Any]:
     return case
 
 
+def _free_number(ctx: ToolContext, table: str, prefix: str, n: int) -> int:
+    """The first ``k >= n`` such that ``PREFIX-kk`` is not an id of ``table``."""
+    exists = ctx.store.exists
+    while exists(table, f"{prefix}-{n:02d}"):
+        n += 1
+    return n
+
+
 def _next_id(ctx: ToolContext, table: str, prefix: str, case_id: str) -> str:
     """The next free ``PREFIX-NN`` id of a case's rows in ``table``. Every row whose id starts
     with ``PREFIX-`` (the case's number) belongs to the case and the other way round, so the
     case's rows are counted through the ``case_id`` index rather than by scanning every id."""
-    n = 1 + ctx.store.count(table, case_id=case_id)
-    while ctx.store.exists(table, f"{prefix}-{n:02d}"):
-        n += 1
-    return f"{prefix}-{n:02d}"
+    return f"{prefix}-{_free_number(ctx, table, prefix, 1 + ctx.store.count(table, case_id=case_id)):02d}"
+
+
+def _event_order(event: dict[str, Any]) -> tuple[int, str]:
+    """Scripted replies are delivered in ``seq`` order (then id)."""
+    return event["seq"], event["id"]
 
 
 def _case_view(ctx: ToolContext, case: dict[str, Any]) -> dict[str, Any]:
-    requests = [
-        {k: r.get(k) for k in ("id", "items", "requested_at", "status", "answered_at")}
-        for r in ctx.store.rows("item_requests", case_id=case["id"])
-    ]
-    return {"case": case, "now": ctx.now, "item_requests": requests}
+    requests = [_request_view(r) for r in rows_by(ctx.store, "item_requests", "case_id", case["id"])]
+    return {"case": case, "now": _now(ctx), "item_requests": requests}
 
 
 # -- reads ------------------------------------------------------------------------------------
@@ -99,8 +137,8 @@ def get_requirements(ctx: ToolContext, args: RequirementsArgs) -> dict:
     """Return the items a case type requires with their validity conditions (max_age_days,
     signature_required, name_must_match, accept_held_record), its routing rule (standard and
     senior decision queue, senior threshold in cents) and the sufficiency rules in words."""
-    items = ctx.store.rows("requirements", case_type=args.case_type)
-    routing = ctx.store.get("routing_rules", args.case_type)
+    items = rows_by(ctx.store, "requirements", "case_type", args.case_type)
+    routing = row(ctx.store, "routing_rules", args.case_type)
     if not items or routing is None:
         raise ToolError("not_found", f"no requirements for case type {args.case_type[:60]!r}")
     return {"case_type": args.case_type, "items": items, "routing": routing, "rules": RULES_TEXT}
@@ -118,7 +156,7 @@ def list_documents(ctx: ToolContext, args: ListDocumentsArgs) -> dict:
     ``next_cursor``, the ``cursor`` that fetches the next page (``None`` on the last page)."""
     _case(ctx, args.case_id)
     docs, cursor = page(ctx.store, "documents", args, case_id=args.case_id)
-    return {"case_id": args.case_id, "now": ctx.now, "documents": [_doc_view(d) for d in docs], "next_cursor": cursor}
+    return {"case_id": args.case_id, "now": _now(ctx), "documents": [_doc_view(d) for d in docs], "next_cursor": cursor}
 
 
 class HeldSearchArgs(PageArgs):
@@ -152,16 +190,18 @@ def attach_held_record(ctx: ToolContext, args: AttachArgs) -> dict:
     Errors: not_found (no such record for this applicant), conflict (already attached, or the
     case is released)."""
     case = _open_case(ctx, args.case_id)
-    record = ctx.store.get("held_records", args.record_id)
+    record = row(ctx.store, "held_records", args.record_id)
     if record is None or record["applicant_id"] != case["applicant_id"]:
         raise ToolError("not_found", f"no held record {args.record_id[:40]!r} for this applicant")
-    if ctx.store.rows("documents", lambda d: d["held_record_id"] == record["id"], case_id=case["id"]):
+    docs = rows_by(ctx.store, "documents", "case_id", case["id"])
+    if any(d["held_record_id"] == record["id"] for d in docs):
         raise ToolError("conflict", f"{record['id']} is already attached to {case['id']}")
+    prefix = f"DOC-{case_number(case['id'])}"
     doc = ctx.store.insert("documents", {
-        "id": _next_id(ctx, "documents", f"DOC-{case_number(case['id'])}", case["id"]), "case_id": case["id"],
+        "id": f"{prefix}-{_free_number(ctx, 'documents', prefix, 1 + len(docs)):02d}", "case_id": case["id"],
         "item_type": record["item_type"], "issued_on": record["issued_on"], "signed": record["signed"],
         "name_on_document": record["name_on_document"], "legible": record["legible"],
-        "source": "held_record", "held_record_id": record["id"], "received_at": ctx.now,
+        "source": "held_record", "held_record_id": record["id"], "received_at": _now(ctx),
         "review_round": case["review_round"],
     })
     return {"attached": _doc_view(doc)}
@@ -179,19 +219,20 @@ def request_items(ctx: ToolContext, args: RequestArgs) -> dict:
     until the reply has been received. Errors: not_found (an item the case type does not
     require), conflict (the case is released)."""
     case = _open_case(ctx, args.case_id)
-    known = {r["item_type"] for r in ctx.store.rows("requirements", case_type=case["case_type"])}
+    known = {r["item_type"] for r in rows_by(ctx.store, "requirements", "case_type", case["case_type"])}
     unknown = sorted({i for i in args.items if i not in known})
     if unknown:
         raise ToolError("not_found", f"{case['case_type']} requires no item {unknown[0][:60]!r}")
     items = sorted(set(args.items))
+    now = _now(ctx)
     request = ctx.store.insert("item_requests", {
         "id": _next_id(ctx, "item_requests", f"IR-{case_number(case['id'])}", case["id"]), "case_id": case["id"],
-        "items": items, "requested_at": ctx.now, "review_round": case["review_round"], "status": "open",
+        "items": items, "requested_at": now, "review_round": case["review_round"], "status": "open",
         "answered_at": None, "message": args.message,
     })
     changes: dict[str, Any] = {"status": "awaiting_info"}
     if case["clock_state"] == "running":
-        changes.update(clock_state="paused", paused_at=ctx.now)
+        changes.update(clock_state="paused", paused_at=now)
     case = ctx.store.update("cases", case["id"], changes)
     return {"request": request, "case": {k: case[k] for k in ("id", "status", "clock_state", "paused_at")}}
 
@@ -205,25 +246,31 @@ def wait(ctx: ToolContext, args: CaseArgs) -> dict:
     case = _case(ctx, args.case_id)
     if case["status"] != "awaiting_info":
         raise ToolError("precondition_failed", f"{case['id']} has no outstanding request to wait for")
-    pending = sorted(
-        ctx.store.rows("_events", lambda e: not e["delivered"], case_id=case["id"]), key=lambda e: (e["seq"], e["id"])
-    )
+    pending = [e for e in rows_by(ctx.store, "_events", "case_id", case["id"]) if not e["delivered"]]
     if not pending:
         raise ToolError("precondition_failed", "no reply from the applicant is expected before the end of the review period")
-    event = pending[0]
-    now = max(ctx.now, event["at"])
+    event = min(pending, key=_event_order)
+    now = max(_now(ctx), event["at"])
     ctx.store.update("clock", "clock", {"now": now})
     ctx.store.update("_events", event["id"], {"delivered": True})
     review_round = case["review_round"] + 1
     uploaded = []
-    for up in ctx.store.rows("_uploads", event_id=event["id"]):
-        uploaded.append(ctx.store.insert("documents", {
-            "id": _next_id(ctx, "documents", f"DOC-{case_number(case['id'])}", case["id"]), "case_id": case["id"],
-            "item_type": up["item_type"], "issued_on": up["issued_on"], "signed": up["signed"],
-            "name_on_document": up["name_on_document"], "legible": up["legible"], "source": "applicant",
-            "held_record_id": None, "received_at": now, "review_round": review_round,
-        }))
-    for req in ctx.store.rows("item_requests", lambda r: r["status"] == "open", case_id=case["id"]):
+    uploads = rows_by(ctx.store, "_uploads", "event_id", event["id"])
+    if uploads:
+        # one count of the case's documents, then the next free number after each insert: the
+        # ids ``_next_id`` would give one insert at a time
+        prefix = f"DOC-{case_number(case['id'])}"
+        n = 1 + ctx.store.count("documents", case_id=case["id"])
+        for up in uploads:
+            n = _free_number(ctx, "documents", prefix, n)
+            uploaded.append(ctx.store.insert("documents", {
+                "id": f"{prefix}-{n:02d}", "case_id": case["id"],
+                "item_type": up["item_type"], "issued_on": up["issued_on"], "signed": up["signed"],
+                "name_on_document": up["name_on_document"], "legible": up["legible"], "source": "applicant",
+                "held_record_id": None, "received_at": now, "review_round": review_round,
+            }))
+            n += 1
+    for req in [r for r in rows_by(ctx.store, "item_requests", "case_id", case["id"]) if r["status"] == "open"]:
         ctx.store.update("item_requests", req["id"], {"status": "answered", "answered_at": now})
     case = ctx.store.update("cases", case["id"], {"status": "in_review", "review_round": review_round})
     return {
@@ -243,7 +290,7 @@ def resume_clock(ctx: ToolContext, args: CaseArgs) -> dict:
         raise ToolError("conflict", f"the SLA clock of {case['id']} is already running")
     if case["status"] == "awaiting_info":
         raise ToolError("conflict", f"{case['id']} still awaits the applicant's reply")
-    paused_days = days_between(case["paused_at"], ctx.now) if case["paused_at"] else 0
+    paused_days = days_between(case["paused_at"], _now(ctx)) if case["paused_at"] else 0
     case = ctx.store.update("cases", case["id"], {
         "clock_state": "running", "paused_at": None, "sla_due_on": add_days(case["sla_due_on"], paused_days),
     })
@@ -257,7 +304,7 @@ def release_case(ctx: ToolContext, args: CaseArgs) -> dict:
     case = _open_case(ctx, args.case_id)
     if case["status"] == "awaiting_info":
         raise ToolError("conflict", f"{case['id']} awaits the applicant's reply; it cannot be released now")
-    case = ctx.store.update("cases", case["id"], {"status": "released", "released_at": ctx.now})
+    case = ctx.store.update("cases", case["id"], {"status": "released", "released_at": _now(ctx)})
     return {"case": {k: case[k] for k in ("id", "status", "queue", "clock_state", "released_at")}}
 
 
@@ -271,7 +318,7 @@ def route_case(ctx: ToolContext, args: RouteArgs) -> dict:
     """Move a case to a queue. Errors: not_found (no such queue), conflict (the case already
     sits in that queue)."""
     case = _case(ctx, args.case_id)
-    if ctx.store.get("queues", args.queue) is None:
+    if row(ctx.store, "queues", args.queue) is None:
         raise ToolError("not_found", f"no queue {args.queue[:40]!r}")
     if case["queue"] == args.queue:
         raise ToolError("conflict", f"{case['id']} is already in {args.queue}")
@@ -290,7 +337,7 @@ def add_note(ctx: ToolContext, args: NoteArgs) -> dict:
     case = _case(ctx, args.case_id)
     note = ctx.store.insert("notes", {
         "id": _next_id(ctx, "notes", f"NT-{case_number(case['id'])}", case["id"]), "case_id": case["id"],
-        "author": "agent", "written_at": ctx.now, "text": args.text,
+        "author": "agent", "written_at": _now(ctx), "text": args.text,
     })
     return {"note": note}
 
