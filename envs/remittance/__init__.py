@@ -112,7 +112,7 @@ class RemittanceEnv(BackofficeEnv):
     page); search_open_items returns its best ``limit`` hits (default 10, at most 200). No tool
     scans a table that grows with the world: generated tasks at ``reset(options={"generate": i,
     "scale": k})`` (a world about k times the released size, the same task) cost about the same
-    per call (benchmarks/scale_remittance_check.py).
+    per call (benchmarks/bench_scale.py).
 
     ## Grade
     The end state (payment status, unapplied balance, allocations, write-off and transfer rows,
