@@ -463,6 +463,7 @@ def results(
     tier: Annotated[list[str] | None, typer.Option("--tier", help="Repeatable; default: every tier each catalog has.")] = None,
     timesteps: Annotated[int, typer.Option(min=1, help="Budget of each training run (early stopping may end it sooner).")] = 200_000,
     run_training: Annotated[bool, typer.Option("--train/--no-train", help="Train the runs that are not up to date (else only tabulate).")] = True,
+    only: Annotated[list[str] | None, typer.Option("--run", help="Repeatable: train only these runs of each domain and tier (ppo-s0, ppo-s1, warm-s0 ...).")] = None,
     out: Annotated[Path, typer.Option(help="Markdown table written here.")] = Path("results/README_table.md"),
 ) -> None:
     """Fill the results table: train every domain x tier run that is not up to date (pure
@@ -477,8 +478,11 @@ def results(
         console.print(f"baselines: {domain} / {tier_name}")
         res.baselines(domain, tier_name)
     if run_training:
-        todo = [r for r in runs if not res.up_to_date(r, timesteps)]
-        console.print(f"{len(runs) - len(todo)} of {len(runs)} runs up to date; training {len(todo)}")
+        chosen = [r for r in runs if only is None or f"{r.kind}-s{r.seed}" in only]
+        if only is not None and not chosen:
+            raise typer.BadParameter(f"no planned run is named {only}; runs are ppo-s<seed> and warm-s0", param_hint="--run")
+        todo = [r for r in chosen if not res.up_to_date(r, timesteps)]
+        console.print(f"{len(chosen) - len(todo)} of {len(chosen)} runs up to date; training {len(todo)}")
         for run in todo:
             with _progress() as progress:
                 bar = progress.add_task(f"{run.domain}/{run.tier}/{run.kind}-s{run.seed}", total=timesteps)

@@ -74,8 +74,13 @@ def up_to_date(run: Run, timesteps: int) -> bool:
         return False
     summary = loads(path.read_bytes())
     ident = _identity(run.domain, run.tier)
-    return (summary.get("catalog_hash") == ident["catalog_hash"] and summary.get("release") == ident["release"]
-            and summary.get("config", {}).get("timesteps") == timesteps)
+    if summary.get("catalog_hash") != ident["catalog_hash"] or summary.get("release") != ident["release"]:
+        return False
+    budget = summary.get("config", {}).get("timesteps")
+    # a run that stopped early with every validation task passed would stop at the same step
+    # (training is seeded) under any budget that reaches that step
+    converged = summary.get("best_validation_pass_rate") == 1.0 and summary.get("timesteps", budget) < budget
+    return budget == timesteps or (converged and summary["timesteps"] <= timesteps)
 
 
 def train_run(run: Run, timesteps: int, on_progress: Callable[[int], None] | None = None) -> dict[str, Any]:
