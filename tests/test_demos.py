@@ -65,3 +65,9 @@ def test_results_skip_only_runs_that_are_up_to_date(tmp_path: Path, monkeypatch:
     assert not results.up_to_date(run, 2000)  # another budget
     (run.out / "summary.json").write_bytes(dumps({**ident, "release": "other", "config": {"timesteps": 1000}}))
     assert not results.up_to_date(run, 1000)  # another release
+    # a run that passed every validation task and stopped early holds for any budget reaching its stop
+    converged = {**ident, "config": {"timesteps": 1000}, "timesteps": 600, "best_validation_pass_rate": 1.0}
+    (run.out / "summary.json").write_bytes(dumps(converged))
+    assert results.up_to_date(run, 2000) and results.up_to_date(run, 600) and not results.up_to_date(run, 500)
+    (run.out / "summary.json").write_bytes(dumps({**converged, "best_validation_pass_rate": 0.9}))
+    assert not results.up_to_date(run, 2000)  # stopped by patience: a larger budget could go further

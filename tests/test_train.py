@@ -92,9 +92,10 @@ def test_shipped_models_match_the_current_catalogs() -> None:
     from backoffice.training.policies import get_policy
 
     root = Path(__file__).resolve().parents[1] / "models"
-    shipped = sorted(root.glob("*/model.zip"))
+    shipped = sorted(root.glob("*/model.zip")) + sorted(root.glob("*/*/*/model.zip"))  # models/<domain>/<tier>/<run>/
     if not shipped:
         pytest.skip("no shipped models in this checkout")
     for model in shipped:
-        policy = get_policy(model.parent.name, f"sb3:{model}")
-        assert policy.domain == model.parent.name
+        domain = model.relative_to(root).parts[0]
+        policy = get_policy(domain, f"sb3:{model}")
+        assert policy.domain == domain

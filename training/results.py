@@ -152,6 +152,7 @@ def collect_rows(domains: Iterable[str], tiers: Iterable[str] | None = None) -> 
             "ppo_sd": statistics.stdev(passes) if len(passes) > 1 else (0.0 if passes else None),
             "ppo_steps": statistics.mean(s["timesteps"] for s in done) if done else None,
             "ppo_cpu_minutes": statistics.mean(s.get("cpu_minutes", 0.0) for s in done) if done else None,
+            "reward": "/".join(sorted({s.get("config", {}).get("reward_mode", "shaped") for s in done})) or None,
             "bc": warm_done[0]["warm_start"].get("bc_heldout_pass_rate") if warm_done else None,
             "warm": warm_done[0]["heldout"]["pass_rate"] if warm_done and "heldout" in warm_done[0] else None,
         }
@@ -166,15 +167,15 @@ def _pct(x: float | None) -> str:
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The README table."""
     head = ("| domain | tier | random | mask-only | tree (depth 6, leaves) | BC ceiling | MaskablePPO, mean ± sd (seeds) "
-            "| steps | CPU-min | warm-started | feature policy | oracle |")
-    lines = [head, "|" + "---|" * 12]
+            "| steps | CPU-min | reward | warm-started | feature policy | oracle |")
+    lines = [head, "|" + "---|" * 13]
     for r in rows:
         ppo = "–" if r["ppo_mean"] is None else f"{100 * r['ppo_mean']:.1f} ± {100 * r['ppo_sd']:.1f} % ({r['seeds']}/{r['seeds_planned']})"
         tree = "–" if r["tree"] is None else f"{_pct(r['tree'])} ({r['tree_leaves']})"
         steps = "–" if r["ppo_steps"] is None else f"{r['ppo_steps'] / 1000:.0f}k"
         cpu = "–" if r["ppo_cpu_minutes"] is None else f"{r['ppo_cpu_minutes']:.1f}"
         lines.append(f"| {r['domain']} | {r['tier']} | {_pct(r['random'])} | {_pct(r['mask_only'])} | {tree} | {_pct(r['bc'])} "
-                     f"| {ppo} | {steps} | {cpu} | {_pct(r['warm'])} | {_pct(r['features'])} | {_pct(r['oracle'])} |")
+                     f"| {ppo} | {steps} | {cpu} | {r['reward'] or '–'} | {_pct(r['warm'])} | {_pct(r['features'])} | {_pct(r['oracle'])} |")
     return "\n".join(lines)
 
 
