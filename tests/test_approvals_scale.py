@@ -1,27 +1,27 @@
-"""Approvals at scale: the scale tier keeps each task (same brief, same key, every released row
-unchanged) in a world k times larger, the oracle and the catalog's feature policy still pass
-there, list tools paginate (every row exactly once, bad limits and cursors are tool errors), the
-name index answers like the scan it replaces, and the verdict reads a store like it reads dicts."""
+"""Approvals at scale: scale 1 rebuilds the release and a scaled world grows every table of the
+organisation, a decision leaves the pages of the queue, the policies and the catalog read every
+page, the name index answers like the scan it replaces, and the verdict reads a store like it
+reads dicts. (What every domain does at scale, approvals included: ``test_scale.py``.)"""
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import pytest
 
 from backoffice.envs import make_native
 from backoffice.envs.approvals import DOMAIN, authority as auth
-from backoffice.envs.approvals.generator import DEFECT_TAGS, OTHER_DESK_ROLES, generate
+from backoffice.envs.approvals.generator import DEFECT_TAGS, OTHER_DESK_ROLES
 from backoffice.envs.approvals.names import find_people_ids, matches
-from backoffice.envs.core import Snapshot, Store, loads
-from backoffice.envs.core.build import make_task, task_seed
+from backoffice.envs.core import Snapshot, Store
+from backoffice.envs.core.build import make_task
 from backoffice.envs.core.release import load_release
-from backoffice.training.catalog import make_catalog_env
-from backoffice.training.catalog.approvals import A_FIND, A_HOLDERS, A_ROLES, ApprovalsCatalog, feature_policy
+from backoffice.training.catalog.approvals import A_FIND, A_HOLDERS, A_ROLES, ApprovalsCatalog
 from backoffice.training.policies import get_policy
 from backoffice.training.policies.approvals import _find_person, _pages
 from backoffice.training.rollout import run_episode
+from paging import all_pages, generated, step
 
 #: tables that grow with the organisation (roles and rules are the desk's catalogue)
 GROWING = ("people", "role_holders", "delegations", "requests", "decisions", "ledger_entries", "orders")
@@ -44,140 +44,29 @@ def test_scale_one_rebuilds_the_released_tasks() -> None:
 
 
 @pytest.mark.parametrize("tag", DEFECT_TAGS)
-def test_a_scaled_world_keeps_the_task_and_every_row(tag: str) -> None:
-    seed = task_seed("approvals", "generated", DEFECT_TAGS.index(tag))
-    small, large = generate(seed, tag), generate(seed, tag, scale=10)
-    assert large.task == small.task and large.key == small.key
-    for table, rows in small.snapshot.items():
-        grown = {r["id"]: r for r in large.snapshot[table]}
-        assert all(grown[r["id"]] == r for r in rows), table  # every row of the task's world, unchanged
-    for table in GROWING:  # every table of the organisation grows (one task's own counts vary)
+def test_a_scaled_world_grows_every_table_of_the_organisation(tag: str) -> None:
+    """Every table of the organisation grows (one task's own counts vary), the desk's catalogue
+    gains the other desks' roles and keeps its rules. (The same task, every released row
+    unchanged, a pure generator: ``test_scale.py``.)"""
+    small, large = generated(DOMAIN.name, DEFECT_TAGS.index(tag)), generated(DOMAIN.name, DEFECT_TAGS.index(tag), 10)
+    for table in GROWING:
         assert len(large.snapshot[table]) >= len(small.snapshot[table]) + 5, table
     n_small, n_large = (sum(len(gen.snapshot[t]) for t in GROWING) for gen in (small, large))
     assert 7 * n_small <= n_large <= 13 * n_small, (n_small, n_large)
     assert len(large.snapshot["roles"]) == len(small.snapshot["roles"]) + len(OTHER_DESK_ROLES)
     assert large.snapshot["rules"] == small.snapshot["rules"]
-    assert generate(seed, tag, scale=10) == large  # pure
 
 
-def test_bad_scales_are_refused() -> None:
-    for scale in (0, -3, 1.5, True):
-        with pytest.raises(ValueError):
-            generate(1, "clean", scale=scale)  # type: ignore[arg-type]
-
-
-def test_the_oracle_passes_at_scale_10() -> None:
-    env = make_native("approvals", split="generated")
-    for index in range(len(DEFECT_TAGS)):
-        obs, info = env.reset(options={"generate": index, "scale": 10})
-        policy = get_policy("approvals", "oracle")
-        policy.reset(obs, info)
-        while True:
-            obs, _, terminated, truncated, step = env.step(policy.act(obs))
-            if terminated or truncated:
-                break
-        assert step["grade"]["pass"], (index, step["grade"]["failure_codes"])
-
-
-def test_a_wrong_policy_still_fails_at_scale_10() -> None:
-    env = make_native("approvals", split="generated")
-    obs, info = env.reset(options={"generate": 0, "scale": 10})
-    policy = get_policy("approvals", "wrong:forbidden_write")
-    policy.reset(obs, info)
-    while True:
-        obs, _, terminated, truncated, step = env.step(policy.act(obs))
-        if terminated or truncated:
-            break
-    assert "forbidden_write" in step["grade"]["failure_codes"]
-
-
-def test_the_catalog_feature_policy_passes_at_scale_10() -> None:
-    env = make_catalog_env("approvals", split="generated")
-    policy = feature_policy(env.agent)
-    for index in range(len(DEFECT_TAGS)):
-        obs, _ = env.reset(options={"generate": index, "scale": 10})
-        while True:
-            obs, _, terminated, truncated, info = env.step(policy(obs, env.action_masks()))
-            if terminated or truncated:
-                break
-        assert info["is_success"], (index, info["grade"]["failure_codes"])
-
-
-# -- pagination -------------------------------------------------------------------------------------
-def _env_at(index: int, scale: int) -> Any:
+# -- pagination (every list tool of every domain: test_scale.py) -------------------------------------
+def test_a_decided_request_leaves_the_pages_of_the_queue() -> None:
+    """A page after a decision: the written request leaves the queue, nothing else moves."""
     env = make_native("approvals", split="generated", max_steps=10_000)
-    env.reset(options={"generate": index, "scale": scale})
-    return env
-
-
-def _all_pages(env: Any, tool: str, key: str, args: dict[str, Any], id_of: str = "id") -> list[str]:
-    ids: list[str] = []
-    cursor = None
-    while True:
-        obs, *_ = env.step({"tool": tool, "args": {**args, **({"cursor": cursor} if cursor else {})}})
-        got = loads(obs)
-        assert got["status"] == "ok", got
-        page = [r[id_of] for r in got["result"][key]]
-        assert len(page) <= args.get("limit", 50)
-        ids.extend(page)
-        cursor = got["result"]["next_cursor"]
-        if cursor is None:
-            return ids
-        assert page and cursor == page[-1]
-
-
-def test_pagination_returns_every_row_exactly_once() -> None:
-    env = _env_at(1, 30)
-    store = env.unwrapped.state
-    now = store.get("clock", "clock")["now"]
-    pending = _all_pages(env, "list_pending", "requests", {"limit": 7})
-    assert pending == sorted(r["id"] for r in store.iter_rows("requests") if r["status"] in ("pending", "on_hold"))
-    assert len(pending) > 7 * 5
-    roles = _all_pages(env, "list_roles", "roles", {"limit": 4})
-    assert roles == sorted(store.ids("roles"))
-    busiest = max(store.ids("roles"), key=lambda r: store.count("role_holders", role_id=r))
-    holders = _all_pages(env, "lookup_role_holders", "holders", {"role_id": busiest, "limit": 13}, "assignment_id")
-    assert holders == [rh["id"] for rh in store.iter_rows("role_holders")
-                       if rh["role_id"] == busiest and auth.window_covers(rh["valid_from"], rh["valid_to"], now[:10])]
-    assert len(holders) > 13
-    people = _all_pages(env, "find_people", "people", {"name": "an", "limit": 37})
-    assert people == [p["id"] for p in store.iter_rows("people") if matches("an", p["name"])]
-    assert len(people) > 37
-    # a page after a decision: the written request leaves the queue, nothing else moves
+    env.reset(options={"generate": 1, "scale": 30})
+    call = partial(step, env)
+    pending = [r["id"] for r in all_pages(call, "list_pending", "requests", limit=7)]
     decided = pending[3]
-    env.step({"tool": "escalate", "args": {"request_id": decided, "role_id": roles[0]}})
-    assert _all_pages(env, "list_pending", "requests", {"limit": 9}) == [r for r in pending if r != decided]
-
-
-@pytest.mark.parametrize("args,code", [
-    ({"limit": 0}, "invalid_args"),
-    ({"limit": 201}, "invalid_args"),
-    ({"limit": "many"}, "invalid_args"),
-    ({"cursor": 17}, "invalid_args"),
-    ({"cursor": "R" * 201}, "invalid_args"),
-    ({"page": 2}, "invalid_args"),
-])
-@pytest.mark.parametrize("tool,base", [
-    ("list_pending", {}), ("list_roles", {}), ("find_people", {"name": "an"}), ("lookup_role_holders", {"role_id": None}),
-])
-def test_bad_limits_and_cursors_are_tool_errors(tool: str, base: dict[str, Any], args: dict[str, Any], code: str) -> None:
-    env = _env_at(0, 1)
-    if "role_id" in base:
-        base = {"role_id": env.unwrapped.state.ids("roles")[0]}
-    before = env.unwrapped.state.content_hash()
-    _, _, _, _, info = env.step({"tool": tool, "args": {**base, **args}})
-    assert info["error_code"] == code
-    assert env.unwrapped.state.content_hash() == before
-
-
-def test_an_unknown_cursor_is_an_empty_last_page() -> None:
-    env = _env_at(0, 1)
-    role = env.unwrapped.state.ids("roles")[0]
-    for tool, args, key in (("list_pending", {}, "requests"), ("list_roles", {}, "roles"),
-                            ("find_people", {"name": "an"}, "people"), ("lookup_role_holders", {"role_id": role}, "holders")):
-        obs, *_ = env.step({"tool": tool, "args": {**args, "cursor": "~~~ past every id"}})
-        got = loads(obs)
-        assert got["status"] == "ok" and got["result"][key] == [] and got["result"]["next_cursor"] is None
+    env.step({"tool": "escalate", "args": {"request_id": decided, "role_id": min(env.unwrapped.state.ids("roles"))}})
+    assert [r["id"] for r in all_pages(call, "list_pending", "requests", limit=9)] == [r for r in pending if r != decided]
 
 
 def test_the_policies_follow_next_cursor() -> None:
