@@ -60,13 +60,16 @@ def test_results_skip_only_runs_that_are_up_to_date(tmp_path: Path, monkeypatch:
     run.out.mkdir(parents=True)
     (run.out / "model.zip").write_bytes(b"x")
     ident = results._identity(run.domain, run.tier)
-    (run.out / "summary.json").write_bytes(dumps({**ident, "config": {"timesteps": 1000}}))
+    config = results.run_config(run, 1000)
+    (run.out / "summary.json").write_bytes(dumps({**ident, "config": config}))
     assert results.up_to_date(run, 1000)
     assert not results.up_to_date(run, 2000)  # another budget
-    (run.out / "summary.json").write_bytes(dumps({**ident, "release": "other", "config": {"timesteps": 1000}}))
+    (run.out / "summary.json").write_bytes(dumps({**ident, "release": "other", "config": config}))
     assert not results.up_to_date(run, 1000)  # another release
+    (run.out / "summary.json").write_bytes(dumps({**ident, "config": {**config, "reward_mode": "sparse"}}))
+    assert not results.up_to_date(run, 1000)  # other hyperparameters (the catalog's tuning changed)
     # a run that passed every validation task and stopped early holds for any budget reaching its stop
-    converged = {**ident, "config": {"timesteps": 1000}, "timesteps": 600, "best_validation_pass_rate": 1.0}
+    converged = {**ident, "config": config, "timesteps": 600, "best_validation_pass_rate": 1.0}
     (run.out / "summary.json").write_bytes(dumps(converged))
     assert results.up_to_date(run, 2000) and results.up_to_date(run, 600) and not results.up_to_date(run, 500)
     (run.out / "summary.json").write_bytes(dumps({**converged, "best_validation_pass_rate": 0.9}))

@@ -76,11 +76,30 @@ def up_to_date(run: Run, timesteps: int) -> bool:
     ident = _identity(run.domain, run.tier)
     if summary.get("catalog_hash") != ident["catalog_hash"] or summary.get("release") != ident["release"]:
         return False
+    if _settings(summary.get("config", {})) != _settings(run_config(run, timesteps)):
+        return False  # the catalog's tuned hyperparameters (the reward among them) changed
     budget = summary.get("config", {}).get("timesteps")
     # a run that stopped early with every validation task passed would stop at the same step
     # (training is seeded) under any budget that reaches that step
     converged = summary.get("best_validation_pass_rate") == 1.0 and summary.get("timesteps", budget) < budget
     return budget == timesteps or (converged and summary["timesteps"] <= timesteps)
+
+
+def run_config(run: Run, timesteps: int) -> dict[str, Any]:
+    """The configuration ``run`` trains with (the catalog's tuned hyperparameters), as recorded
+    in ``summary.json``."""
+    from dataclasses import asdict
+
+    from backoffice.training.train import TrainConfig
+
+    config = TrainConfig.for_domain(run.domain, run.out, tier=run.tier, seed=run.seed, timesteps=timesteps,
+                                    warm_start="demos" if run.kind == "warm" else None)
+    return {**asdict(config), "out": str(config.out), "net_arch": list(config.net_arch)}
+
+
+def _settings(config: dict[str, Any]) -> dict[str, Any]:
+    """What makes two runs the same run, the budget aside (early stopping is judged apart)."""
+    return {k: v for k, v in config.items() if k not in ("timesteps", "out")}
 
 
 def train_run(run: Run, timesteps: int, on_progress: Callable[[int], None] | None = None) -> dict[str, Any]:
