@@ -189,7 +189,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             "| steps | CPU-min | reward | warm-started | feature policy | oracle |")
     lines = [head, "|" + "---|" * 13]
     for r in rows:
-        ppo = "–" if r["ppo_mean"] is None else f"{100 * r['ppo_mean']:.1f} ± {100 * r['ppo_sd']:.1f} % ({r['seeds']}/{r['seeds_planned']})"
+        spread = f" ± {100 * r['ppo_sd']:.1f}" if r["seeds"] > 1 else ""  # no spread from one seed
+        ppo = "–" if r["ppo_mean"] is None else f"{100 * r['ppo_mean']:.1f}{spread} % ({r['seeds']}/{r['seeds_planned']} seeds)"
         tree = "–" if r["tree"] is None else f"{_pct(r['tree'])} ({r['tree_leaves']})"
         steps = "–" if r["ppo_steps"] is None else f"{r['ppo_steps'] / 1000:.0f}k"
         cpu = "–" if r["ppo_cpu_minutes"] is None else f"{r['ppo_cpu_minutes']:.1f}"
