@@ -186,11 +186,175 @@ FEATURES: tuple[FeatureDef, ...] = (
 )
 _F = {f.name: i for i, f in enumerate(FEATURES)}
 
+#: the note of each recorded outcome, and of an escalation
+DECISION_NOTES = {"reject": "hard limit exceeded", "hold": "required information missing",
+                  "proceed": "authority checked at decision time"}
+ESCALATE_NOTE = "named approver may not decide this request"
+#: the tools every tier grounds alike (:meth:`ApprovalsDesk._desk_call`)
+DESK_TOOLS = frozenset({"get_request", "get_rules", "list_roles", "find_people", "post_ledger_entry", "release_order", "submit"})
+WRITE_TOOLS = frozenset({"record_decision", "escalate", "post_ledger_entry", "release_order"})
 
-class ApprovalsCatalog(CatalogSpec):
-    """The approval desk: reads, the four decisions and the downstream release."""
+
+class ApprovalsDesk(CatalogSpec):
+    """What every approvals tier observes and grounds alike: the brief, the request and its
+    order, the rule bands, the roles, the holders of roles and the approver's name search
+    (every page), the decision and the downstream release. A tier adds whom the approver is,
+    the citations and the features (:meth:`_observe_approver` and the abstract methods)."""
 
     domain = "approvals"
+
+    def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
+        params = brief.get("params") or {}
+        self.request_id: str | None = params.get("request_id")
+        self.approver_name: str | None = params.get("approver_name")
+        self.approver_dept: str | None = params.get("approver_department")
+        self.request: dict[str, Any] | None = None
+        self.order: dict[str, Any] | None = None
+        self.now: str | None = None
+        self.rules: list[dict[str, Any]] | None = None
+        self.roles: list[dict[str, Any]] | None = None  # every page read
+        self.find_done = False
+        self.holders: dict[str, list[dict[str, Any]]] = {}  # role id -> holders now (every page read)
+        # paginated reads under way: rows of the pages read so far and the next page's cursor
+        self._roles_read: list[dict[str, Any]] = []
+        self._roles_cursor: str | None = None
+        self._find_cursor: str | None = None
+        self._holders_read: dict[str, list[dict[str, Any]]] = {}
+        self._holders_cursor: dict[str, str] = {}
+        self.decision: str | None = None
+        self.downstream_done = False
+        self.last_write_error = False
+
+    # -- derived facts ------------------------------------------------------------------------
+    def _band(self) -> dict[str, Any] | None:
+        """The applicable rule: the band holding the amount (the top band above every band)."""
+        if not self.rules or self.request is None:
+            return None
+        # applicable_rule returns one of the rows it is given (self.rules' dicts), typed as Mapping
+        return cast("dict[str, Any] | None", applicable_rule(self.rules, self.request["amount"]))
+
+    def _in_window(self, row: dict[str, Any]) -> bool:
+        return self.now is not None and in_window(row, self.now)
+
+    def _finished(self) -> bool:
+        """After a recorded reject / hold / escalate, or a proceed and its release."""
+        return self.decision is not None and (self.decision != "proceed" or self.downstream_done)
+
+    # -- grounding ----------------------------------------------------------------------------
+    def _desk_call(self, tool: str) -> dict[str, Any] | None:
+        """The call of a :data:`DESK_TOOLS` action (``None``: not groundable yet)."""
+        req, rid = self.request, self.request_id
+        if tool == "get_request":
+            return None if rid is None else {"tool": "get_request", "args": {"request_id": rid}}
+        if tool == "get_rules":
+            return None if req is None else {"tool": "get_rules", "args": {"request_type": req["type"]}}
+        if tool == "list_roles":
+            return {"tool": "list_roles", "args": _after({}, self._roles_cursor)}
+        if tool == "find_people":
+            if not self.approver_name:
+                return None
+            return {"tool": "find_people", "args": _after({"name": self.approver_name}, self._find_cursor)}
+        if tool == "post_ledger_entry":
+            if req is None or is_missing(req.get("beneficiary_account")):
+                return None
+            return {"tool": "post_ledger_entry", "args": {"request_id": req["id"], "account": req["beneficiary_account"],
+                                                          "amount": req["amount"], "memo": f"{req['type']} {req['id']}"}}
+        if tool == "release_order":
+            oid = (self.order or {}).get("id") or (req or {}).get("order_id")
+            return None if not oid else {"tool": "release_order", "args": {"order_id": oid}}
+        if tool == "submit":
+            return {"tool": "submit", "args": {}}
+        return None
+
+    def _delegations_call(self, person_id: str | None) -> dict[str, Any] | None:
+        if person_id is None:
+            return None
+        return {"tool": "lookup_delegations", "args": {"person_id": person_id, "include_inactive": True}}
+
+    def _holders_call(self, role_id: str | None) -> dict[str, Any] | None:
+        if role_id is None:
+            return None
+        return {"tool": "lookup_role_holders", "args": _after({"role_id": role_id}, self._holders_cursor.get(role_id))}
+
+    def _decision_call(self, outcome: str, approver_id: str, basis: list[str]) -> dict[str, Any]:
+        return {"tool": "record_decision", "args": {"request_id": self.request_id, "outcome": outcome, "approver_id": approver_id,
+                                                    "basis_ids": basis, "note": DECISION_NOTES[outcome]}}
+
+    def _escalate_call(self, rule: dict[str, Any], basis: list[str]) -> dict[str, Any]:
+        return {"tool": "escalate", "args": {"request_id": self.request_id, "role_id": rule["required_role_id"],
+                                             "basis_ids": basis, "note": ESCALATE_NOTE}}
+
+    # -- observing ----------------------------------------------------------------------------
+    def observe(self, action: int, call: dict[str, Any], result: dict[str, Any]) -> None:
+        tool = self.actions[action].tool
+        ok = result.get("status") == "ok"
+        res = result.get("result") if ok else None
+        if tool in WRITE_TOOLS:
+            self.last_write_error = not ok
+        if not ok or not isinstance(res, dict):
+            return
+        args = call.get("args") or {}
+        if tool == "get_request":
+            self.request, self.order, self.now = res.get("request"), res.get("order"), res.get("now")
+        elif tool == "get_rules":
+            self._take_rules(list(res.get("rules") or []))
+        elif tool == "list_roles":
+            self._roles_read.extend(res.get("roles") or [])
+            self._roles_cursor = res.get("next_cursor")
+            if self._roles_cursor is None:  # the last page: the roles are known
+                self.roles = self._known_roles(self._roles_read)
+        elif tool == "lookup_role_holders":
+            role_id = args.get("role_id", "")
+            self._holders_read.setdefault(role_id, []).extend(res.get("holders") or [])
+            cursor = res.get("next_cursor")
+            if cursor is None:  # the last page: the role's holders are known
+                self.holders[role_id] = self._holders_read.pop(role_id)
+                self._holders_cursor.pop(role_id, None)
+            else:
+                self._holders_cursor[role_id] = cursor
+        elif tool in ("record_decision", "escalate"):
+            self.decision = (res.get("decision") or {}).get("outcome")
+        elif tool in ("post_ledger_entry", "release_order"):
+            self.downstream_done = True
+        else:
+            self._observe_approver(tool, args, res)
+
+    def _take_rules(self, rules: list[dict[str, Any]]) -> None:
+        """Keep the rules ``get_rules`` returned."""
+        self.rules = rules
+
+    def _known_roles(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The roles once every page of ``list_roles`` was read."""
+        return list(rows)
+
+    def _observe_approver(self, tool: str, args: dict[str, Any], res: dict[str, Any]) -> None:
+        """Take in a successful ``find_people`` / ``get_person`` / ``lookup_delegations``."""
+        raise NotImplementedError
+
+    # -- mask ---------------------------------------------------------------------------------
+    def _desk_legal(self, tool: str) -> bool:
+        """Whether a request / rules / roles read or a release is legal now (before the work is
+        finished): a read once, once its argument is known; the request's own kind of release,
+        once, whenever it can be grounded and is not visibly refused."""
+        req = self.request
+        if tool == "get_request":
+            return req is None
+        if tool == "get_rules":
+            return req is not None and self.rules is None
+        if tool == "list_roles":
+            return self.roles is None
+        if req is None or self.downstream_done:
+            return False
+        ledger = is_ledger_type(req["type"])
+        if tool == "post_ledger_entry":
+            return ledger and self._desk_call(tool) is not None
+        awaiting = self.order is None or self.order.get("status") == "awaiting_approval"
+        return tool == "release_order" and not ledger and awaiting and self._desk_call(tool) is not None
+
+
+class ApprovalsCatalog(ApprovalsDesk):
+    """The approval desk: reads, the four decisions and the downstream release."""
+
     actions = ACTIONS
     features = FEATURES
     max_steps = 30
@@ -201,32 +365,13 @@ class ApprovalsCatalog(CatalogSpec):
     hyperparams = {"ent_coef": 0.1, "n_steps": 512}
 
     def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
-        params = brief.get("params") or {}
-        self.request_id: str | None = params.get("request_id")
-        self.approver_name: str | None = params.get("approver_name")
-        self.approver_dept: str | None = params.get("approver_department")
-        self.request: dict[str, Any] | None = None
-        self.order: dict[str, Any] | None = None
-        self.rules: list[dict[str, Any]] | None = None
+        super().reset(brief, info)
         self.rule: dict[str, Any] | None = None
-        self.roles: list[dict[str, Any]] | None = None
         self.approver_id: str | None = None
-        self.find_done = False
         self.line: list[str] | None = None
-        self.holders: dict[str, list[dict[str, Any]]] = {}  # role id -> holders now (every page read)
-        # paginated reads under way: rows of the pages read so far and the next page's cursor
-        self._roles_read: list[dict[str, Any]] = []
-        self._roles_cursor: str | None = None
         self._find_hits: list[str] = []
-        self._find_cursor: str | None = None
-        self._holders_read: dict[str, list[dict[str, Any]]] = {}
-        self._holders_cursor: dict[str, str] = {}
         self.received_all: list[dict[str, Any]] | None = None  # every delegation received
         self.assignments: list[dict[str, Any]] | None = None
-        self.now: str | None = None
-        self.decision: str | None = None
-        self.downstream_done = False
-        self.last_write_error = False
 
     # -- derived facts ------------------------------------------------------------------------
     def _candidates(self) -> list[dict[str, Any]]:
@@ -235,9 +380,6 @@ class ApprovalsCatalog(CatalogSpec):
         # candidate_roles returns the rows it is given (self.roles' dicts), typed as Mapping
         return cast("list[dict[str, Any]]",
                     candidate_roles(self.roles, self.request["type"], self.request["amount"], self.rule["required_level"]))
-
-    def _in_window(self, row: dict[str, Any]) -> bool:
-        return self.now is not None and in_window(row, self.now)
 
     @property
     def received(self) -> list[dict[str, Any]] | None:
@@ -325,81 +467,39 @@ class ApprovalsCatalog(CatalogSpec):
 
     # -- the interface ------------------------------------------------------------------------
     def to_call(self, action: int) -> dict[str, Any] | None:
-        rid = self.request_id
-        req, rule = self.request, self.rule
-        if action == A_REQUEST:
-            return None if rid is None else {"tool": "get_request", "args": {"request_id": rid}}
-        if action == A_RULES:
-            return None if req is None else {"tool": "get_rules", "args": {"request_type": req["type"]}}
-        if action == A_ROLES:
-            return {"tool": "list_roles", "args": _after({}, self._roles_cursor)}
-        if action == A_FIND:
-            if not self.approver_name:
-                return None
-            return {"tool": "find_people", "args": _after({"name": self.approver_name}, self._find_cursor)}
+        rule = self.rule
+        tool = ACTIONS[action].tool if 0 <= action < len(ACTIONS) else ""
+        if tool in DESK_TOOLS:
+            return self._desk_call(tool)
         if action == A_PERSON:
             return None if self.approver_id is None else {"tool": "get_person", "args": {"person_id": self.approver_id}}
         if action in A_HOLDERS:
             cands = self._candidates()
             i = A_HOLDERS.index(action)
-            if i >= len(cands):
-                return None
-            role_id = cands[i]["id"]
-            return {"tool": "lookup_role_holders", "args": _after({"role_id": role_id}, self._holders_cursor.get(role_id))}
+            return self._holders_call(cands[i]["id"] if i < len(cands) else None)
         if action == A_DELEG:
-            if self.approver_id is None:
-                return None
-            return {"tool": "lookup_delegations", "args": {"person_id": self.approver_id, "include_inactive": True}}
+            return self._delegations_call(self.approver_id)
         if action in (A_REJECT, A_HOLD, A_PROCEED):
             # well-formed as soon as the approver and the rule are known: it cites the authority
             # found so far, or the rule alone (a decision without authority is the agent's mistake)
-            if rid is None or rule is None or self.approver_id is None:
+            if self.request_id is None or rule is None or self.approver_id is None:
                 return None
             outcome = {A_REJECT: "reject", A_HOLD: "hold", A_PROCEED: "proceed"}[action]
-            note = {"reject": "hard limit exceeded", "hold": "required information missing",
-                    "proceed": "authority checked at decision time"}[outcome]
             authority = self._authority()
-            basis = [rule["id"]] + ([authority] if authority is not None else [])
-            return {"tool": "record_decision", "args": {"request_id": rid, "outcome": outcome, "approver_id": self.approver_id,
-                                                        "basis_ids": basis, "note": note}}
+            return self._decision_call(outcome, self.approver_id, [rule["id"]] + ([authority] if authority is not None else []))
         if action == A_ESCALATE:
-            if rid is None or rule is None:
+            if self.request_id is None or rule is None:
                 return None
             blocking = self._blocking()
-            basis = [rule["id"]] + ([blocking] if blocking is not None else [])
-            return {"tool": "escalate", "args": {"request_id": rid, "role_id": rule["required_role_id"], "basis_ids": basis,
-                                                 "note": "named approver may not decide this request"}}
-        if action == A_LEDGER:
-            if req is None or is_missing(req.get("beneficiary_account")):
-                return None
-            return {"tool": "post_ledger_entry", "args": {"request_id": req["id"], "account": req["beneficiary_account"],
-                                                          "amount": req["amount"], "memo": f"{req['type']} {req['id']}"}}
-        if action == A_ORDER:
-            oid = (self.order or {}).get("id") or (req or {}).get("order_id")
-            return None if not oid else {"tool": "release_order", "args": {"order_id": oid}}
-        if action == A_SUBMIT:
-            return {"tool": "submit", "args": {}}
+            return self._escalate_call(rule, [rule["id"]] + ([blocking] if blocking is not None else []))
         return None
 
-    def observe(self, action: int, call: dict[str, Any], result: dict[str, Any]) -> None:
-        ok = result.get("status") == "ok"
-        res = result.get("result") if ok else None
-        if ACTIONS[action].tool in ("record_decision", "escalate", "post_ledger_entry", "release_order"):
-            self.last_write_error = not ok
-        if not ok or not isinstance(res, dict):
-            return
-        args = call.get("args") or {}
-        if action == A_REQUEST:
-            self.request, self.order, self.now = res.get("request"), res.get("order"), res.get("now")
-        elif action == A_RULES:
-            self.rules = list(res.get("rules") or [])
-            self.rule = self._applicable_rule()
-        elif action == A_ROLES:
-            self._roles_read.extend(res.get("roles") or [])
-            self._roles_cursor = res.get("next_cursor")
-            if self._roles_cursor is None:  # the last page: the roles are known
-                self.roles = list(self._roles_read)
-        elif action == A_FIND:
+    def _take_rules(self, rules: list[dict[str, Any]]) -> None:
+        self.rules = rules
+        self.rule = self._band()
+
+    def _observe_approver(self, tool: str, args: dict[str, Any], res: dict[str, Any]) -> None:
+        if tool == "find_people":
             self._find_hits.extend(
                 p["id"] for p in res.get("people") or []
                 if p.get("name") == self.approver_name and p.get("department") == self.approver_dept
@@ -409,42 +509,23 @@ class ApprovalsCatalog(CatalogSpec):
                 self.find_done = True
                 hits = sorted(self._find_hits)
                 self.approver_id = hits[0] if len(hits) == 1 else None
-        elif action == A_PERSON:
+        elif tool == "get_person":
             self.line = list(res.get("reporting_line") or [])
             self.assignments = list(res.get("assignments") or [])
-        elif action in A_HOLDERS:
-            role_id = args.get("role_id", "")
-            self._holders_read.setdefault(role_id, []).extend(res.get("holders") or [])
-            cursor = res.get("next_cursor")
-            if cursor is None:  # the last page: the role's holders are known
-                self.holders[role_id] = self._holders_read.pop(role_id)
-                self._holders_cursor.pop(role_id, None)
-            else:
-                self._holders_cursor[role_id] = cursor
-        elif action == A_DELEG:
+        elif tool == "lookup_delegations":
             self.received_all = list(res.get("received") or [])
-        elif action in DECISIONS:
-            self.decision = (res.get("decision") or {}).get("outcome")
-        elif action in (A_LEDGER, A_ORDER):
-            self.downstream_done = True
-
-    def _applicable_rule(self) -> dict[str, Any] | None:
-        if not self.rules or self.request is None:
-            return None
-        # applicable_rule returns one of the rows it is given (self.rules' dicts), typed as Mapping
-        return cast("dict[str, Any] | None", applicable_rule(self.rules, self.request["amount"]))
 
     def mask(self) -> np.ndarray:
         """Legality only (see the module docstring): groundable, not a repeated read, not a
         visibly refused call, not after the work is finished."""
         m = np.zeros(len(ACTIONS), dtype=bool)
         m[A_SUBMIT] = True
-        if self.decision is not None and (self.decision != "proceed" or self.downstream_done):
+        if self._finished():
             return m  # the work is finished: only submit
-        # reads: each once, once its arguments are known
-        m[A_REQUEST] = self.request is None
-        m[A_RULES] = self.request is not None and self.rules is None
-        m[A_ROLES] = self.roles is None
+        # reads: each once, once its arguments are known; the downstream release: the request's
+        # own kind, once, whenever it can be grounded
+        for a in (A_REQUEST, A_RULES, A_ROLES, A_LEDGER, A_ORDER):
+            m[a] = self._desk_legal(ACTIONS[a].tool)
         m[A_FIND] = not self.find_done
         m[A_PERSON] = self.approver_id is not None and self.line is None
         cands = self._candidates()
@@ -456,12 +537,6 @@ class ApprovalsCatalog(CatalogSpec):
         if self.decision is None and self.request is not None and self.rule is not None:
             m[A_ESCALATE] = True
             m[A_REJECT] = m[A_HOLD] = m[A_PROCEED] = self.approver_id is not None
-        # the downstream release: the request's own kind, once, whenever it can be grounded
-        if self.request is not None and not self.downstream_done:
-            ledger = is_ledger_type(self.request["type"])
-            m[A_LEDGER] = ledger and self.to_call(A_LEDGER) is not None
-            awaiting = self.order is None or self.order.get("status") == "awaiting_approval"
-            m[A_ORDER] = not ledger and awaiting and self.to_call(A_ORDER) is not None
         return m
 
     def _line_breach(self) -> bool:

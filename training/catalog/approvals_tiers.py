@@ -58,14 +58,14 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import numpy as np
 
-from backoffice.envs.approvals.rules import ORDER_TYPES, applicable_rule, in_window, is_ledger_type, is_missing
+from backoffice.envs.approvals.rules import ORDER_TYPES, is_ledger_type, is_missing
 from backoffice.envs.approvals.tables import INFO_FIELDS, REQUEST_TYPES, today
-from backoffice.training.catalog.approvals import ApprovalsCatalog, _after
-from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpec, FeatureDef, slots
+from backoffice.training.catalog.approvals import DESK_TOOLS, ApprovalsCatalog, ApprovalsDesk
+from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, FeatureReader, slots
 
 #: person slots: the people ``find_people`` returns for the approver's name (1-2 in the release)
 N_PEOPLE = 3
@@ -80,7 +80,6 @@ AMOUNT_FULL = 1e9
 #: dates are given as days from the desk clock / DAYS_FULL
 DAYS_FULL = 1000.0
 OUTCOMES = ("reject", "hold", "proceed")
-_NOTE = {"reject": "hard limit exceeded", "hold": "required information missing", "proceed": "authority checked at decision time"}
 
 
 def _days(a: str, b: str) -> float:
@@ -143,10 +142,9 @@ RAW_ACTIONS: tuple[ActionDef, ...] = (
 )
 
 
-class _ApprovalsTier(CatalogSpec):
+class _ApprovalsTier(ApprovalsDesk):
     """What both tiers observe and how they ground and mask actions; the features are the tier's."""
 
-    domain = "approvals"
     max_steps = ApprovalsCatalog.max_steps
     hyperparams = ApprovalsCatalog.hyperparams
     #: what lookup_role_holders[i] looks up: the role of row slot i, or role slot i
@@ -169,34 +167,17 @@ class _ApprovalsTier(CatalogSpec):
 
     # -- state ------------------------------------------------------------------------------
     def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
-        params = brief.get("params") or {}
-        self.request_id: str | None = params.get("request_id")
-        self.approver_name: str | None = params.get("approver_name")
-        self.approver_dept: str | None = params.get("approver_department")
-        self.request: dict[str, Any] | None = None
-        self.order: dict[str, Any] | None = None
-        self.now: str | None = None
-        self.rules: list[dict[str, Any]] | None = None  # by min_amount
-        self.roles: list[dict[str, Any]] | None = None  # by id, every page read
-        self._roles_read: list[dict[str, Any]] = []
-        self._roles_cursor: str | None = None
+        super().reset(brief, info)
+        # self.rules: by min_amount; self.roles: by id
         self.people: list[dict[str, Any]] = []  # find_people rows, by id, the pages read so far
-        self._people_cursor: str | None = None
-        self.find_done = False
         self.files: dict[str, dict[str, Any]] = {}  # person id -> line, assignments, received (None until read)
         self.on_file: str | None = None
-        self.holders: dict[str, list[dict[str, Any]]] = {}
-        self._holders_read: dict[str, list[dict[str, Any]]] = {}
-        self._holders_cursor: dict[str, str] = {}
-        self.decision: str | None = None
-        self.downstream_done = False
-        self.last_write_error = False
 
-    def _band(self) -> dict[str, Any] | None:
-        """The rule cited by the writes: the band holding the amount (the top band above all)."""
-        if not self.rules or self.request is None:
-            return None
-        return cast("dict[str, Any] | None", applicable_rule(self.rules, self.request["amount"]))
+    def _take_rules(self, rules: list[dict[str, Any]]) -> None:
+        self.rules = sorted(rules, key=lambda r: r["min_amount"])
+
+    def _known_roles(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return sorted(rows, key=lambda r: r["id"])
 
     def _file(self) -> dict[str, Any] | None:
         return None if self.on_file is None else self.files[self.on_file]
@@ -221,42 +202,26 @@ class _ApprovalsTier(CatalogSpec):
         roles = self.roles or self._roles_read
         return roles[slot]["id"] if slot < len(roles) else None
 
-    def _finished(self) -> bool:
-        return self.decision is not None and (self.decision != "proceed" or self.downstream_done)
-
     # -- grounding --------------------------------------------------------------------------
     def to_call(self, action: int) -> dict[str, Any] | None:
         if not 0 <= action < len(self._kinds):
             return None
         kind, slot = self._kinds[action]
         req, rid = self.request, self.request_id
-        if kind == "get_request":
-            return None if rid is None else {"tool": "get_request", "args": {"request_id": rid}}
-        if kind == "get_rules":
-            return None if req is None else {"tool": "get_rules", "args": {"request_type": req["type"]}}
-        if kind == "list_roles":
-            return {"tool": "list_roles", "args": _after({}, self._roles_cursor)}
-        if kind == "find_people":
-            return None if not self.approver_name else {
-                "tool": "find_people", "args": _after({"name": self.approver_name}, self._people_cursor)}
+        if kind in DESK_TOOLS:
+            return self._desk_call(kind)
         if kind == "get_person":
             return None if slot >= len(self.people) else {"tool": "get_person", "args": {"person_id": self.people[slot]["id"]}}
         if kind == "lookup_delegations":
-            return None if self.on_file is None else {
-                "tool": "lookup_delegations", "args": {"person_id": self.on_file, "include_inactive": True}}
+            return self._delegations_call(self.on_file)
         if kind == "lookup_role_holders":
-            role_id = self._holders_role(slot)
-            return None if role_id is None else {
-                "tool": "lookup_role_holders", "args": _after({"role_id": role_id}, self._holders_cursor.get(role_id))}
+            return self._holders_call(self._holders_role(slot))
         band = self._band()
         if kind.startswith("decide_"):
             rows = self._rows()
             if rid is None or band is None or self.on_file is None or slot >= len(rows):
                 return None
-            outcome = kind[len("decide_"):]
-            return {"tool": "record_decision", "args": {
-                "request_id": rid, "outcome": outcome, "approver_id": self.on_file,
-                "basis_ids": [band["id"], rows[slot][1]["id"]], "note": _NOTE[outcome]}}
+            return self._decision_call(kind[len("decide_"):], self.on_file, [band["id"], rows[slot][1]["id"]])
         if kind.startswith("escalate_cite"):
             if rid is None or req is None or band is None:
                 return None
@@ -270,69 +235,24 @@ class _ApprovalsTier(CatalogSpec):
             else:
                 rows = self._rows()
                 cited = rows[slot][1]["id"] if slot < len(rows) else None
-            if not cited:
-                return None
-            return {"tool": "escalate", "args": {"request_id": rid, "role_id": band["required_role_id"],
-                                                 "basis_ids": [band["id"], cited],
-                                                 "note": "named approver may not decide this request"}}
-        if kind == "post_ledger_entry":
-            if req is None or is_missing(req.get("beneficiary_account")):
-                return None
-            return {"tool": "post_ledger_entry", "args": {"request_id": req["id"], "account": req["beneficiary_account"],
-                                                          "amount": req["amount"], "memo": f"{req['type']} {req['id']}"}}
-        if kind == "release_order":
-            oid = (self.order or {}).get("id") or (req or {}).get("order_id")
-            return None if not oid else {"tool": "release_order", "args": {"order_id": oid}}
-        if kind == "submit":
-            return {"tool": "submit", "args": {}}
+            return self._escalate_call(band, [band["id"], cited]) if cited else None
         return None
 
-    def observe(self, action: int, call: dict[str, Any], result: dict[str, Any]) -> None:
-        kind, _ = self._kinds[action]
-        ok = result.get("status") == "ok"
-        res = result.get("result") if ok else None
-        if self.actions[action].tool in ("record_decision", "escalate", "post_ledger_entry", "release_order"):
-            self.last_write_error = not ok
-        if not ok or not isinstance(res, dict):
-            return
-        args = call.get("args") or {}
-        if kind == "get_request":
-            self.request, self.order, self.now = res.get("request"), res.get("order"), res.get("now")
-        elif kind == "get_rules":
-            self.rules = sorted(res.get("rules") or [], key=lambda r: r["min_amount"])
-        elif kind == "list_roles":
-            self._roles_read.extend(res.get("roles") or [])
-            self._roles_cursor = res.get("next_cursor")
-            if self._roles_cursor is None:
-                self.roles = sorted(self._roles_read, key=lambda r: r["id"])
-        elif kind == "find_people":
+    def _observe_approver(self, tool: str, args: dict[str, Any], res: dict[str, Any]) -> None:
+        pid = args.get("person_id")
+        if tool == "find_people":
             self.people.extend(res.get("people") or [])
-            self._people_cursor = res.get("next_cursor")
-            self.find_done = self._people_cursor is None
-        elif kind == "get_person":
-            pid = args.get("person_id")
+            self._find_cursor = res.get("next_cursor")
+            self.find_done = self._find_cursor is None
+        elif tool == "get_person":
             if isinstance(pid, str):
                 known = self.files.get(pid, {}).get("received")
                 self.files[pid] = {"line": list(res.get("reporting_line") or []),
                                    "assignments": list(res.get("assignments") or []), "received": known}
                 self.on_file = pid
-        elif kind == "lookup_delegations":
-            pid = args.get("person_id")
+        elif tool == "lookup_delegations":
             if isinstance(pid, str) and pid in self.files:
                 self.files[pid]["received"] = list(res.get("received") or [])
-        elif kind == "lookup_role_holders":
-            role_id = args.get("role_id", "")
-            self._holders_read.setdefault(role_id, []).extend(res.get("holders") or [])
-            cursor = res.get("next_cursor")
-            if cursor is None:
-                self.holders[role_id] = self._holders_read.pop(role_id)
-                self._holders_cursor.pop(role_id, None)
-            else:
-                self._holders_cursor[role_id] = cursor
-        elif kind.startswith("decide_") or kind.startswith("escalate_cite"):
-            self.decision = (res.get("decision") or {}).get("outcome")
-        elif kind in ("post_ledger_entry", "release_order"):
-            self.downstream_done = True
 
     def mask(self) -> np.ndarray:
         """Legality only: groundable, not a repeated read, not visibly refused, not after the
@@ -341,17 +261,12 @@ class _ApprovalsTier(CatalogSpec):
         m[self._index["submit"]] = True
         if self._finished():
             return m
-        req = self.request
         band = self._band()
         rows = self._rows()
         f = self._file()
         for i, (kind, slot) in enumerate(self._kinds):
-            if kind == "get_request":
-                m[i] = req is None
-            elif kind == "get_rules":
-                m[i] = req is not None and self.rules is None
-            elif kind == "list_roles":
-                m[i] = self.roles is None
+            if kind in ("get_request", "get_rules", "list_roles", "post_ledger_entry", "release_order"):
+                m[i] = self._desk_legal(kind)
             elif kind == "find_people":
                 m[i] = not self.find_done and bool(self.approver_name)
             elif kind == "get_person":
@@ -365,39 +280,60 @@ class _ApprovalsTier(CatalogSpec):
                 m[i] = self.decision is None and band is not None and self.on_file is not None and slot < len(rows)
             elif kind.startswith("escalate_cite"):
                 m[i] = self.decision is None and band is not None and self.to_call(i) is not None
-            elif kind == "post_ledger_entry":
-                m[i] = (req is not None and not self.downstream_done and is_ledger_type(req["type"])
-                        and self.to_call(i) is not None)
-            elif kind == "release_order":
-                awaiting = self.order is None or self.order.get("status") == "awaiting_approval"
-                m[i] = (req is not None and not self.downstream_done and not is_ledger_type(req["type"]) and awaiting
-                        and self.to_call(i) is not None)
         return m
 
     # -- shared observed facts --------------------------------------------------------------
-    def _in_effect_window(self, row: dict[str, Any]) -> bool:
-        return self.now is not None and in_window(row, self.now)
+    def _band_facts(self, put: Callable[[str, float | bool], None], r: int, band: dict[str, Any]) -> None:
+        """Band ``r``'s values both tiers give alike: present, level, flags, required fields."""
+        put(f"band[{r}].present", True)
+        put(f"band[{r}].required_level", _clip(band["required_level"] / 4))
+        put(f"band[{r}].sod_not_requester", bool(band.get("sod_not_requester", True)))
+        put(f"band[{r}].sod_not_in_requester_line", bool(band["sod_not_in_requester_line"]))
+        for fld in INFO_FIELDS:
+            put(f"band[{r}].requires[{fld}]", fld in band["required_fields"])
 
-    def _person_read_facts(self, put: Callable[[str, float | bool], None]) -> None:
-        put("request_read", self.request is not None)
-        put("rules_read", self.rules is not None)
-        put("roles_read", self.roles is not None)
-        put("people_read", self.find_done)
-        put("person_on_file", self.on_file is not None)
-        f = self._file()
-        put("delegations_read", f is not None and f["received"] is not None)
-        put("decision_recorded", self.decision is not None)
-        put("decided_proceed", self.decision == "proceed")
-        put("downstream_done", self.downstream_done)
-        put("last_write_error", self.last_write_error)
+    def _people_facts(self, put: Callable[[str, float | bool], None], line_feature: str) -> None:
+        """The person slots and ``line_feature`` (the requester is in the on-file person's line)."""
+        req = self.request
+        for p, person in enumerate(self.people[:N_PEOPLE]):
+            put(f"person[{p}].present", True)
+            put(f"person[{p}].name_equal", person.get("name") == self.approver_name)
+            put(f"person[{p}].department_equal", person.get("department") == self.approver_dept)
+            put(f"person[{p}].on_file", person["id"] == self.on_file)
+            put(f"person[{p}].is_requester", req is not None and person["id"] == req["requester_id"])
+        file = self._file()
+        if file is not None and req is not None:
+            put(line_feature, req["requester_id"] in file["line"])
+
+    def _row_facts(self, put: Callable[[str, float | bool], None], s: int, kind: str, row: dict[str, Any]) -> None:
+        """Row ``s``'s values both tiers give alike: present, kind, its role's holders."""
+        put(f"row[{s}].present", True)
+        put(f"row[{s}].is_delegation", kind == "delegation")
+        holders = self.holders.get(row["role_id"])
+        put(f"row[{s}].holders_read", holders is not None)
+        if kind == "delegation" and holders is not None:
+            put(f"row[{s}].delegator_among_holders", any(h["person_id"] == row["delegator_id"] for h in holders))
 
     def _vector(self) -> tuple[np.ndarray, Callable[[str, float | bool], None]]:
+        """The tier's feature vector with the status features (``_STATUS_FEATURES``) put, and
+        the function that puts a feature by name."""
         f = np.zeros(len(self.features), dtype=np.float32)
         idx = self._fidx
 
         def put(name: str, value: float | bool) -> None:
             f[idx[name]] = float(value)
 
+        put("request_read", self.request is not None)
+        put("rules_read", self.rules is not None)
+        put("roles_read", self.roles is not None)
+        put("people_read", self.find_done)
+        put("person_on_file", self.on_file is not None)
+        file = self._file()
+        put("delegations_read", file is not None and file["received"] is not None)
+        put("decision_recorded", self.decision is not None)
+        put("decided_proceed", self.decision == "proceed")
+        put("downstream_done", self.downstream_done)
+        put("last_write_error", self.last_write_error)
         return f, put
 
 
@@ -415,6 +351,128 @@ _STATUS_FEATURES: tuple[FeatureDef, ...] = (
 )
 
 
+class _DeskProcedure(FeatureReader):
+    """The desk procedure over a tier's features and the mask (both tiers' feature policies):
+    release after a proceed; read; open the file of the one person whose name and department
+    match; look up the holders of each covering delegation's role; check separation of duties;
+    decide citing the first authorising row (reject above the hard limit, hold when a required
+    field is empty, else proceed) or escalate citing the blocking row. A tier says how its
+    features give the band, a row's coverage, window and sufficiency (the methods below)."""
+
+    #: the feature "the requester is in the on-file person's reporting line"
+    line_feature: ClassVar[str]
+    #: the feature "the request's ``{fld}`` is empty"
+    empty_feature: ClassVar[str]
+
+    def _read(self) -> None:
+        """Read what the tier's hooks share from ``self.obs``."""
+
+    def typed(self) -> bool:
+        """Whether the request type is known (the procedure needs it)."""
+        return True
+
+    def ledger(self) -> bool:
+        raise NotImplementedError
+
+    def band(self, bands: list[int]) -> int:
+        """The band slot holding the amount, among the present ``bands`` (the top one above all)."""
+        raise NotImplementedError
+
+    def covers(self, s: int) -> bool:
+        """Row ``s``'s role covers the request type."""
+        raise NotImplementedError
+
+    def holders_slot(self, s: int) -> int | None:
+        """The ``lookup_role_holders`` slot of row ``s``'s role."""
+        return s
+
+    def window(self, s: int) -> bool:
+        """Row ``s`` is in its window and not revoked."""
+        raise NotImplementedError
+
+    def sufficient(self, s: int, band: int) -> bool:
+        """Row ``s``'s role and cap suffice for the request under ``band``."""
+        raise NotImplementedError
+
+    def over_hard_limit(self, band: int) -> bool:
+        raise NotImplementedError
+
+    def __call__(self, obs: np.ndarray, mask: np.ndarray) -> int:
+        self.read(obs, mask)
+        self._read()
+        on, act = self.on, self.act
+        if on("decision_recorded"):
+            if on("decided_proceed") and not on("downstream_done"):
+                release = act["post_ledger_entry" if self.ledger() else "release_order"]
+                if mask[release]:
+                    return release
+            return act["submit"]
+        for read in ("get_request", "get_rules", "list_roles", "find_people"):
+            if mask[act[read]]:
+                return act[read]
+        match = [p for p in range(N_PEOPLE) if on(f"person[{p}].present") and on(f"person[{p}].name_equal")
+                 and on(f"person[{p}].department_equal")]
+        if len(match) != 1 or not self.typed():
+            return act["submit"]  # no such approver (never in the release)
+        p = match[0]
+        if not on(f"person[{p}].on_file"):
+            return act[f"get_person[{p}]"]
+        if mask[act["lookup_delegations"]]:
+            return act["lookup_delegations"]
+        band = self.band([r for r in range(N_BANDS) if on(f"band[{r}].present")])
+        rows = [s for s in range(N_ROWS) if on(f"row[{s}].present")]
+        # a delegation's delegator must still hold the role: look up the holders of its role
+        for s in rows:
+            if on(f"row[{s}].is_delegation") and self.covers(s) and not on(f"row[{s}].holders_read"):
+                return act[f"lookup_role_holders[{self.holders_slot(s)}]"]
+        # separation of duties
+        if on(f"person[{p}].is_requester") and on(f"band[{band}].sod_not_requester"):
+            return act["escalate_cite_request"]
+        if on(self.line_feature) and on(f"band[{band}].sod_not_in_requester_line"):
+            return act["escalate_cite_requester"]
+
+        def in_effect(s: int) -> bool:
+            return self.window(s) and (not on(f"row[{s}].is_delegation") or on(f"row[{s}].delegator_among_holders"))
+
+        authorising = [s for s in rows if self.sufficient(s, band) and in_effect(s)]
+        if authorising:
+            s = authorising[0]
+            if self.over_hard_limit(band):
+                return act[f"decide_reject[{s}]"]
+            if any(on(f"band[{band}].requires[{fld}]") and on(self.empty_feature.format(fld=fld)) for fld in INFO_FIELDS):
+                return act[f"decide_hold[{s}]"]
+            return act[f"decide_proceed[{s}]"]
+        inactive = [s for s in rows if on(f"row[{s}].is_delegation") and self.sufficient(s, band) and not in_effect(s)]
+        covering = [s for s in rows if self.covers(s) and in_effect(s)]
+        blocking = inactive or covering or rows
+        return act[f"escalate_cite[{blocking[0]}]"] if blocking else act["escalate_cite_approver"]
+
+
+def _band_defs(r: int, values: list[FeatureDef]) -> list[FeatureDef]:
+    """Band ``r``'s features: present, the tier's ``values``, then those both tiers give alike
+    (:meth:`_ApprovalsTier._band_facts`)."""
+    return [
+        FeatureDef(f"band[{r}].present", f"1 if get_rules returned a band {r} (bands by min_amount)"),
+        *values,
+        FeatureDef(f"band[{r}].required_level", f"band {r}'s required_level / 4"),
+        FeatureDef(f"band[{r}].sod_not_requester", f"band {r}'s sod_not_requester flag"),
+        FeatureDef(f"band[{r}].sod_not_in_requester_line", f"band {r}'s sod_not_in_requester_line flag"),
+        *(FeatureDef(f"band[{r}].requires[{fld}]", f"1 if {fld} is in band {r}'s required_fields") for fld in INFO_FIELDS),
+    ]
+
+
+def _row_defs(s: int, values: list[FeatureDef], delegator: str) -> list[FeatureDef]:
+    """Row ``s``'s features: present and kind, the tier's ``values``, then its role's holders
+    (:meth:`_ApprovalsTier._row_facts`; ``delegator`` ends the last one's doc)."""
+    return [
+        FeatureDef(f"row[{s}].present", f"1 if the person on file has a row slot {s}"),
+        FeatureDef(f"row[{s}].is_delegation", f"1 if row {s} is a delegation received (else a role assignment)"),
+        *values,
+        FeatureDef(f"row[{s}].holders_read", f"1 once the holders now of row {s}'s role were looked up"),
+        FeatureDef(f"row[{s}].delegator_among_holders", f"1 if row {s} is a delegation whose delegator is {delegator}"),
+    ]
+
+
 # -- facts --------------------------------------------------------------------------------------
 def _facts_features() -> tuple[FeatureDef, ...]:
     out: list[FeatureDef] = list(_STATUS_FEATURES)
@@ -426,16 +484,11 @@ def _facts_features() -> tuple[FeatureDef, ...]:
         *(FeatureDef(f"request_empty[{fld}]", f"1 if the request's {fld} is empty (null or blank)") for fld in INFO_FIELDS),
     ]
     for r in range(N_BANDS):
-        out += [
-            FeatureDef(f"band[{r}].present", f"1 if get_rules returned a band {r} (bands by min_amount)"),
+        out += _band_defs(r, [
             FeatureDef(f"band[{r}].amount_ge_min", f"1 if the amount >= band {r}'s min_amount"),
             FeatureDef(f"band[{r}].amount_le_max", f"1 if the amount <= band {r}'s max_amount (null: no upper bound)"),
             FeatureDef(f"band[{r}].amount_gt_hard_limit", f"1 if the amount > band {r}'s hard_limit"),
-            FeatureDef(f"band[{r}].required_level", f"band {r}'s required_level / 4"),
-            FeatureDef(f"band[{r}].sod_not_requester", f"band {r}'s sod_not_requester flag"),
-            FeatureDef(f"band[{r}].sod_not_in_requester_line", f"band {r}'s sod_not_in_requester_line flag"),
-            *(FeatureDef(f"band[{r}].requires[{fld}]", f"1 if {fld} is in band {r}'s required_fields") for fld in INFO_FIELDS),
-        ]
+        ])
     for p in range(N_PEOPLE):
         out += [
             FeatureDef(f"person[{p}].present", f"1 if find_people returned a person slot {p}"),
@@ -446,9 +499,7 @@ def _facts_features() -> tuple[FeatureDef, ...]:
         ]
     out.append(FeatureDef("requester_in_reporting_line", "1 if the requester's id is in the on-file person's reporting_line"))
     for s in range(N_ROWS):
-        out += [
-            FeatureDef(f"row[{s}].present", f"1 if the person on file has a row slot {s}"),
-            FeatureDef(f"row[{s}].is_delegation", f"1 if row {s} is a delegation received (else a role assignment)"),
+        out += _row_defs(s, [
             FeatureDef(f"row[{s}].covers_request_type", f"1 if the request type is in row {s}'s role's request_types"),
             *(FeatureDef(f"row[{s}].level_ge_band[{r}]", f"1 if row {s}'s role level >= band {r}'s required_level")
               for r in range(N_BANDS)),
@@ -457,10 +508,7 @@ def _facts_features() -> tuple[FeatureDef, ...]:
             FeatureDef(f"row[{s}].from_le_today", f"1 if row {s}'s valid_from <= today (the desk clock's date)"),
             FeatureDef(f"row[{s}].to_ge_today", f"1 if row {s}'s valid_to >= today or is null"),
             FeatureDef(f"row[{s}].revoked_by_now", f"1 if row {s} has a revoked_at at or before now"),
-            FeatureDef(f"row[{s}].holders_read", f"1 once the holders now of row {s}'s role were looked up"),
-            FeatureDef(f"row[{s}].delegator_among_holders", f"1 if row {s} is a delegation whose delegator is among "
-                       "the holders now of its role (looked up)"),
-        ]
+        ], "among the holders now of its role (looked up)")
     return tuple(out)
 
 
@@ -475,7 +523,6 @@ class ApprovalsFactsCatalog(_ApprovalsTier):
 
     def feature_vector(self) -> np.ndarray:
         f, put = self._vector()
-        self._person_read_facts(put)
         req, now = self.request, self.now
         if req is not None:
             amount = req["amount"]
@@ -486,27 +533,13 @@ class ApprovalsFactsCatalog(_ApprovalsTier):
             for fld in INFO_FIELDS:
                 put(f"request_empty[{fld}]", is_missing(req.get(fld)))
             for r, band in enumerate((self.rules or [])[:N_BANDS]):
-                put(f"band[{r}].present", True)
+                self._band_facts(put, r, band)
                 put(f"band[{r}].amount_ge_min", amount >= band["min_amount"])
                 put(f"band[{r}].amount_le_max", band["max_amount"] is None or amount <= band["max_amount"])
                 put(f"band[{r}].amount_gt_hard_limit", amount > band["hard_limit"])
-                put(f"band[{r}].required_level", _clip(band["required_level"] / 4))
-                put(f"band[{r}].sod_not_requester", bool(band.get("sod_not_requester", True)))
-                put(f"band[{r}].sod_not_in_requester_line", bool(band["sod_not_in_requester_line"]))
-                for fld in INFO_FIELDS:
-                    put(f"band[{r}].requires[{fld}]", fld in band["required_fields"])
-        for p, person in enumerate(self.people[:N_PEOPLE]):
-            put(f"person[{p}].present", True)
-            put(f"person[{p}].name_equal", person.get("name") == self.approver_name)
-            put(f"person[{p}].department_equal", person.get("department") == self.approver_dept)
-            put(f"person[{p}].on_file", person["id"] == self.on_file)
-            put(f"person[{p}].is_requester", req is not None and person["id"] == req["requester_id"])
-        file = self._file()
-        if file is not None and req is not None:
-            put("requester_in_reporting_line", req["requester_id"] in file["line"])
+        self._people_facts(put, "requester_in_reporting_line")
         for s, (kind, row) in enumerate(self._rows()):
-            put(f"row[{s}].present", True)
-            put(f"row[{s}].is_delegation", kind == "delegation")
+            self._row_facts(put, s, kind, row)
             role = self._role(row["role_id"])
             if role is not None and req is not None:
                 put(f"row[{s}].covers_request_type", req["type"] in role["request_types"])
@@ -519,10 +552,6 @@ class ApprovalsFactsCatalog(_ApprovalsTier):
                 put(f"row[{s}].from_le_today", row.get("valid_from") is None or row["valid_from"] <= today(now))
                 put(f"row[{s}].to_ge_today", row.get("valid_to") is None or today(now) <= row["valid_to"])
                 put(f"row[{s}].revoked_by_now", row.get("revoked_at") is not None and row["revoked_at"] <= now)
-            holders = self.holders.get(row["role_id"])
-            put(f"row[{s}].holders_read", holders is not None)
-            if kind == "delegation" and holders is not None:
-                put(f"row[{s}].delegator_among_holders", any(h["person_id"] == row["delegator_id"] for h in holders))
         return f
 
     @staticmethod
@@ -531,66 +560,37 @@ class ApprovalsFactsCatalog(_ApprovalsTier):
         person whose name and department match, check separation of duties and each row's
         authority from the comparisons, then decide citing the authorising row or escalate
         citing the blocking one; release after a proceed."""
-        idx = {f.name: i for i, f in enumerate(agent.feature_defs)}
-        act = {a.name: i for i, a in enumerate(agent.spec.actions)}
+        return _FactsProcedure(agent)
 
-        def policy(obs: np.ndarray, mask: np.ndarray) -> int:
-            def on(name: str) -> bool:
-                return bool(obs[idx[name]] > 0.5)
 
-            if on("decision_recorded"):
-                if on("decided_proceed") and not on("downstream_done"):
-                    release = act["post_ledger_entry" if on("request_is_ledger_type") else "release_order"]
-                    if mask[release]:
-                        return release
-                return act["submit"]
-            for read in ("get_request", "get_rules", "list_roles", "find_people"):
-                if mask[act[read]]:
-                    return act[read]
-            match = [p for p in range(N_PEOPLE) if on(f"person[{p}].present") and on(f"person[{p}].name_equal")
-                     and on(f"person[{p}].department_equal")]
-            if len(match) != 1:
-                return act["submit"]  # no such approver (never in the release)
-            p = match[0]
-            if not on(f"person[{p}].on_file"):
-                return act[f"get_person[{p}]"]
-            if mask[act["lookup_delegations"]]:
-                return act["lookup_delegations"]
-            bands = [r for r in range(N_BANDS) if on(f"band[{r}].present")]
-            band = next((r for r in bands if on(f"band[{r}].amount_ge_min") and on(f"band[{r}].amount_le_max")), bands[-1])
-            rows = [s for s in range(N_ROWS) if on(f"row[{s}].present")]
-            # a delegation's delegator must still hold the role: look up the holders of its role
-            for s in rows:
-                if on(f"row[{s}].is_delegation") and on(f"row[{s}].covers_request_type") and not on(f"row[{s}].holders_read"):
-                    return act[f"lookup_role_holders[{s}]"]
-            # separation of duties
-            if on(f"person[{p}].is_requester") and on(f"band[{band}].sod_not_requester"):
-                return act["escalate_cite_request"]
-            if on("requester_in_reporting_line") and on(f"band[{band}].sod_not_in_requester_line"):
-                return act["escalate_cite_requester"]
+class _FactsProcedure(_DeskProcedure):
+    """The desk procedure reading the facts tier's comparisons."""
 
-            def in_effect(s: int) -> bool:
-                window = on(f"row[{s}].from_le_today") and on(f"row[{s}].to_ge_today") and not on(f"row[{s}].revoked_by_now")
-                return window and (not on(f"row[{s}].is_delegation") or on(f"row[{s}].delegator_among_holders"))
+    line_feature = "requester_in_reporting_line"
+    empty_feature = "request_empty[{fld}]"
 
-            def sufficient(s: int) -> bool:
-                return (on(f"row[{s}].covers_request_type") and on(f"row[{s}].level_ge_band[{band}]")
-                        and on(f"row[{s}].limit_ge_amount") and not on(f"row[{s}].cap_below_amount"))
+    def ledger(self) -> bool:
+        return self.on("request_is_ledger_type")
 
-            authorising = [s for s in rows if sufficient(s) and in_effect(s)]
-            if authorising:
-                s = authorising[0]
-                if on(f"band[{band}].amount_gt_hard_limit"):
-                    return act[f"decide_reject[{s}]"]
-                if any(on(f"band[{band}].requires[{fld}]") and on(f"request_empty[{fld}]") for fld in INFO_FIELDS):
-                    return act[f"decide_hold[{s}]"]
-                return act[f"decide_proceed[{s}]"]
-            inactive = [s for s in rows if on(f"row[{s}].is_delegation") and sufficient(s) and not in_effect(s)]
-            covering = [s for s in rows if on(f"row[{s}].covers_request_type") and in_effect(s)]
-            blocking = inactive or covering or rows
-            return act[f"escalate_cite[{blocking[0]}]"] if blocking else act["escalate_cite_approver"]
+    def band(self, bands: list[int]) -> int:
+        on = self.on
+        return next((r for r in bands if on(f"band[{r}].amount_ge_min") and on(f"band[{r}].amount_le_max")), bands[-1])
 
-        return policy
+    def covers(self, s: int) -> bool:
+        return self.on(f"row[{s}].covers_request_type")
+
+    def window(self, s: int) -> bool:
+        on = self.on
+        return on(f"row[{s}].from_le_today") and on(f"row[{s}].to_ge_today") and not on(f"row[{s}].revoked_by_now")
+
+    def sufficient(self, s: int, band: int) -> bool:
+        on = self.on
+        return (on(f"row[{s}].covers_request_type") and on(f"row[{s}].level_ge_band[{band}]")
+                and on(f"row[{s}].limit_ge_amount") and not on(f"row[{s}].cap_below_amount"))
+
+    def over_hard_limit(self, band: int) -> bool:
+        return self.on(f"band[{band}].amount_gt_hard_limit")
+
 
 
 # -- raw ----------------------------------------------------------------------------------------
@@ -603,16 +603,11 @@ def _raw_features() -> tuple[FeatureDef, ...]:
         FeatureDef("order.awaiting_approval", "1 if the request's order has status awaiting_approval"),
     ]
     for r in range(N_BANDS):
-        out += [
-            FeatureDef(f"band[{r}].present", f"1 if get_rules returned a band {r} (bands by min_amount)"),
+        out += _band_defs(r, [
             FeatureDef(f"band[{r}].min_amount", f"band {r}'s min_amount in cents / {AMOUNT_FULL:.0e}"),
             FeatureDef(f"band[{r}].max_amount", f"band {r}'s max_amount in cents / {AMOUNT_FULL:.0e} (1 when null: no bound)"),
             FeatureDef(f"band[{r}].hard_limit", f"band {r}'s hard_limit in cents / {AMOUNT_FULL:.0e}"),
-            FeatureDef(f"band[{r}].required_level", f"band {r}'s required_level / 4"),
-            FeatureDef(f"band[{r}].sod_not_requester", f"band {r}'s sod_not_requester flag"),
-            FeatureDef(f"band[{r}].sod_not_in_requester_line", f"band {r}'s sod_not_in_requester_line flag"),
-            *(FeatureDef(f"band[{r}].requires[{fld}]", f"1 if {fld} is in band {r}'s required_fields") for fld in INFO_FIELDS),
-        ]
+        ])
     for i in range(N_ROLES):
         out += [
             *(FeatureDef(f"role[{i}].covers[{t}]", f"1 if {t} is in role {i}'s request_types") for t in REQUEST_TYPES),
@@ -631,18 +626,13 @@ def _raw_features() -> tuple[FeatureDef, ...]:
     out.append(FeatureDef("reporting_line.has_requester", "1 if one of the on-file person's reporting_line ids is the "
                           "requester (same entity)"))
     for s in range(N_ROWS):
-        out += [
-            FeatureDef(f"row[{s}].present", f"1 if the person on file has a row slot {s}"),
-            FeatureDef(f"row[{s}].is_delegation", f"1 if row {s} is a delegation received (else a role assignment)"),
+        out += _row_defs(s, [
             *(FeatureDef(f"row[{s}].role[{i}]", f"1 if row {s}'s role is role slot {i} (same entity)") for i in range(N_ROLES)),
             FeatureDef(f"row[{s}].valid_from", f"row {s}'s valid_from - today, in days / {DAYS_FULL:.0f} (-1 when null)"),
             FeatureDef(f"row[{s}].valid_to", f"row {s}'s valid_to - today, in days / {DAYS_FULL:.0f} (1 when null)"),
             FeatureDef(f"row[{s}].revoked_at", f"row {s}'s revoked_at - now, in days / {DAYS_FULL:.0f} (1 when null)"),
             FeatureDef(f"row[{s}].cap", f"row {s}'s cap in cents / {AMOUNT_FULL:.0e} (1 when null or an assignment)"),
-            FeatureDef(f"row[{s}].holders_read", f"1 once the holders now of row {s}'s role were looked up"),
-            FeatureDef(f"row[{s}].delegator_among_holders", f"1 if row {s} is a delegation whose delegator is one of "
-                       "the holders now of its role (same entity)"),
-        ]
+        ], "one of the holders now of its role (same entity)")
     return tuple(out)
 
 
@@ -657,7 +647,6 @@ class ApprovalsRawCatalog(_ApprovalsTier):
 
     def feature_vector(self) -> np.ndarray:
         f, put = self._vector()
-        self._person_read_facts(put)
         req, now = self.request, self.now
 
         def money(x: int | None) -> float:
@@ -671,15 +660,10 @@ class ApprovalsRawCatalog(_ApprovalsTier):
                 put(f"request.empty[{fld}]", is_missing(req.get(fld)))
             put("order.awaiting_approval", self.order is not None and self.order.get("status") == "awaiting_approval")
         for r, band in enumerate((self.rules or [])[:N_BANDS]):
-            put(f"band[{r}].present", True)
+            self._band_facts(put, r, band)
             put(f"band[{r}].min_amount", money(band["min_amount"]))
             put(f"band[{r}].max_amount", money(band["max_amount"]))
             put(f"band[{r}].hard_limit", money(band["hard_limit"]))
-            put(f"band[{r}].required_level", _clip(band["required_level"] / 4))
-            put(f"band[{r}].sod_not_requester", bool(band.get("sod_not_requester", True)))
-            put(f"band[{r}].sod_not_in_requester_line", bool(band["sod_not_in_requester_line"]))
-            for fld in INFO_FIELDS:
-                put(f"band[{r}].requires[{fld}]", fld in band["required_fields"])
         role_slot: dict[str, int] = {}
         for i, role in enumerate((self.roles or [])[:N_ROLES]):
             role_slot[role["id"]] = i
@@ -687,18 +671,9 @@ class ApprovalsRawCatalog(_ApprovalsTier):
                 put(f"role[{i}].covers[{t}]", t in role["request_types"])
             put(f"role[{i}].amount_limit", money(role["amount_limit"]))
             put(f"role[{i}].level", _clip(role["level"] / 4))
-        for p, person in enumerate(self.people[:N_PEOPLE]):
-            put(f"person[{p}].present", True)
-            put(f"person[{p}].name_equal", person.get("name") == self.approver_name)
-            put(f"person[{p}].department_equal", person.get("department") == self.approver_dept)
-            put(f"person[{p}].on_file", person["id"] == self.on_file)
-            put(f"person[{p}].is_requester", req is not None and person["id"] == req["requester_id"])
-        file = self._file()
-        if file is not None and req is not None:
-            put("reporting_line.has_requester", req["requester_id"] in file["line"])
+        self._people_facts(put, "reporting_line.has_requester")
         for s, (kind, row) in enumerate(self._rows()):
-            put(f"row[{s}].present", True)
-            put(f"row[{s}].is_delegation", kind == "delegation")
+            self._row_facts(put, s, kind, row)
             if row["role_id"] in role_slot:
                 put(f"row[{s}].role[{role_slot[row['role_id']]}]", True)
             if now is not None:
@@ -707,10 +682,6 @@ class ApprovalsRawCatalog(_ApprovalsTier):
                 put(f"row[{s}].valid_to", 1.0 if vt is None else _clip(_days(vt, today(now)) / DAYS_FULL))
                 put(f"row[{s}].revoked_at", 1.0 if rv is None else _clip(_days(rv, now) / DAYS_FULL))
             put(f"row[{s}].cap", money(row.get("cap") if kind == "delegation" else None))
-            holders = self.holders.get(row["role_id"])
-            put(f"row[{s}].holders_read", holders is not None)
-            if kind == "delegation" and holders is not None:
-                put(f"row[{s}].delegator_among_holders", any(h["person_id"] == row["delegator_id"] for h in holders))
         return f
 
     @staticmethod
@@ -718,81 +689,51 @@ class ApprovalsRawCatalog(_ApprovalsTier):
         """The desk procedure over the raw values and the mask: the policy finds the band
         holding the amount, matches the approver's file, each row's role slot, and compares
         windows, levels, limits and caps itself."""
-        idx = {f.name: i for i, f in enumerate(agent.feature_defs)}
-        act = {a.name: i for i, a in enumerate(agent.spec.actions)}
+        return _RawProcedure(agent)
 
-        def policy(obs: np.ndarray, mask: np.ndarray) -> int:
-            def v(name: str) -> float:
-                return float(obs[idx[name]])
 
-            def on(name: str) -> bool:
-                return v(name) > 0.5
+class _RawProcedure(_DeskProcedure):
+    """The desk procedure making the raw tier's comparisons itself."""
 
-            rtype = next((t for t in REQUEST_TYPES if on(f"request.type[{t}]")), None)
-            ledger = rtype is not None and is_ledger_type(rtype)
-            if on("decision_recorded"):
-                if on("decided_proceed") and not on("downstream_done"):
-                    release = act["post_ledger_entry" if ledger else "release_order"]
-                    if mask[release]:
-                        return release
-                return act["submit"]
-            for read in ("get_request", "get_rules", "list_roles", "find_people"):
-                if mask[act[read]]:
-                    return act[read]
-            match = [p for p in range(N_PEOPLE) if on(f"person[{p}].present") and on(f"person[{p}].name_equal")
-                     and on(f"person[{p}].department_equal")]
-            if len(match) != 1 or rtype is None:
-                return act["submit"]
-            p = match[0]
-            if not on(f"person[{p}].on_file"):
-                return act[f"get_person[{p}]"]
-            if mask[act["lookup_delegations"]]:
-                return act["lookup_delegations"]
-            # the band holding the amount (the policy's own comparisons)
-            amount = v("request.amount")
-            bands = [r for r in range(N_BANDS) if on(f"band[{r}].present")]
-            band = next((r for r in bands if v(f"band[{r}].min_amount") <= amount <= v(f"band[{r}].max_amount")), bands[-1])
-            rows = [s for s in range(N_ROWS) if on(f"row[{s}].present")]
+    line_feature = "reporting_line.has_requester"
+    empty_feature = "request.empty[{fld}]"
 
-            def role_of(s: int) -> int | None:
-                return next((i for i in range(N_ROLES) if on(f"row[{s}].role[{i}]")), None)
+    def _read(self) -> None:
+        self.rtype = next((t for t in REQUEST_TYPES if self.on(f"request.type[{t}]")), None)
+        self.amount = self.v("request.amount")
 
-            def covers(s: int) -> bool:
-                i = role_of(s)
-                return i is not None and on(f"role[{i}].covers[{rtype}]")
+    def typed(self) -> bool:
+        return self.rtype is not None
 
-            for s in rows:
-                if on(f"row[{s}].is_delegation") and covers(s) and not on(f"row[{s}].holders_read"):
-                    i = role_of(s)
-                    return act[f"lookup_role_holders[{i}]"]
-            if on(f"person[{p}].is_requester") and on(f"band[{band}].sod_not_requester"):
-                return act["escalate_cite_request"]
-            if on("reporting_line.has_requester") and on(f"band[{band}].sod_not_in_requester_line"):
-                return act["escalate_cite_requester"]
+    def ledger(self) -> bool:
+        return self.rtype is not None and is_ledger_type(self.rtype)
 
-            def in_effect(s: int) -> bool:
-                window = v(f"row[{s}].valid_from") <= 0 <= v(f"row[{s}].valid_to") and v(f"row[{s}].revoked_at") > 0
-                return window and (not on(f"row[{s}].is_delegation") or on(f"row[{s}].delegator_among_holders"))
+    def band(self, bands: list[int]) -> int:
+        v = self.v
+        return next((r for r in bands if v(f"band[{r}].min_amount") <= self.amount <= v(f"band[{r}].max_amount")), bands[-1])
 
-            def sufficient(s: int) -> bool:
-                i = role_of(s)
-                return (i is not None and covers(s) and v(f"role[{i}].level") >= v(f"band[{band}].required_level")
-                        and v(f"role[{i}].amount_limit") >= amount and v(f"row[{s}].cap") >= amount)
+    def _role_of(self, s: int) -> int | None:
+        return next((i for i in range(N_ROLES) if self.on(f"row[{s}].role[{i}]")), None)
 
-            authorising = [s for s in rows if sufficient(s) and in_effect(s)]
-            if authorising:
-                s = authorising[0]
-                if amount > v(f"band[{band}].hard_limit"):
-                    return act[f"decide_reject[{s}]"]
-                if any(on(f"band[{band}].requires[{fld}]") and on(f"request.empty[{fld}]") for fld in INFO_FIELDS):
-                    return act[f"decide_hold[{s}]"]
-                return act[f"decide_proceed[{s}]"]
-            inactive = [s for s in rows if on(f"row[{s}].is_delegation") and sufficient(s) and not in_effect(s)]
-            covering = [s for s in rows if covers(s) and in_effect(s)]
-            blocking = inactive or covering or rows
-            return act[f"escalate_cite[{blocking[0]}]"] if blocking else act["escalate_cite_approver"]
+    def covers(self, s: int) -> bool:
+        i = self._role_of(s)
+        return i is not None and self.on(f"role[{i}].covers[{self.rtype}]")
 
-        return policy
+    def holders_slot(self, s: int) -> int | None:
+        return self._role_of(s)
+
+    def window(self, s: int) -> bool:
+        v = self.v
+        return v(f"row[{s}].valid_from") <= 0 <= v(f"row[{s}].valid_to") and v(f"row[{s}].revoked_at") > 0
+
+    def sufficient(self, s: int, band: int) -> bool:
+        v, i = self.v, self._role_of(s)
+        return (i is not None and self.covers(s) and v(f"role[{i}].level") >= v(f"band[{band}].required_level")
+                and v(f"role[{i}].amount_limit") >= self.amount and v(f"row[{s}].cap") >= self.amount)
+
+    def over_hard_limit(self, band: int) -> bool:
+        return self.amount > self.v(f"band[{band}].hard_limit")
+
 
 
 __all__ = ["ApprovalsFactsCatalog", "ApprovalsRawCatalog"]

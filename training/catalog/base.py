@@ -209,6 +209,35 @@ class CatalogAgent:
         }
 
 
+class FeatureReader:
+    """A hand-written feature policy's view of one observation: features (``v``, ``on``) and
+    actions (``act``, ``choose``) by name. A subclass decides in ``__call__(obs, mask)``, which
+    starts with :meth:`read`."""
+
+    def __init__(self, agent: CatalogAgent):
+        self.idx = {f.name: i for i, f in enumerate(agent.feature_defs)}
+        self.act = {a.name: i for i, a in enumerate(agent.spec.actions)}
+        self.finish = agent.finish
+        self.obs = np.zeros(len(self.idx), dtype=np.float32)
+        self.mask = np.zeros(len(self.act), dtype=bool)
+
+    def read(self, obs: np.ndarray, mask: np.ndarray) -> None:
+        """Take in this step's features and mask."""
+        self.obs, self.mask = obs, mask
+
+    def choose(self, name: str) -> int | None:
+        """The index of action ``name`` if the mask allows it, else ``None``."""
+        return self.act[name] if self.mask[self.act[name]] else None
+
+    def v(self, name: str) -> float:
+        """The feature's value."""
+        return float(self.obs[self.idx[name]])
+
+    def on(self, name: str) -> bool:
+        """The feature's value is above 0.5 (a flag that is set)."""
+        return bool(self.obs[self.idx[name]] > 0.5)
+
+
 def check_spec(spec_cls: type[CatalogSpec]) -> None:
     """Static sanity checks of a spec class (unique names, one finishing action)."""
     names = [a.name for a in spec_cls.actions]

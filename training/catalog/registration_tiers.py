@@ -84,8 +84,8 @@ from backoffice.envs.registration.tables import (
     parse_date,
     phone_key,
 )
-from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, scale, slots
-from backoffice.training.catalog.registration import N_SLOTS, RegistrationCatalog, _member, _squash
+from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, FeatureReader, scale, slots
+from backoffice.training.catalog.registration import CREATE_FIELDS, N_SLOTS, RegistrationCatalog, _member, _squash
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
 
@@ -101,19 +101,18 @@ N_SYMBOLS = 32
 YEAR_BASE, YEAR_SPAN = 1900, 150
 VERIFY_REASONS = ("check_digit_failed", "wrong_format", "not_on_roster", "inactive")
 REFER_REASONS = ("ambiguous_match", "deceased_match", "identity_conflict")
-RECORD_TOOLS = frozenset({"update_patient", "add_coverage", "link_gp", "add_contact", "record_consent"})
+
+
+def _conclusions(*names: str) -> tuple[ActionDef, ...]:
+    """The conclusions tier's own actions of these names (the tiers take them as they are)."""
+    by_name = {a.name: a for a in RegistrationCatalog.actions}
+    return tuple(by_name[n] for n in names)
 
 
 def _actions(consents: tuple[ActionDef, ...]) -> tuple[ActionDef, ...]:
     """The tiers' catalog: reads, opens, creates, referrals, record writes, then ``consents``."""
     return (
-        ActionDef("get_intake_form", "get_intake_form", "Read the task's intake form (with its evidence documents)."),
-        ActionDef("get_rules", "get_rules",
-                  "Read the rule file and today's date (masked as a known answer once the brief gave the date)."),
-        ActionDef("search_patients", "search_patients",
-                  "Search the index with the form's name, date of birth, identifier (if any) and postcode; while the "
-                  "last page returned a next_cursor, read the next page."),
-        ActionDef("get_name_variants[given]", "get_name_variants", "Read the variants of the form's given name."),
+        *_conclusions("get_intake_form", "get_rules", "search_patients", "get_name_variants[given]"),
         ActionDef("get_name_variants[family]", "get_name_variants", "Read the variants of the form's family name."),
         *slots("get_patient", "get_patient", N_SLOTS,
                "Open the {i}-th search result; it becomes the current record the writes act on, and a referral "
@@ -125,229 +124,49 @@ def _actions(consents: tuple[ActionDef, ...]) -> tuple[ActionDef, ...]:
         *(ActionDef(f"refer_to_human[{r}]", "refer_to_human",
                     f"Hand the form over ({r}); basis: the search results opened this episode; template note.")
           for r in REFER_REASONS),
-        ActionDef("update_patient[phone]", "update_patient", "Set the current record's phone to the form's."),
-        ActionDef("update_patient[address]", "update_patient",
-                  "Set the current record's address to the form's, citing the form's address evidence if any."),
-        ActionDef("verify_member_id", "verify_member_id", "Check the card's member id with the form's payer."),
-        ActionDef("lookup_member", "lookup_member",
-                  "Find the form's payer's members with the current record's family name and date of birth."),
-        ActionDef("add_coverage[card]", "add_coverage",
-                  "Add the form's payer to the current record with the member id written on the card."),
+        *_conclusions("update_patient[phone]", "update_patient[address]", "verify_member_id", "lookup_member",
+                      "add_coverage[card]"),
         *(ActionDef(f"add_coverage[roster][{j}]", "add_coverage",
                     f"Add the form's payer to the current record with the member id of lookup_member's {j}-th member.")
           for j in range(N_ROSTER)),
-        ActionDef("link_gp", "link_gp", "Link the current record to the form's GP practice."),
-        ActionDef("add_contact[guardian]", "add_contact", "Add the form's guardian as a guardian contact."),
-        ActionDef("add_contact[next_of_kin]", "add_contact", "Add the form's next of kin as a next-of-kin contact."),
-        ActionDef("record_consent[self]", "record_consent", "Record the form's treatment consent as given by the patient."),
+        *_conclusions("link_gp", "add_contact[guardian]", "add_contact[next_of_kin]", "record_consent[self]"),
         *consents,
-        ActionDef("submit", "submit", "Finish: the registration is complete as it stands."),
+        *_conclusions("submit"),
     )
 
 
 class _TieredRegistration(RegistrationCatalog):
     """What the ``facts`` and ``raw`` tiers share: the conclusions tier's episode state and
-    helpers (reset, the current record, rosters, contacts), actions grounded by name, the
-    observation bookkeeping by tool, and the legality mask."""
+    helpers (reset, the current record, rosters, contacts), its grounding by action name, its
+    observation bookkeeping by tool and its legality mask; a referral cites the opened results,
+    ``create_patient`` gives the identifier or not as the agent chooses, and no candidates are
+    drawn."""
 
     domain = "registration"
     #: the conclusions tier's step limit (18): the feature policies' longest episode is 14 calls
     max_steps = RegistrationCatalog.max_steps
     actions: ClassVar[tuple[ActionDef, ...]] = ()
 
-    def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
-        super().reset(brief, info)
-        self.names_read = {"given": False, "family": False}  # get_name_variants answered, per form name
-
     # -- grounding ------------------------------------------------------------------------------
-    def _cited(self) -> list[str]:
+    def _referral_basis(self, reason: str) -> list[str]:
         """A referral's basis: the search results opened this episode."""
         shown = {str(r["id"]) for r in self.results or ()}
         return sorted(self.opened & shown)
 
-    def _contact_id(self, j: int) -> str | None:
-        contacts = (self.rec or {}).get("contacts") or ()
-        return str(contacts[j]["id"]) if j < len(contacts) and contacts[j].get("id") else None
-
-    def to_call(self, action: int) -> dict[str, Any] | None:  # noqa: C901 - one grounding per action
-        name = self.actions[action].name
+    def _create_args(self, name: str) -> dict[str, Any] | None:
+        """The form's fields, with the identifier as written (``[with_identifier]``, not
+        groundable without one) or without it."""
         f = self._form
-        if name == "get_intake_form":
-            return {"tool": "get_intake_form", "args": {"intake_form_id": self.form_id}}
-        if name == "get_rules":
-            return {"tool": "get_rules", "args": {}}
-        if name == "submit":
-            return {"tool": "submit", "args": {}}
-        if self.form is None:
-            return None
-        if name.startswith("get_name_variants["):
-            which = f("given_name" if name.endswith("[given]") else "family_name")
-            return {"tool": "get_name_variants", "args": {"name": which}} if which else None
-        if name == "search_patients":
-            args: dict[str, Any] = {"name": f"{f('given_name')} {f('family_name')}".strip(), "dob": f("dob"),
-                                    "identifier": f("identifier"), "postcode": f("postcode"), "cursor": self.search_cursor}
-            return {"tool": "search_patients", "args": {k: v for k, v in args.items() if v}}
-        if name.startswith("get_patient["):
-            i = int(name[len("get_patient["):-1])
-            if self.results is None or i >= len(self.results):
+        args = {k: f(k) for k in CREATE_FIELDS}
+        if name == "create_patient[with_identifier]":
+            if not f("identifier"):
                 return None
-            return {"tool": "get_patient", "args": {"patient_id": str(self.results[i]["id"])}}
-        if name.startswith("create_patient["):
-            args = {k: f(k) for k in ("given_name", "family_name", "dob", "sex", "address_line", "city", "postcode", "phone")}
-            if name == "create_patient[with_identifier]":
-                if not f("identifier"):
-                    return None
-                args["identifier"] = f("identifier")
-            return {"tool": "create_patient", "args": args}
-        if name.startswith("refer_to_human["):
-            reason, basis = name[len("refer_to_human["):-1], self._cited()
-            return {"tool": "refer_to_human", "args": {"reason": reason, "basis": basis, "note": self._note(reason, basis)}}
-        if name == "verify_member_id":
-            if not (f("payer_id") and f("member_id")):
-                return None
-            return {"tool": "verify_member_id", "args": {"payer_id": f("payer_id"), "member_id": f("member_id")}}
-        rec = self.rec
-        if rec is None:
-            return None
-        pid = str(rec["id"])
-        if name == "update_patient[phone]":
-            return {"tool": "update_patient", "args": {"patient_id": pid, "phone": f("phone")}} if f("phone") else None
-        if name == "update_patient[address]":
-            if not all(f(k) for k in ADDRESS_FIELDS):
-                return None
-            args = {"patient_id": pid, **{k: f(k) for k in ADDRESS_FIELDS}}
-            if self._address_evidence():
-                args["evidence_ids"] = self._address_evidence()
-            return {"tool": "update_patient", "args": args}
-        if name == "lookup_member":
-            if not f("payer_id") or not rec.get("family_name") or not parse_date(str(rec.get("dob", ""))):
-                return None
-            return {"tool": "lookup_member", "args": {"payer_id": f("payer_id"), "family_name": rec["family_name"],
-                                                      "dob": rec["dob"]}}
-        if name.startswith("add_coverage["):
-            if name == "add_coverage[card]":
-                member = _member(f("member_id"))
-            else:
-                j, roster = int(name[-2]), self._roster() or []
-                member = _member(roster[j].get("member_id")) if j < len(roster) else ""
-            if not (f("payer_id") and member):
-                return None
-            return {"tool": "add_coverage", "args": {"patient_id": pid, "payer_id": f("payer_id"), "member_id": member}}
-        if name == "link_gp":
-            return {"tool": "link_gp", "args": {"patient_id": pid, "practice_id": f("gp_practice_id")}} if f("gp_practice_id") else None
-        if name.startswith("add_contact["):
-            role = name[len("add_contact["):-1]
-            if not f(f"{role}_name"):
-                return None
-            return {"tool": "add_contact", "args": {"patient_id": pid, "role": role, "name": f(f"{role}_name"),
-                                                    "relationship": f(f"{role}_relationship") or "unknown",
-                                                    "phone": f(f"{role}_phone")}}
-        if name == "record_consent[self]":
-            return {"tool": "record_consent", "args": {"patient_id": pid, "given_by": "self"}}
-        if name.startswith("record_consent[guardian]"):
-            gid = self._guardian_contact_id() if name == "record_consent[guardian]" else self._contact_id(int(name[-2]))
-            return {"tool": "record_consent", "args": {"patient_id": pid, "given_by": "guardian", "contact_id": gid}} if gid else None
-        return None
+            args["identifier"] = f("identifier")
+        return args
 
-    # -- observing --------------------------------------------------------------------------
-    def observe(self, action: int, call: dict[str, Any], result: dict[str, Any]) -> None:  # noqa: C901
-        tool = str(call.get("tool", ""))
-        ok = result.get("status") == "ok"
-        got = result.get("result") if ok else None
-        if tool == "create_patient" and not ok:
-            self.create_rejected = True
-        if not isinstance(got, dict):
-            return
-        args = call.get("args") or {}
-        rec = self.rec
-        if tool in RECORD_TOOLS or tool == "create_patient":
-            self.writes += 1
-        if tool == "get_intake_form":
-            self.form = got
-        elif tool == "get_rules":
-            self.rules_read = True
-            self.today = str(got.get("today") or "")[:10] or self.today
-        elif tool == "get_name_variants":
-            self.variants[fold(str(got.get("name", "")))] = tuple(got.get("variants") or ())
-            self.names_read["given" if self.actions[action].name.endswith("[given]") else "family"] = True
-        elif tool == "search_patients":  # pages accumulate; the results are known once the last page is read
-            self.search_pages += list(got.get("results") or ())
-            self.search_cursor = got.get("next_cursor") or None
-            if self.search_cursor is None:
-                self.results = self.search_pages
-        elif tool == "get_patient":
-            pid = str(got.get("id", ""))
-            self.records[pid] = {**got, "contacts": [dict(c) for c in got.get("contacts") or ()], "consents_written": 0}
-            self.opened.add(pid)
-            self.current = pid
-        elif tool == "create_patient":
-            pid = str(got.get("id", ""))
-            self.records[pid] = {**got, "coverages": [], "contacts": [], "consents": [], "gp_links": [], "consents_written": 0}
-            self.current = pid
-            self.created = True
-        elif tool == "verify_member_id":
-            self.card = got
-        elif rec is None:
-            pass
-        elif tool == "update_patient":
-            rec.update({k: v for k, v in got.items() if k not in ("coverages", "contacts", "consents", "gp_links")})
-        elif tool == "add_coverage":
-            rec.setdefault("coverages", []).append(got)
-        elif tool == "lookup_member":
-            self.rosters[(fold(args.get("family_name")), str(args.get("dob")))] = list(got.get("members") or ())
-        elif tool == "link_gp":
-            links = [{**g, "status": "ended"} if g.get("status") == "active" else g for g in rec.get("gp_links", ())]
-            rec["gp_links"] = [*links, got]
-        elif tool == "add_contact":
-            rec.setdefault("contacts", []).append({**got, "added": True})
-        elif tool == "record_consent":
-            rec["consent_recorded"] = True
-            rec["consents_written"] = int(rec.get("consents_written", 0)) + 1
-            self.consents += 1
-        self._after_observe()
-
-    def _after_observe(self) -> None:
-        """Hook run after every successful observation (``raw`` names its new symbols here)."""
-
-    # -- mask -----------------------------------------------------------------------------------
-    def mask(self) -> np.ndarray:
-        """Legality only: a call that cannot be formed, a repeated read whose answer is known, or a
-        write the tool is certain to reject (a locked record, a GP link it already holds, a
-        guardian consent citing a contact that is not a guardian)."""
-        m = np.zeros(len(self.actions), dtype=bool)
-        form = self.form is not None
-        active = self._active()
-        contacts = (self.rec or {}).get("contacts") or ()
-        for i, a in enumerate(self.actions):
-            name = a.name
-            if name == "get_intake_form":
-                m[i] = not form
-            elif name == "get_rules":
-                m[i] = not self.rules_read and self.today is None
-            elif name == "search_patients":
-                m[i] = form and self.results is None
-            elif name.startswith("get_name_variants["):
-                which = "given" if name.endswith("[given]") else "family"
-                m[i] = form and not self.names_read[which] and self.to_call(i) is not None
-            elif name.startswith("get_patient["):
-                k = int(name[len("get_patient["):-1])
-                m[i] = self.results is not None and k < len(self.results) and str(self.results[k]["id"]) not in self.opened
-            elif a.tool in ("create_patient", "refer_to_human"):
-                m[i] = form and self.to_call(i) is not None
-            elif name == "verify_member_id":
-                m[i] = form and self.card is None and self.to_call(i) is not None
-            elif name == "lookup_member":
-                m[i] = self.rec is not None and self._roster() is None and self.to_call(i) is not None
-            elif a.tool in RECORD_TOOLS:
-                m[i] = active and self.to_call(i) is not None
-                if name == "link_gp":
-                    m[i] = m[i] and not self._gp_linked()
-                elif name.startswith("record_consent[guardian]["):
-                    j = int(name[-2])
-                    m[i] = m[i] and j < len(contacts) and contacts[j].get("role") == "guardian"
-            elif name == "submit":
-                m[i] = True
-        return m
+    def _after_observe(self, tool: str) -> None:
+        """Run after every successful observation (the tiers draw no candidates; ``raw`` names
+        its new symbols here)."""
 
     # -- shared observed values -----------------------------------------------------------------
     def _searched(self) -> bool:
@@ -363,6 +182,99 @@ class _TieredRegistration(RegistrationCatalog):
 
     def _consents_written(self) -> int:
         return int((self.rec or {}).get("consents_written", 0))
+
+    def _read_values(self) -> dict[str, float]:
+        """The values of ``_READ_FEATURES``."""
+        return {
+            "form_read": self.form is not None,
+            "today_known": self.today is not None,
+            "searched": self._searched(),
+            "search_next_page": self.search_cursor is not None,
+            "n_results": scale(len(self.results or ()), N_SLOTS),
+        }
+
+
+#: what both tiers' features start with: what was read
+_READ_FEATURES = (
+    FeatureDef("form_read", "1 once get_intake_form returned the form"),
+    FeatureDef("today_known", "1 once today's date is known (from the brief or get_rules)"),
+    FeatureDef("searched", "1 once search_patients returned its results (every page)"),
+    FeatureDef("search_next_page", "1 if the last search page returned a next_cursor (more pages to read)"),
+    FeatureDef("n_results", f"search results returned / {N_SLOTS}"),
+)
+
+
+class _Clerk(FeatureReader):
+    """The registration clerk over a tier's features and the mask (both tiers' feature
+    policies, first rule that applies wins): read the form, both names' variants and the
+    search; draw the candidates from the results, narrowed to the one holding the form's
+    identifier when several are; a holder that is not a candidate: refer as an identity
+    conflict; several candidates: ambiguous; one that is not active: deceased (opening every
+    record the referral cites first); one: open it; none: create; then the first due item of
+    the tier's registration set (:meth:`todo`) whose action is valid; submit. A tier says how
+    its features give each comparison (the methods below)."""
+
+    def _read(self) -> None:
+        """Read what the hooks share from ``self.obs`` (once the reads are done)."""
+
+    def same_id(self, i: int) -> bool:
+        """Result ``i`` holds the form's (valid) identifier."""
+        raise NotImplementedError
+
+    def candidate(self, i: int) -> bool:
+        """Result ``i``'s names agree and its date of birth is the form's (or two swapped digits
+        with the same identifier)."""
+        raise NotImplementedError
+
+    def active(self, i: int) -> bool:
+        raise NotImplementedError
+
+    def is_current(self, i: int) -> bool:
+        raise NotImplementedError
+
+    def create(self) -> str:
+        """The ``create_patient`` action to take."""
+        raise NotImplementedError
+
+    def todo(self) -> list[tuple[bool, str]]:
+        """The registration set on the current record: ``(due, action)`` in order."""
+        raise NotImplementedError
+
+    def __call__(self, obs: np.ndarray, mask: np.ndarray) -> int:
+        self.read(obs, mask)
+        on, act = self.on, self.act
+        if not on("form_read"):
+            return act["get_intake_form"]
+        for read in ("get_name_variants[given]", "get_name_variants[family]", "search_patients"):
+            if mask[act[read]]:
+                return act[read]
+        self._read()
+        present = [i for i in range(N_SLOTS) if on(f"slot[{i}].present")]
+        cands = [i for i in present if self.candidate(i)]
+        if len(cands) > 1:
+            narrowed = [i for i in cands if self.same_id(i)]
+            cands = narrowed if len(narrowed) == 1 else cands
+        holder = next((i for i in present if self.same_id(i)), None)
+        reason, blocking = None, cands
+        if holder is not None and holder not in cands:
+            reason, blocking = "identity_conflict", [*cands, holder]
+        elif len(cands) > 1:
+            reason = "ambiguous_match"
+        elif len(cands) == 1 and not self.active(cands[0]):
+            reason = "deceased_match"
+        if reason is not None:
+            for i in blocking:
+                if not on(f"slot[{i}].opened") and mask[act[f"get_patient[{i}]"]]:
+                    return act[f"get_patient[{i}]"]
+            return act[f"refer_to_human[{reason}]"]
+        if cands and not self.is_current(cands[0]):
+            return act[f"get_patient[{cands[0]}]"]
+        if not cands and not on("current.known"):
+            return act[self.create()]
+        for due, name in self.todo():
+            if due and mask[act[name]]:
+                return act[name]
+        return act["submit"]
 
 
 # ======================================================================================
@@ -397,11 +309,7 @@ class RegistrationFacts(_TieredRegistration):
         "Record the form's treatment consent as given by the current record's contact named as the form's guardian "
         "(the one added this episode, else the one on file)."),))
     features = (
-        FeatureDef("form_read", "1 once get_intake_form returned the form"),
-        FeatureDef("today_known", "1 once today's date is known (from the brief or get_rules)"),
-        FeatureDef("searched", "1 once search_patients returned its results (every page)"),
-        FeatureDef("search_next_page", "1 if the last search page returned a next_cursor (more pages to read)"),
-        FeatureDef("n_results", f"search results returned / {N_SLOTS}"),
+        *_READ_FEATURES,
         FeatureDef("form.identifier_given", "1 if the form gives an identifier"),
         FeatureDef("form.identifier_valid", "1 if the form's identifier is 10 digits whose mod-11 check digit holds"),
         FeatureDef("form.phone_given", "1 if the form gives a phone"),
@@ -462,11 +370,7 @@ class RegistrationFacts(_TieredRegistration):
         f, rec, roster = self._form, self.rec, self._roster() or []
         form_given, form_family, form_dob = f("given_name"), f("family_name"), f("dob")
         values: dict[str, float] = {
-            "form_read": self.form is not None,
-            "today_known": self.today is not None,
-            "searched": self._searched(),
-            "search_next_page": self.search_cursor is not None,
-            "n_results": scale(len(self.results or ()), N_SLOTS),
+            **self._read_values(),
             "form.identifier_given": bool(f("identifier")),
             "form.identifier_valid": identifier_valid(f("identifier")),
             "form.phone_given": bool(f("phone")),
@@ -550,79 +454,57 @@ class RegistrationFacts(_TieredRegistration):
         birth, else look the patient up and add the first active member whose given name agrees;
         link the GP, add the guardian and next of kin the record lacks; record the consent (the
         guardian's under 16, the patient's otherwise); submit."""
-        idx = {d.name: i for i, d in enumerate(agent.feature_defs)}
-        act = {a.name: i for i, a in enumerate(agent.spec.actions)}
+        return _FactsClerk(agent)
 
-        def policy(obs: np.ndarray, mask: np.ndarray) -> int:  # noqa: C901 - one decision list
-            def on(name: str) -> bool:
-                return bool(obs[idx[name]] > 0.5)
 
-            def s(i: int, name: str) -> bool:
-                return on(f"slot[{i}].{name}")
+class _FactsClerk(_Clerk):
+    """The clerk reading the facts tier's comparisons."""
 
-            if not on("form_read"):
-                return act["get_intake_form"]
-            for read in ("get_name_variants[given]", "get_name_variants[family]", "search_patients"):
-                if mask[act[read]]:
-                    return act[read]
-            valid = on("form.identifier_valid")
-            present = [i for i in range(N_SLOTS) if s(i, "present")]
+    def _read(self) -> None:
+        self.valid = self.on("form.identifier_valid")
 
-            def same_id(i: int) -> bool:
-                return valid and s(i, "identifier_equal")
+    def same_id(self, i: int) -> bool:
+        return self.valid and self.on(f"slot[{i}].identifier_equal")
 
-            def agree(i: int) -> bool:
-                straight = s(i, "family_equal") and (s(i, "given_equal") or s(i, "given_variant"))
-                swapped = s(i, "swapped_family_equal") and (s(i, "swapped_given_equal") or s(i, "swapped_given_variant"))
-                return straight or swapped
+    def candidate(self, i: int) -> bool:
+        def s(name: str) -> bool:
+            return self.on(f"slot[{i}].{name}")
 
-            cands = [i for i in present if agree(i) and (s(i, "dob_equal") or (s(i, "dob_swapped") and same_id(i)))]
-            if len(cands) > 1 and valid:
-                narrowed = [i for i in cands if same_id(i)]
-                cands = narrowed if len(narrowed) == 1 else cands
-            holder = next((i for i in present if same_id(i)), None)
-            reason = None
-            if holder is not None and holder not in cands:
-                reason, blocking = "identity_conflict", [*cands, holder]
-            elif len(cands) > 1:
-                reason, blocking = "ambiguous_match", cands
-            elif len(cands) == 1 and not s(cands[0], "active"):
-                reason, blocking = "deceased_match", cands
-            if reason is not None:
-                for i in blocking:
-                    if not s(i, "opened") and mask[act[f"get_patient[{i}]"]]:
-                        return act[f"get_patient[{i}]"]
-                return act[f"refer_to_human[{reason}]"]
-            if cands and not s(cands[0], "current"):
-                return act[f"get_patient[{cands[0]}]"]
-            if not cands and not on("current.known"):
-                return act["create_patient[with_identifier]" if valid else "create_patient[without_identifier]"]
-            covered = on("current.coverage_card_id") or any(on(f"current.coverage_roster_id[{j}]") for j in range(N_ROSTER))
-            cover = on("form.payer_given") and not covered
-            card_ok = on("card.valid") and on("card.family_equal_current") and on("card.dob_equal_current")
-            member = next((j for j in range(N_ROSTER) if on(f"roster[{j}].present") and on(f"roster[{j}].active")
-                           and on(f"roster[{j}].given_equivalent_current")), None)
-            minor = obs[idx["current.age_years"]] < 0.155  # under 16
-            todo: list[tuple[bool, str]] = [
-                (on("form.phone_given") and not on("current.phone_equal_form"), "update_patient[phone]"),
-                (not on("current.address_equal_form") and (not on("current.address_verified") or on("form.address_evidence")),
-                 "update_patient[address]"),
-                (cover and not on("card.checked"), "verify_member_id"),
-                (cover and card_ok, "add_coverage[card]"),
-                (cover and not on("roster.checked"), "lookup_member"),
-                (cover and member is not None, f"add_coverage[roster][{member}]"),
-                (on("form.gp_given") and not on("current.gp_linked_form_practice"), "link_gp"),
-                (on("form.guardian_given") and not on("current.guardian_named_form"), "add_contact[guardian]"),
-                (on("form.kin_given") and not on("current.kin_named_form"), "add_contact[next_of_kin]"),
-                (not on("current.consent_written") and minor, "record_consent[guardian]"),
-                (not on("current.consent_written") and not minor, "record_consent[self]"),
-            ]
-            for due, name in todo:
-                if due and mask[act[name]]:
-                    return act[name]
-            return act["submit"]
+        straight = s("family_equal") and (s("given_equal") or s("given_variant"))
+        swapped = s("swapped_family_equal") and (s("swapped_given_equal") or s("swapped_given_variant"))
+        return (straight or swapped) and (s("dob_equal") or (s("dob_swapped") and self.same_id(i)))
 
-        return policy
+    def active(self, i: int) -> bool:
+        return self.on(f"slot[{i}].active")
+
+    def is_current(self, i: int) -> bool:
+        return self.on(f"slot[{i}].current")
+
+    def create(self) -> str:
+        return "create_patient[with_identifier]" if self.valid else "create_patient[without_identifier]"
+
+    def todo(self) -> list[tuple[bool, str]]:
+        on = self.on
+        covered = on("current.coverage_card_id") or any(on(f"current.coverage_roster_id[{j}]") for j in range(N_ROSTER))
+        cover = on("form.payer_given") and not covered
+        card_ok = on("card.valid") and on("card.family_equal_current") and on("card.dob_equal_current")
+        member = next((j for j in range(N_ROSTER) if on(f"roster[{j}].present") and on(f"roster[{j}].active")
+                       and on(f"roster[{j}].given_equivalent_current")), None)
+        minor = self.obs[self.idx["current.age_years"]] < 0.155  # under 16
+        return [
+            (on("form.phone_given") and not on("current.phone_equal_form"), "update_patient[phone]"),
+            (not on("current.address_equal_form") and (not on("current.address_verified") or on("form.address_evidence")),
+             "update_patient[address]"),
+            (cover and not on("card.checked"), "verify_member_id"),
+            (cover and card_ok, "add_coverage[card]"),
+            (cover and not on("roster.checked"), "lookup_member"),
+            (cover and member is not None, f"add_coverage[roster][{member}]"),
+            (on("form.gp_given") and not on("current.gp_linked_form_practice"), "link_gp"),
+            (on("form.guardian_given") and not on("current.guardian_named_form"), "add_contact[guardian]"),
+            (on("form.kin_given") and not on("current.kin_named_form"), "add_contact[next_of_kin]"),
+            (not on("current.consent_written") and minor, "record_consent[guardian]"),
+            (not on("current.consent_written") and not minor, "record_consent[self]"),
+        ]
 
 
 # ======================================================================================
@@ -658,11 +540,7 @@ class RegistrationRaw(_TieredRegistration):
         f"Record the form's treatment consent as given by the current record's {j}-th contact (masked unless it is "
         "a guardian contact).") for j in range(N_CONTACTS)))
     features = (
-        FeatureDef("form_read", "1 once get_intake_form returned the form"),
-        FeatureDef("today_known", "1 once today's date is known (from the brief or get_rules)"),
-        FeatureDef("searched", "1 once search_patients returned its results (every page)"),
-        FeatureDef("search_next_page", "1 if the last search page returned a next_cursor (more pages to read)"),
-        FeatureDef("n_results", f"search results returned / {N_SLOTS}"),
+        *_READ_FEATURES,
         *_date_features("today", "today's date"),
         FeatureDef("form.given", _sym_doc("the form's given name", "name")),
         FeatureDef("form.family", _sym_doc("the form's family name", "name")),
@@ -763,7 +641,7 @@ class RegistrationRaw(_TieredRegistration):
         for m in (self._roster() or [])[:N_ROSTER]:
             yield from (("member", _member(m.get("member_id"))), ("name", fold(m.get("given_name"))))
 
-    def _after_observe(self) -> None:
+    def _after_observe(self, tool: str) -> None:
         """Name every new value as it is observed (so a symbol depends on the history only)."""
         for kind, text in self._symbol_values():
             self._sym(kind, text)
@@ -781,11 +659,7 @@ class RegistrationRaw(_TieredRegistration):
         card = self.card or {}
         roster = self._roster() or []
         values: dict[str, float] = {
-            "form_read": self.form is not None,
-            "today_known": self.today is not None,
-            "searched": self._searched(),
-            "search_next_page": self.search_cursor is not None,
-            "n_results": scale(len(self.results or ()), N_SLOTS),
+            **self._read_values(),
             **_date_values("today", self.today),
             "form.given": self._sym("name", fold(f("given_name"))),
             "form.family": self._sym("name", fold(f("family_name"))),
@@ -875,121 +749,96 @@ class RegistrationRaw(_TieredRegistration):
         member-id symbols, the guardian contact to cite by its name's symbol. The form's
         identifier counts as valid when a result holds it (records hold valid identifiers); a
         new record is created with the identifier first and, if the tool rejects it, without."""
-        idx = {d.name: i for i, d in enumerate(agent.feature_defs)}
-        act = {a.name: i for i, a in enumerate(agent.spec.actions)}
+        return _RawClerk(agent)
 
-        def policy(obs: np.ndarray, mask: np.ndarray) -> int:  # noqa: C901 - one decision list
-            def v(name: str) -> float:
-                return float(obs[idx[name]])
 
-            def on(name: str) -> bool:
-                return v(name) > 0.5
+class _RawClerk(_Clerk):
+    """The clerk making the raw tier's comparisons itself."""
 
-            def date(prefix: str) -> str:
-                y, m, d = v(f"{prefix}.year"), v(f"{prefix}.month"), v(f"{prefix}.day")
-                if y <= 0:
-                    return ""
-                return f"{round(y * YEAR_SPAN) + YEAR_BASE:04d}-{round(m * 12):02d}-{round(d * 31):02d}"
+    def date(self, prefix: str) -> str:
+        y, m, d = self.v(f"{prefix}.year"), self.v(f"{prefix}.month"), self.v(f"{prefix}.day")
+        if y <= 0:
+            return ""
+        return f"{round(y * YEAR_SPAN) + YEAR_BASE:04d}-{round(m * 12):02d}-{round(d * 31):02d}"
 
-            sym = v  # a symbol is compared, never read as a quantity
+    def sym(self, name: str) -> float:
+        """A symbol: compared, never read as a quantity."""
+        return self.v(name)
 
-            variants = {w: {sym(f"variants[{w}][{j}]") for j in range(N_VARIANTS)} - {0.0} for w in ("given", "family")}
-            form_given, form_family = sym("form.given"), sym("form.family")
+    def _read(self) -> None:
+        sym = self.sym
+        self.variants = {w: {sym(f"variants[{w}][{j}]") for j in range(N_VARIANTS)} - {0.0} for w in ("given", "family")}
+        self.form_given, self.form_family = sym("form.given"), sym("form.family")
+        self.form_dob = self.date("form.dob")
 
-            def equivalent(a: float, b: float) -> bool:
-                """Two given-name symbols are the same name or one is an observed variant of the other."""
-                if a == 0.0 or b == 0.0:
-                    return False
-                if a == b:
-                    return True
-                for w, own in (("given", form_given), ("family", form_family)):
-                    if (a == own and b in variants[w]) or (b == own and a in variants[w]):
-                        return True
-                return False
+    def equivalent(self, a: float, b: float) -> bool:
+        """Two given-name symbols are the same name or one is an observed variant of the other."""
+        if a == 0.0 or b == 0.0:
+            return False
+        if a == b:
+            return True
+        for w, own in (("given", self.form_given), ("family", self.form_family)):
+            if (a == own and b in self.variants[w]) or (b == own and a in self.variants[w]):
+                return True
+        return False
 
-            if not on("form_read"):
-                return act["get_intake_form"]
-            for read in ("get_name_variants[given]", "get_name_variants[family]", "search_patients"):
-                if mask[act[read]]:
-                    return act[read]
-            form_dob = date("form.dob")
-            present = [i for i in range(N_SLOTS) if on(f"slot[{i}].present")]
+    def same_id(self, i: int) -> bool:
+        return self.on(f"slot[{i}].identifier_same_as_form")
 
-            def same_id(i: int) -> bool:
-                return on(f"slot[{i}].identifier_same_as_form")
+    def candidate(self, i: int) -> bool:
+        g, fam = self.sym(f"slot[{i}].given"), self.sym(f"slot[{i}].family")
+        agree = ((fam == self.form_family and self.equivalent(self.form_given, g))
+                 or (fam == self.form_given and self.equivalent(self.form_family, g)))
+        dob = self.date(f"slot[{i}].dob")
+        return agree and (dob == self.form_dob or (self.same_id(i) and is_transposition(dob, self.form_dob)))
 
-            def agree(i: int) -> bool:
-                g, fam = sym(f"slot[{i}].given"), sym(f"slot[{i}].family")
-                return (fam == form_family and equivalent(form_given, g)) or (fam == form_given and equivalent(form_family, g))
+    def active(self, i: int) -> bool:
+        return self.on(f"slot[{i}].status[active]")
 
-            def dob_ok(i: int) -> bool:
-                dob = date(f"slot[{i}].dob")
-                return dob == form_dob or (same_id(i) and is_transposition(dob, form_dob))
+    def is_current(self, i: int) -> bool:
+        return self.on(f"slot[{i}].is_current")
 
-            cands = [i for i in present if agree(i) and dob_ok(i)]
-            if len(cands) > 1:
-                narrowed = [i for i in cands if same_id(i)]
-                cands = narrowed if len(narrowed) == 1 else cands
-            holder = next((i for i in present if same_id(i)), None)
-            reason = None
-            if holder is not None and holder not in cands:
-                reason, blocking = "identity_conflict", [*cands, holder]
-            elif len(cands) > 1:
-                reason, blocking = "ambiguous_match", cands
-            elif len(cands) == 1 and not on(f"slot[{cands[0]}].status[active]"):
-                reason, blocking = "deceased_match", cands
-            if reason is not None:
-                for i in blocking:
-                    if not on(f"slot[{i}].opened") and mask[act[f"get_patient[{i}]"]]:
-                        return act[f"get_patient[{i}]"]
-                return act[f"refer_to_human[{reason}]"]
-            if cands and not on(f"slot[{cands[0]}].is_current"):
-                return act[f"get_patient[{cands[0]}]"]
-            if not cands and not on("current.known"):
-                first = on("form.identifier_given") and not on("taken[create_patient[with_identifier]]")
-                return act["create_patient[with_identifier]" if first else "create_patient[without_identifier]"]
-            # the registration set on the current record
-            cur_given, cur_family, cur_dob = sym("current.given"), sym("current.family"), date("current.dob")
-            roster = [j for j in range(N_ROSTER) if on(f"roster[{j}].present")]
-            ids = {sym("form.member_id"), *(sym(f"roster[{j}].member_id") for j in roster)} - {0.0}
-            covered = any(on(f"coverage[{j}].payer_is_form_payer") and on(f"coverage[{j}].status[active]")
-                          and sym(f"coverage[{j}].member_id") in ids for j in range(N_COVERAGES))
-            cover = on("form.payer_given") and not covered
-            card_ok = on("card.valid") and sym("card.family") == cur_family and date("card.dob") == cur_dob
-            member = next((j for j in roster if on(f"roster[{j}].status[active]")
-                           and equivalent(sym(f"roster[{j}].given"), cur_given)), None)
-            today = date("today")
-            minor = bool(today and cur_dob) and age_on(cur_dob, today) < 16
-            address_same = all(sym(f"current.{k}") == sym(f"form.{k}") for k in ADDRESS_FIELDS)
-            gp_linked = any(on(f"gp_link[{j}].practice_is_form_practice") and on(f"gp_link[{j}].status[active]") for j in range(N_GP))
+    def create(self) -> str:
+        first = self.on("form.identifier_given") and not self.on("taken[create_patient[with_identifier]]")
+        return "create_patient[with_identifier]" if first else "create_patient[without_identifier]"
 
-            def contact(role: str, name: float) -> int | None:
-                return next((j for j in range(N_CONTACTS) if on(f"contact[{j}].role[{role}]")
-                             and sym(f"contact[{j}].name") == name), None)
+    def todo(self) -> list[tuple[bool, str]]:
+        on, v, sym, date = self.on, self.v, self.sym, self.date
+        cur_given, cur_family, cur_dob = sym("current.given"), sym("current.family"), date("current.dob")
+        roster = [j for j in range(N_ROSTER) if on(f"roster[{j}].present")]
+        ids = {sym("form.member_id"), *(sym(f"roster[{j}].member_id") for j in roster)} - {0.0}
+        covered = any(on(f"coverage[{j}].payer_is_form_payer") and on(f"coverage[{j}].status[active]")
+                      and sym(f"coverage[{j}].member_id") in ids for j in range(N_COVERAGES))
+        cover = on("form.payer_given") and not covered
+        card_ok = on("card.valid") and sym("card.family") == cur_family and date("card.dob") == cur_dob
+        member = next((j for j in roster if on(f"roster[{j}].status[active]")
+                       and self.equivalent(sym(f"roster[{j}].given"), cur_given)), None)
+        today = date("today")
+        minor = bool(today and cur_dob) and age_on(cur_dob, today) < 16
+        address_same = all(sym(f"current.{k}") == sym(f"form.{k}") for k in ADDRESS_FIELDS)
+        gp_linked = any(on(f"gp_link[{j}].practice_is_form_practice") and on(f"gp_link[{j}].status[active]") for j in range(N_GP))
 
-            guardian = contact("guardian", sym("form.guardian"))
-            consented = v("current.consents_written") > 0.25  # 0.5 per consent: one is enough
-            todo: list[tuple[bool, str]] = [
-                (sym("form.phone") != 0.0 and sym("current.phone") != sym("form.phone"), "update_patient[phone]"),
-                (not address_same and (not on("current.verified[address]") or on("form.evidence[address]")),
-                 "update_patient[address]"),
-                (cover and not on("card.checked"), "verify_member_id"),
-                (cover and card_ok, "add_coverage[card]"),
-                (cover and not on("roster.checked"), "lookup_member"),
-                (cover and member is not None, f"add_coverage[roster][{member}]"),
-                (on("form.gp_given") and not gp_linked, "link_gp"),
-                (sym("form.guardian") != 0.0 and guardian is None, "add_contact[guardian]"),
-                (sym("form.next_of_kin") != 0.0 and contact("next_of_kin", sym("form.next_of_kin")) is None,
-                 "add_contact[next_of_kin]"),
-                (not consented and minor and guardian is not None, f"record_consent[guardian][{guardian}]"),
-                (not consented and not minor, "record_consent[self]"),
-            ]
-            for due, name in todo:
-                if due and mask[act[name]]:
-                    return act[name]
-            return act["submit"]
+        def contact(role: str, name: float) -> int | None:
+            return next((j for j in range(N_CONTACTS) if on(f"contact[{j}].role[{role}]")
+                         and sym(f"contact[{j}].name") == name), None)
 
-        return policy
+        guardian = contact("guardian", sym("form.guardian"))
+        consented = v("current.consents_written") > 0.25  # 0.5 per consent: one is enough
+        return [
+            (sym("form.phone") != 0.0 and sym("current.phone") != sym("form.phone"), "update_patient[phone]"),
+            (not address_same and (not on("current.verified[address]") or on("form.evidence[address]")),
+             "update_patient[address]"),
+            (cover and not on("card.checked"), "verify_member_id"),
+            (cover and card_ok, "add_coverage[card]"),
+            (cover and not on("roster.checked"), "lookup_member"),
+            (cover and member is not None, f"add_coverage[roster][{member}]"),
+            (on("form.gp_given") and not gp_linked, "link_gp"),
+            (sym("form.guardian") != 0.0 and guardian is None, "add_contact[guardian]"),
+            (sym("form.next_of_kin") != 0.0 and contact("next_of_kin", sym("form.next_of_kin")) is None,
+             "add_contact[next_of_kin]"),
+            (not consented and minor and guardian is not None, f"record_consent[guardian][{guardian}]"),
+            (not consented and not minor, "record_consent[self]"),
+        ]
 
 
 __all__ = ["RegistrationFacts", "RegistrationRaw"]

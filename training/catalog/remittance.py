@@ -51,7 +51,7 @@ scores about 0.05 on heldout and posting at once about 0.16 (the shipped models 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -153,14 +153,201 @@ class _Line:
         self.item: dict[str, Any] | None = None
         self.demo: list[dict[str, Any]] = []
         self.done_adj: set[int] = set()
-        self.applied = 0
+        self.applied = 0  # cents allocated from the line this episode
         self.cases: set[str] = set()
         self.small_wo = False
         self.queried = False
 
 
-class RemittanceCatalog(CatalogSpec):
+#: the payment-wide actions every tier grounds alike (:meth:`PaymentDesk._desk_call`)
+DESK_ACTIONS = frozenset({"submit", "get_policies", "get_payment", "list_payments", "wait", "get_case", "case_duplicate",
+                          "post_apply", "post_hold", "post_return"})
+#: a line case's category by action, and its note
+CASE_ACTIONS = {"case_underpayment": "underpayment", "case_refund": "refund_request", "case_unidentified": "unidentified_remittance"}
+CASE_NOTES = {"underpayment": "The line leaves part of its claim open.",
+              "refund_request": "The line pays more than the claim's balance; please refund or recoup the excess.",
+              "unidentified_remittance": "No claim matches this line."}
+
+
+class LineState(Protocol):
+    """What every tier keeps about a remittance line (and more of its own)."""
+
+    line: dict[str, Any]
+    applied: int  # cents allocated from the line this episode
+    cases: set[str]
+
+
+L = TypeVar("L", bound=LineState)
+
+
+class PaymentDesk(CatalogSpec, Generic[L]):
+    """What every remittance tier reads, grounds and masks alike: the brief, the policies and
+    the payer's payments (every page), the payment and its lines, the current line, the payer
+    queries, the duplicate case and the post; the payment-wide calls and the current line's
+    cases, query and claim writes. A tier's lines (``lines``: objects with ``line``,
+    ``applied`` and ``cases``) and its claim matching are its own."""
+
     domain = "remittance"
+
+    def __init__(self) -> None:
+        self.reset({}, {})
+
+    def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
+        params = brief.get("params") or {}
+        self.pid: str = str(params.get("payment_id", ""))
+        self.payer_id: str = str(params.get("payer_id", ""))
+        self.pol: dict[str, Any] | None = None
+        self.payment: dict[str, Any] | None = None
+        self.lines: list[L] = []
+        self.others: list[dict[str, Any]] | None = None
+        # paged reads under way: the rows read so far and the cursor of the next page
+        self._pol_rows: list[dict[str, Any]] = []
+        self._pol_cursor: str | None = None
+        self._pay_rows: list[dict[str, Any]] = []
+        self._pay_cursor: str | None = None
+        self._pay_filter: dict[str, str] = {}
+        self.unapplied = 0
+        self.cur: int | None = None
+        self.dup_case = False
+        self.posted = False
+        self.queries: list[dict[str, Any]] = []  # {"id", "line", "state": awaiting|answered|read}
+
+    # -- derived facts -----------------------------------------------------------------------------
+    def _current(self) -> L | None:
+        return self.lines[self.cur] if self.cur is not None and self.cur < len(self.lines) else None
+
+    def _line_by_id(self, line_id: Any) -> L | None:
+        return next((ln for ln in self.lines if ln.line.get("id") == line_id), None)
+
+    def _awaiting(self, ln: L | None = None) -> bool:
+        return any(q["state"] == "awaiting" and (ln is None or self.lines[q["line"]] is ln) for q in self.queries)
+
+    def _answered(self) -> dict[str, Any] | None:
+        """The first payer query answered and not read yet."""
+        return next((q for q in self.queries if q["state"] == "answered"), None)
+
+    def _any_applied(self) -> bool:
+        return any(ln.applied > 0 for ln in self.lines)
+
+    # -- grounding ---------------------------------------------------------------------------------
+    def _desk_call(self, name: str) -> dict[str, Any] | None:
+        """The call of a :data:`DESK_ACTIONS` action (``None``: not groundable)."""
+        pid = self.pid
+        if name == "submit":
+            return {"tool": "submit", "args": {}}
+        if name == "get_policies":
+            return {"tool": "get_policies", "args": {"cursor": self._pol_cursor} if self._pol_cursor else {}}
+        if name == "get_payment":
+            return {"tool": "get_payment", "args": {"payment_id": pid}} if pid else None
+        if name == "list_payments":
+            if self._pay_cursor:
+                return {"tool": "list_payments", "args": {**self._pay_filter, "cursor": self._pay_cursor}}
+            ref = {"reference": self.payment["reference"]} if self.payment is not None else {}
+            return {"tool": "list_payments", "args": {"payer_id": self.payer_id, **ref}}
+        if name == "wait":
+            return {"tool": "wait", "args": {}}
+        if name == "get_case":
+            q = self._answered()
+            return {"tool": "get_case", "args": {"case_id": q["id"]}} if q else None
+        if not pid:
+            return None
+        if name == "case_duplicate":
+            return {"tool": "open_case", "args": {"payment_id": pid, "category": "duplicate_remittance", "line_id": "",
+                                                  "note": "This EFT reference and amount were already posted."}}
+        return {"tool": "post_payment", "args": {"payment_id": pid, "disposition": name[len("post_"):]}}
+
+    def _line_case_call(self, name: str, ln: L) -> dict[str, Any] | None:
+        """The current line's ``query_payer`` and line cases (``None`` for any other action)."""
+        pid, lid = self.pid, ln.line.get("id", "")
+        if name == "query_payer":
+            return {"tool": "query_payer", "args": {"payment_id": pid, "line_id": lid,
+                    "question": f"Line {ln.line.get('line_no')} ({ln.line.get('claim_ref')}): which claim does it pay?"}}
+        if name in CASE_ACTIONS:
+            cat = CASE_ACTIONS[name]
+            return {"tool": "open_case", "args": {"payment_id": pid, "category": cat, "line_id": lid, "note": CASE_NOTES[cat]}}
+        return None
+
+    def _claim_write_call(self, name: str, item_id: Any, adj: tuple[str, int] | None, balance: int, line_id: Any) -> dict[str, Any] | None:
+        """``write_off_adj[j]`` / ``transfer_adj[j]`` of the adjustment ``adj`` (code, amount) and
+        ``write_off_small`` of the claim's ``balance``, on the claim ``item_id``."""
+        if name.startswith(("write_off_adj[", "transfer_adj[")):
+            if adj is None or adj[1] < 1:
+                return None
+            code, amt = adj
+            if name.startswith("write_off_adj"):
+                return {"tool": "write_off", "args": {"item_id": item_id, "amount": amt, "reason": "contractual", "code": code,
+                                                      "line_id": line_id}}
+            return {"tool": "transfer_to_patient", "args": {"item_id": item_id, "amount": amt, "code": code, "line_id": line_id}}
+        if name == "write_off_small" and balance >= 1:
+            return {"tool": "write_off", "args": {"item_id": item_id, "amount": balance, "reason": "small_balance", "code": "",
+                                                  "line_id": line_id}}
+        return None
+
+    # -- observations ------------------------------------------------------------------------------
+    def _observe_desk(self, name: str, args: dict[str, Any], res: Any) -> bool:
+        """Take in an ok answer to a read, ``wait`` or the post (``False``: another action's)."""
+        if name == "get_policies":
+            self._pol_rows += list(res.get("policies") or [])
+            self._pol_cursor = res.get("next_cursor")
+            if not self._pol_cursor:
+                self.pol = {p["key"]: p["value"] for p in self._pol_rows}
+        elif name == "get_payment":
+            self.payment = dict(res["payment"])
+            self.unapplied = int(self.payment.get("unapplied") or 0)
+            if not self.lines:
+                self.lines = [self._new_line(line) for line in res.get("lines") or []]
+        elif name == "list_payments":
+            self._pay_filter = {k: str(v) for k, v in args.items() if k in ("payer_id", "reference")}
+            self._pay_rows += [dict(o) for o in res.get("payments") or []]
+            self._pay_cursor = res.get("next_cursor")
+            if not self._pay_cursor:
+                self.others = self._pay_rows
+        elif name == "wait":
+            answered = set(res.get("answered") or [])
+            for q in self.queries:
+                if q["state"] == "awaiting" and q["id"] in answered:
+                    q["state"] = "answered"
+                    self._on_answered(q)
+        elif name.startswith("post_"):
+            self.posted = True
+            self.unapplied = int(res["payment"].get("unapplied") or 0)
+        else:
+            return False
+        return True
+
+    def _new_line(self, line: Mapping[str, Any]) -> L:
+        """What the tier keeps about one remittance line."""
+        raise NotImplementedError
+
+    def _on_answered(self, query: dict[str, Any]) -> None:
+        """``wait`` reported ``query`` answered."""
+
+    # -- mask --------------------------------------------------------------------------------------
+    def _desk_mask(self, m: np.ndarray, index: Mapping[str, int]) -> bool:
+        """The legality of ``submit``, the reads and the payment-wide actions, into ``m``;
+        ``False`` when nothing else is legal (the payment is posted: final; no payment named)."""
+        m[index["submit"]] = True
+        if self.posted:  # the payment is final
+            return False
+        m[index["get_policies"]] = self.pol is None
+        m[index["get_payment"]] = self.payment is None and bool(self.pid)
+        m[index["list_payments"]] = self.others is None
+        if not self.pid:
+            return False
+        m[index["case_duplicate"]] = not self.dup_case
+        m[index["post_apply"]] = True
+        m[index["post_hold"]] = m[index["post_return"]] = not self._any_applied()
+        m[index["wait"]] = self._awaiting()
+        return True
+
+    def _line_case_mask(self, m: np.ndarray, index: Mapping[str, int], ln: L) -> None:
+        """The current line's query (none awaiting) and cases (one per category)."""
+        m[index["query_payer"]] = not self._awaiting(ln)
+        for name, category in CASE_ACTIONS.items():
+            m[index[name]] = category not in ln.cases
+
+
+class RemittanceCatalog(PaymentDesk[_Line]):
     actions: ClassVar[tuple[ActionDef, ...]] = ACTIONS
     features: ClassVar[tuple[FeatureDef, ...]] = FEATURES
     max_steps: ClassVar[int | None] = 24
@@ -171,30 +358,13 @@ class RemittanceCatalog(CatalogSpec):
     #: 200k steps); a stronger prior against submitting, longer rollouts and horizon, as schedules
     hyperparams: ClassVar[Mapping[str, Any]] = {"reward_mode": "progress", "finish_bias": -5.0, "n_steps": 1024, "gamma": 0.995}
 
-    def __init__(self) -> None:
-        self.reset({}, {})
-
     # -- episode state -------------------------------------------------------------------------
     def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
-        params = brief.get("params") or {}
-        self.pid: str = str(params.get("payment_id", ""))
-        self.payer_id: str = str(params.get("payer_id", ""))
-        self.pol: dict[str, Any] | None = None
-        self.payment: dict[str, Any] | None = None
-        self.lines: list[_Line] = []
-        self.others: list[dict[str, Any]] | None = None
-        # paged reads under way: the rows read so far and the cursor of the next page
-        self._pol_rows: list[dict[str, Any]] = []
-        self._pol_cursor: str | None = None
-        self._pay_rows: list[dict[str, Any]] = []
-        self._pay_cursor: str | None = None
-        self._pay_filter: dict[str, str] = {}
-        self.unapplied = 0
+        super().reset(brief, info)
         self.started = 0
-        self.cur: int | None = None
-        self.dup_case = False
-        self.posted = False
-        self.queries: list[dict[str, Any]] = []  # {"id", "line", "state": awaiting|answered|read}
+
+    def _new_line(self, line: Mapping[str, Any]) -> _Line:
+        return _Line(line)
 
     # -- derived facts -----------------------------------------------------------------------------
     def _facts(self) -> bool:
@@ -246,115 +416,44 @@ class RemittanceCatalog(CatalogSpec):
                 and hit["amount_due"] == line["billed_amount"] and hit["payer_id"] == payer
                 and hit["responsibility"] == "payer")
 
-    def _current(self) -> _Line | None:
-        return self.lines[self.cur] if self.cur is not None else None
-
-    def _line_by_id(self, line_id: str) -> _Line | None:
-        return next((ln for ln in self.lines if ln.line["id"] == line_id), None)
-
-    def _awaiting(self, ln: _Line | None = None) -> bool:
-        idx = None if ln is None else self.lines.index(ln)
-        return any(q["state"] == "awaiting" and (idx is None or q["line"] == idx) for q in self.queries)
-
     # -- grounding ---------------------------------------------------------------------------------
     def to_call(self, action: int) -> dict[str, Any] | None:
         name = ACTIONS[action].name
-        pid = self.pid
-        ln = self._current()
-
-        def call(tool: str, **args: Any) -> dict[str, Any]:
-            return {"tool": tool, "args": args}
-
-        if name == "submit":
-            return call("submit")
-        if name == "get_policies":
-            return call("get_policies", **({"cursor": self._pol_cursor} if self._pol_cursor else {}))
-        if name == "get_payment":
-            return call("get_payment", payment_id=pid) if pid else None
-        if name == "list_payments":
-            if self._pay_cursor:
-                return call("list_payments", **self._pay_filter, cursor=self._pay_cursor)
-            ref = {"reference": self.payment["reference"]} if self.payment is not None else {}
-            return call("list_payments", payer_id=self.payer_id, **ref)
+        if name in DESK_ACTIONS:
+            return self._desk_call(name)
         if name == "search_next_line":
             if self.started >= len(self.lines):
                 return None
             line = self.lines[self.started].line
-            return call("search_open_items", query=line["claim_ref"] or line["patient_name"])
-        if name == "wait":
-            return call("wait")
-        if name == "get_case":
-            q = next((q for q in self.queries if q["state"] == "answered"), None)
-            return call("get_case", case_id=q["id"]) if q else None
-        if not pid:
+            return {"tool": "search_open_items", "args": {"query": line["claim_ref"] or line["patient_name"]}}
+        ln = self._current()
+        if not self.pid or ln is None:
             return None
-        if name == "case_duplicate":
-            return call("open_case", payment_id=pid, category="duplicate_remittance", line_id="",
-                        note="This EFT reference and amount were already posted.")
-        if name.startswith("post_"):
-            return call("post_payment", payment_id=pid, disposition=name[len("post_"):])
-        # line actions
-        if ln is None:
-            return None
-        lid = ln.line["id"]
         if name == "search_by_name":
-            return call("search_open_items", query=ln.line["patient_name"])
-        if name == "query_payer":
-            return call("query_payer", payment_id=pid, line_id=lid,
-                        question=f"Line {ln.line['line_no']} ({ln.line['claim_ref']}): which claim does it pay?")
-        if name == "case_unidentified":
-            return call("open_case", payment_id=pid, category="unidentified_remittance", line_id=lid, note="No claim matches this line.")
-        if name == "case_underpayment":
-            return call("open_case", payment_id=pid, category="underpayment", line_id=lid, note="The line leaves part of its claim open.")
-        if name == "case_refund":
-            return call("open_case", payment_id=pid, category="refund_request", line_id=lid,
-                        note="The line pays more than the claim's balance; please refund or recoup the excess.")
+            return {"tool": "search_open_items", "args": {"query": ln.line["patient_name"]}}
+        if name == "query_payer" or name in CASE_ACTIONS:
+            return self._line_case_call(name, ln)
         if ln.item is None:
             return None
-        iid = ln.item["id"]
-        if name.startswith(("write_off_adj[", "transfer_adj[")):
-            j = int(name[name.index("[") + 1:-1])
-            adj = self._adj(ln, j)
-            if adj is None or adj[1] < 1:
-                return None
-            code, amt = adj
-            if name.startswith("write_off_adj"):
-                return call("write_off", item_id=iid, amount=amt, reason="contractual", code=code, line_id=lid)
-            return call("transfer_to_patient", item_id=iid, amount=amt, code=code, line_id=lid)
+        iid, lid = ln.item["id"], ln.line["id"]
         if name == "allocate":
             amt = self._alloc_amount(ln)
-            return call("allocate", payment_id=pid, line_id=lid, item_id=iid, amount=amt) if amt > 0 else None
-        if name == "write_off_small":
-            bal = self._balance(ln)
-            return call("write_off", item_id=iid, amount=bal, reason="small_balance", code="", line_id=lid) if bal > 0 else None
-        return None
+            return {"tool": "allocate", "args": {"payment_id": self.pid, "line_id": lid, "item_id": iid, "amount": amt}} if amt > 0 else None
+        adj = self._adj(ln, int(name[name.index("[") + 1:-1])) if name.endswith("]") else None
+        return self._claim_write_call(name, iid, adj, self._balance(ln), lid)
 
     # -- observations ------------------------------------------------------------------------------
     def observe(self, action: int, call: dict[str, Any], result: dict[str, Any]) -> None:
         if result.get("status") != "ok":
             return
-        res: Any = result.get("result")  # the tool's payload; only read on an "ok" result
+        res: Any = result.get("result") or {}  # the tool's payload; only read on an "ok" result
         name = ACTIONS[action].name
         args = call.get("args") or {}
         ln: _Line | None
         q: dict[str, Any] | None
-        if name == "get_policies":
-            self._pol_rows += res["policies"]
-            self._pol_cursor = res.get("next_cursor")
-            if not self._pol_cursor:
-                self.pol = {p["key"]: p["value"] for p in self._pol_rows}
-        elif name == "get_payment":
-            self.payment = dict(res["payment"])
-            self.unapplied = int(self.payment["unapplied"])
-            if not self.lines:
-                self.lines = [_Line(line) for line in res["lines"]]
-        elif name == "list_payments":
-            self._pay_filter = {k: str(v) for k, v in args.items() if k in ("payer_id", "reference")}
-            self._pay_rows += [dict(o) for o in res["payments"]]
-            self._pay_cursor = res.get("next_cursor")
-            if not self._pay_cursor:
-                self.others = self._pay_rows
-        elif name == "search_next_line":
+        if self._observe_desk(name, args, res):
+            return
+        if name == "search_next_line":
             self.cur = self.started
             self.started += 1
             ln = self.lines[self.cur]
@@ -394,11 +493,6 @@ class RemittanceCatalog(CatalogSpec):
             if ln is not None:
                 ln.queried = True
                 self.queries.append({"id": res["case"]["id"], "line": self.lines.index(ln), "state": "awaiting"})
-        elif name == "wait":
-            answered = set(res.get("answered") or [])
-            for q in self.queries:
-                if q["state"] == "awaiting" and q["id"] in answered:
-                    q["state"] = "answered"
         elif name == "get_case":
             case = res["case"]
             q = next((q for q in self.queries if q["id"] == case["id"]), None)
@@ -414,9 +508,6 @@ class RemittanceCatalog(CatalogSpec):
                     ln.status = "recoup"
         elif name == "case_duplicate":
             self.dup_case = True
-        elif name.startswith("post_"):
-            self.posted = True
-            self.unapplied = int(res["payment"]["unapplied"])
 
     def _match_by_ref(self, ln: _Line, hits: list[dict[str, Any]]) -> None:
         ref = norm(ln.line["claim_ref"])
@@ -462,29 +553,15 @@ class RemittanceCatalog(CatalogSpec):
     # -- mask (legality only: see the module doc) ----------------------------------------------------
     def mask(self) -> np.ndarray:
         m = np.zeros(len(ACTIONS), dtype=bool)
-        m[A["submit"]] = True
-        if self.posted:  # (d) the payment is final
+        if not self._desk_mask(m, A):  # (d) nothing but submit once posted
             return m
-        m[A["get_policies"]] = self.pol is None
-        m[A["get_payment"]] = self.payment is None and bool(self.pid)
-        m[A["list_payments"]] = self.others is None
-        if not self.pid:
-            return m
-        any_applied = any(ln.applied > 0 for ln in self.lines)
-        m[A["case_duplicate"]] = not self.dup_case
-        m[A["post_apply"]] = True
-        m[A["post_hold"]] = m[A["post_return"]] = not any_applied
         m[A["search_next_line"]] = self.started < len(self.lines)
-        m[A["wait"]] = self._awaiting()
-        m[A["get_case"]] = any(q["state"] == "answered" for q in self.queries)
+        m[A["get_case"]] = self._answered() is not None
         ln = self._current()
         if ln is None:
             return m
         m[A["search_by_name"]] = ln.status == "unknown" and not ln.name_done
-        m[A["query_payer"]] = not self._awaiting(ln)
-        m[A["case_unidentified"]] = "unidentified_remittance" not in ln.cases
-        m[A["case_underpayment"]] = "underpayment" not in ln.cases
-        m[A["case_refund"]] = "refund_request" not in ln.cases
+        self._line_case_mask(m, A, ln)
         if ln.status == "matched" and ln.item is not None:
             bal = self._balance(ln)
             for j in range(N_ADJ):
@@ -513,7 +590,7 @@ class RemittanceCatalog(CatalogSpec):
         f["dup_hold_post_due"] = float(dup and hold and self.dup_case and live)
         f["dup_return_due"] = float(dup and ret and live)
         f["posted"] = float(self.posted)
-        f["any_applied"] = float(any(x.applied > 0 for x in self.lines))
+        f["any_applied"] = float(self._any_applied())
         f["pol_tol_write_off"] = float(pol.get("tolerance_action") == "write_off")
         f["pol_tol_leave_open"] = float(pol.get("tolerance_action") == "leave_open")
         f["pol_tol_either"] = float(pol.get("tolerance_action") == "either")

@@ -91,8 +91,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from backoffice.envs.remittance.tables import norm, osa_distance
-from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpec, FeatureDef, scale, slots
-from backoffice.training.catalog.remittance import N_ADJ, RemittanceCatalog
+from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, FeatureReader, scale, slots
+from backoffice.training.catalog.remittance import CASE_ACTIONS, DESK_ACTIONS, N_ADJ, PaymentDesk, RemittanceCatalog
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
 
@@ -223,7 +223,7 @@ class _Line:
         self.by_name = False  # the hits shown are those of a name search
         self.hits: list[dict[str, Any]] = []  # the last search's hits, balances kept current
         self.used_adj: dict[int, str] = {}  # adjustment index -> "write_off" | "transfer"
-        self.allocated = 0  # cents allocated from the line this episode
+        self.applied = 0  # cents allocated from the line this episode
         self.cases: set[str] = set()
         self.query: str = ""  # "" | awaiting | answered | read
         self.reply: dict[str, Any] = {}  # the answered query read with get_case
@@ -233,13 +233,13 @@ class _Line:
         return (str(codes[j]), int(amts[j])) if j < len(codes) and j < len(amts) else None
 
 
-class _RemittanceTier(CatalogSpec):
-    """What the ``facts`` and ``raw`` tiers share: the episode state, grounding by action name,
-    the observation bookkeeping by tool, and the legality mask (the same rules as the
-    conclusions tier: groundable, not a repeated read, not visibly refused by the tool, nothing
-    but ``submit`` after posting)."""
+class _RemittanceTier(PaymentDesk[_Line]):
+    """What the ``facts`` and ``raw`` tiers share beyond the :class:`PaymentDesk` (the reads, the
+    payment-wide calls, the line cases and claim writes, shared with the conclusions tier): the
+    current claim and each line's hits, grounding by action name, the observation bookkeeping
+    by tool, and the legality mask (the same rules as the conclusions tier: groundable, not a
+    repeated read, not visibly refused by the tool, nothing but ``submit`` after posting)."""
 
-    domain = "remittance"
     #: the feature policies' longest released episode is 29 calls (the conclusions tier: 24)
     max_steps: ClassVar[int | None] = 40
     hyperparams = RemittanceCatalog.hyperparams
@@ -247,36 +247,17 @@ class _RemittanceTier(CatalogSpec):
 
     def __init__(self) -> None:
         self.act = {a.name: i for i, a in enumerate(self.actions)}
-        self.reset({}, {})
+        super().__init__()
 
     def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
-        params = brief.get("params") or {}
-        self.pid = str(params.get("payment_id", ""))
-        self.payer_id = str(params.get("payer_id", ""))
-        self.pol: dict[str, Any] | None = None
-        self.payment: dict[str, Any] | None = None
-        self.lines: list[_Line] = []
-        self.others: list[dict[str, Any]] | None = None
-        self._pol_rows: list[dict[str, Any]] = []
-        self._pol_cursor: str | None = None
-        self._pay_rows: list[dict[str, Any]] = []
-        self._pay_cursor: str | None = None
-        self._pay_filter: dict[str, str] = {}
-        self.unapplied = 0
-        self.cur: int | None = None
+        super().reset(brief, info)
         self.claim: dict[str, Any] | None = None  # the current claim (get_open_item, then write results)
-        self.dup_case = False
-        self.posted = False
-        self.queries: list[dict[str, Any]] = []  # {"id", "line", "state": awaiting|answered|read}
         self.symbols: dict[str, dict[str, int]] = {}
 
+    def _new_line(self, line: Mapping[str, Any]) -> _Line:
+        return _Line(line)
+
     # -- helpers ------------------------------------------------------------------------------
-    def _current(self) -> _Line | None:
-        return self.lines[self.cur] if self.cur is not None and self.cur < len(self.lines) else None
-
-    def _line_by_id(self, line_id: Any) -> _Line | None:
-        return next((ln for ln in self.lines if ln.line.get("id") == line_id), None)
-
     def _codes(self, name: str) -> list[str]:
         return [str(c) for c in (self.pol or {}).get(name) or []]
 
@@ -291,15 +272,6 @@ class _RemittanceTier(CatalogSpec):
 
     def _payment_payer(self) -> str:
         return str(self.payment["payer_id"]) if self.payment is not None else self.payer_id
-
-    def _any_allocated(self) -> bool:
-        return any(ln.allocated > 0 for ln in self.lines)
-
-    def _awaiting(self, ln: _Line | None = None) -> bool:
-        return any(q["state"] == "awaiting" and (ln is None or self.lines[q["line"]] is ln) for q in self.queries)
-
-    def _answered(self) -> dict[str, Any] | None:
-        return next((q for q in self.queries if q["state"] == "answered"), None)
 
     def _set_current(self, index: int) -> None:
         self.cur, self.claim = index, None
@@ -338,72 +310,34 @@ class _RemittanceTier(CatalogSpec):
         pid, lid = self.pid, ln.line.get("id", "")
         if name == "search_by_name":
             return {"tool": "search_open_items", "args": {"query": ln.line["patient_name"]}} if ln.line.get("patient_name") else None
-        if name == "query_payer":
-            return {"tool": "query_payer", "args": {"payment_id": pid, "line_id": lid,
-                    "question": f"Line {ln.line.get('line_no')} ({ln.line.get('claim_ref')}): which claim does it pay?"}}
-        notes = {"underpayment": "The line leaves part of its claim open.",
-                 "refund_request": "The line pays more than the claim's balance; please refund or recoup the excess.",
-                 "unidentified_remittance": "No claim matches this line."}
-        cases = {"case_underpayment": "underpayment", "case_refund": "refund_request", "case_unidentified": "unidentified_remittance"}
-        if name in cases:
-            cat = cases[name]
-            return {"tool": "open_case", "args": {"payment_id": pid, "category": cat, "line_id": lid, "note": notes[cat]}}
+        if name == "query_payer" or name in CASE_ACTIONS:
+            return self._line_case_call(name, ln)
         if name.startswith("open_hit["):
             i = int(name[len("open_hit["):-1])
             return {"tool": "get_open_item", "args": {"item_id": ln.hits[i]["id"]}} if i < len(ln.hits) else None
         if self.claim is None:
             return None
         iid, bal = self.claim["id"], self._balance()
-        if name.startswith(("write_off_adj[", "transfer_adj[")):
-            adj = ln.adj(int(name[name.index("[") + 1:-1]))
-            if adj is None or adj[1] < 1:
-                return None
-            code, amt = adj
-            if name.startswith("write_off_adj"):
-                return {"tool": "write_off", "args": {"item_id": iid, "amount": amt, "reason": "contractual", "code": code, "line_id": lid}}
-            return {"tool": "transfer_to_patient", "args": {"item_id": iid, "amount": amt, "code": code, "line_id": lid}}
         if name.startswith("allocate["):
             amt = int(ln.line.get("paid_amount") or 0) if name == "allocate[line_paid]" else bal
             return {"tool": "allocate", "args": {"payment_id": pid, "line_id": lid, "item_id": iid, "amount": amt}} if amt >= 1 else None
-        if name == "write_off_small":
-            return ({"tool": "write_off", "args": {"item_id": iid, "amount": bal, "reason": "small_balance", "code": "", "line_id": lid}}
-                    if bal >= 1 else None)
-        return None
+        adj = ln.adj(int(name[name.index("[") + 1:-1])) if name.startswith(("write_off_adj[", "transfer_adj[")) else None
+        return self._claim_write_call(name, iid, adj, bal, lid)
 
     def to_call(self, action: int) -> dict[str, Any] | None:
         name = self.actions[action].name
-        pid = self.pid
-        if name == "submit":
-            return {"tool": "submit", "args": {}}
-        if name == "get_policies":
-            return {"tool": "get_policies", "args": {"cursor": self._pol_cursor} if self._pol_cursor else {}}
-        if name == "get_payment":
-            return {"tool": "get_payment", "args": {"payment_id": pid}} if pid else None
-        if name == "list_payments":
-            if self._pay_cursor:
-                return {"tool": "list_payments", "args": {**self._pay_filter, "cursor": self._pay_cursor}}
-            ref = {"reference": self.payment["reference"]} if self.payment is not None else {}
-            return {"tool": "list_payments", "args": {"payer_id": self.payer_id, **ref}}
+        if name in DESK_ACTIONS:
+            return self._desk_call(name)
         if name == "search_next_line":
             return self._search(sum(ln.searched for ln in self.lines))
         if name.startswith("search_line["):
             return self._search(int(name[len("search_line["):-1]))
-        if name == "wait":
-            return {"tool": "wait", "args": {}}
-        if name == "get_case":
-            q = self._answered()
-            return {"tool": "get_case", "args": {"case_id": q["id"]}} if q else None
         if name.startswith("read_reply["):
             index = int(name[len("read_reply["):-1])
             q = next((q for q in self.queries if q["line"] == index and q["state"] == "answered"), None)
             return {"tool": "get_case", "args": {"case_id": q["id"]}} if q else None
-        if not pid:
+        if not self.pid:
             return None
-        if name == "case_duplicate":
-            return {"tool": "open_case", "args": {"payment_id": pid, "category": "duplicate_remittance", "line_id": "",
-                                                  "note": "This EFT reference and amount were already posted."}}
-        if name.startswith("post_"):
-            return {"tool": "post_payment", "args": {"payment_id": pid, "disposition": name[len("post_"):]}}
         ln = self._current()
         return None if ln is None else self._line_call(name, ln)
 
@@ -415,26 +349,15 @@ class _RemittanceTier(CatalogSpec):
         name = self.actions[action].name
         args = call.get("args") or {}
         tool = call.get("tool")
-        if name == "get_policies":
-            self._pol_rows += list(res.get("policies") or [])
-            self._pol_cursor = res.get("next_cursor")
-            if not self._pol_cursor:
-                self.pol = {p["key"]: p["value"] for p in self._pol_rows}
-        elif name == "get_payment":
-            self.payment = dict(res["payment"])
-            self.unapplied = int(self.payment.get("unapplied") or 0)
-            if not self.lines:
-                self.lines = [_Line(line) for line in res.get("lines") or []]
-            self._name_all("name", (ln.line.get("patient_name") for ln in self.lines))
-            self._name_all("reference", [self.payment.get("reference")])
-        elif name == "list_payments":
-            self._pay_filter = {k: str(v) for k, v in args.items() if k in ("payer_id", "reference")}
-            self._pay_rows += [dict(o) for o in res.get("payments") or []]
-            self._pay_cursor = res.get("next_cursor")
-            if not self._pay_cursor:
-                self.others = self._pay_rows
+        if self._observe_desk(name, args, res):
+            # raw's symbols name each value as it is first observed
+            if name == "get_payment" and self.payment is not None:
+                self._name_all("name", (ln.line.get("patient_name") for ln in self.lines))
+                self._name_all("reference", [self.payment.get("reference")])
+            elif name == "list_payments" and self.others is not None and not self._pay_cursor:
                 self._name_all("reference", (o.get("reference") for o in self.others))
-        elif name == "search_next_line" or name.startswith("search_line["):
+            return
+        if name == "search_next_line" or name.startswith("search_line["):
             index = (sum(ln.searched for ln in self.lines) if name == "search_next_line"
                      else int(name[len("search_line["):-1]))
             ln = self.lines[index]
@@ -462,7 +385,7 @@ class _RemittanceTier(CatalogSpec):
         elif tool == "allocate":
             owner = self._line_by_id(args.get("line_id"))
             if owner is not None:
-                owner.allocated += int(args["amount"])
+                owner.applied += int(args["amount"])
             self.unapplied = int(res["payment_unapplied"])
             self._refresh(res["item"])
         elif name == "write_off_small":
@@ -479,12 +402,6 @@ class _RemittanceTier(CatalogSpec):
             if owner is not None:
                 owner.query = "awaiting"
                 self.queries.append({"id": res["case"]["id"], "line": self.lines.index(owner), "state": "awaiting"})
-        elif tool == "wait":
-            answered = set(res.get("answered") or [])
-            for q in self.queries:
-                if q["state"] == "awaiting" and q["id"] in answered:
-                    q["state"] = "answered"
-                    self.lines[q["line"]].query = "answered"
         elif tool == "get_case":
             case = res.get("case") or {}
             read = next((q for q in self.queries if q["id"] == case.get("id")), None)
@@ -494,35 +411,22 @@ class _RemittanceTier(CatalogSpec):
                 owner.query = "read"
                 owner.reply = {"kind": case.get("reply_kind"), "claim_ref": case.get("reply_claim_ref") or ""}
                 self._set_current(read["line"])
-        elif tool == "post_payment":
-            self.posted = True
-            self.unapplied = int(res["payment"].get("unapplied") or 0)
+
+    def _on_answered(self, query: dict[str, Any]) -> None:
+        self.lines[query["line"]].query = "answered"
 
     # -- mask (legality only) --------------------------------------------------------------------
     def mask(self) -> np.ndarray:
         act = self.act
         m = np.zeros(len(self.actions), dtype=bool)
-        m[act["submit"]] = True
-        if self.posted:  # the payment is final
+        if not self._desk_mask(m, act):  # nothing but submit once posted
             return m
-        m[act["get_policies"]] = self.pol is None
-        m[act["get_payment"]] = self.payment is None and bool(self.pid)
-        m[act["list_payments"]] = self.others is None
-        if not self.pid:
-            return m
-        m[act["case_duplicate"]] = not self.dup_case
-        m[act["post_apply"]] = True
-        m[act["post_hold"]] = m[act["post_return"]] = not self._any_allocated()
-        m[act["wait"]] = self._awaiting()
         self._mask_lines(m)
         ln = self._current()
         if ln is None:
             return m
         m[act["search_by_name"]] = not ln.name_searched and bool(ln.line.get("patient_name"))
-        m[act["query_payer"]] = not self._awaiting(ln)
-        m[act["case_underpayment"]] = "underpayment" not in ln.cases
-        m[act["case_refund"]] = "refund_request" not in ln.cases
-        m[act["case_unidentified"]] = "unidentified_remittance" not in ln.cases
+        self._line_case_mask(m, act, ln)
         current = self.claim.get("id") if self.claim is not None else None
         for i in range(N_HITS):
             m[act[f"open_hit[{i}]"]] = i < len(ln.hits) and ln.hits[i].get("id") != current
@@ -536,12 +440,163 @@ class _RemittanceTier(CatalogSpec):
             m[act[f"transfer_adj[{j}]"]] = ok and payer_item
         paid = int(ln.line.get("paid_amount") or 0)
         for key, amt in (("line_paid", paid), ("claim_balance", bal)):
-            m[act[f"allocate[{key}]"]] = payer_item and 1 <= amt <= self.unapplied and ln.allocated + amt <= paid
+            m[act[f"allocate[{key}]"]] = payer_item and 1 <= amt <= self.unapplied and ln.applied + amt <= paid
         m[act["write_off_small"]] = bal >= 1
         return m
 
     def _mask_lines(self, m: np.ndarray) -> None:
         """The line-choosing actions' legality (the tier's own)."""
+        raise NotImplementedError
+
+    # -- features --------------------------------------------------------------------------------
+    def _shared_values(self) -> dict[str, Any]:
+        """The feature values both tiers give alike (feature name -> value): what was read, the
+        policy's actions, the payment's state, the listed payments' identity, the current line's
+        searches, adjustments used, cases and replies, and each hit's payer and identity."""
+        pol = self.pol or {}
+        v: dict[str, Any] = {
+            "policies_read": self.pol is not None,
+            "payment_read": self.payment is not None,
+            "payments_listed": self.others is not None,
+            "pol.unreferenced_action[case]": pol.get("unreferenced_action") == "case",
+            "pol.overpayment_action[refund_case]": pol.get("overpayment_action") == "refund_case",
+            "payment.posted": self.posted,
+            "payment.duplicate_case_opened": self.dup_case,
+            "payment.allocations_active": self._any_applied(),
+        }
+        for value in ("write_off", "leave_open", "either"):
+            v[f"pol.tolerance_action[{value}]"] = pol.get("tolerance_action") == value
+        for value in ("hold_and_case", "return"):
+            v[f"pol.duplicate_action[{value}]"] = pol.get("duplicate_action") == value
+        for k, o in enumerate((self.others or [])[:N_LISTED]):
+            v[f"listed[{k}].present"] = 1.0
+            v[f"listed[{k}].is_this_payment"] = o.get("id") == self.pid
+        ln = self._current()
+        if ln is None:
+            return v
+        v["cur.present"] = 1.0
+        v["cur.name_searched"] = ln.name_searched
+        v["cur.hits_by_name"] = ln.by_name
+        for j in range(N_ADJ):
+            v[f"cur.adj[{j}].written_off"] = ln.used_adj.get(j) == "write_off"
+            v[f"cur.adj[{j}].transferred"] = ln.used_adj.get(j) == "transfer"
+        for c in LINE_CASES:
+            v[f"cur.case[{c}]"] = c in ln.cases
+        for kind in REPLY_KINDS:
+            v[f"cur.reply[{kind}]"] = ln.reply.get("kind") == kind
+        if self.claim is not None:
+            v["claim.present"] = 1.0
+        payer = self._payment_payer()
+        current = self.claim.get("id") if self.claim is not None else None
+        for i, h in enumerate(ln.hits[:N_HITS]):
+            v[f"hit[{i}].present"] = 1.0
+            v[f"hit[{i}].payer_is_payment_payer"] = h.get("payer_id") == payer
+            v[f"hit[{i}].responsibility[payer]"] = h.get("responsibility") == "payer"
+            v[f"hit[{i}].is_current_claim"] = h.get("id") == current
+        return v
+
+
+class _PostingClerk(FeatureReader):
+    """The desk's procedure over a tier's features and the mask (both tiers' feature policies):
+    the reads; a duplicate held with a case or returned as the policy says; per line, the hits
+    that fit counted: one is opened, none or several after a ref search call for a name search,
+    several after a name search for a payer query, none for an unidentified case if the policy
+    says so; on the opened claim the policy-coded adjustments, then the allocation (the balance
+    if the line pays more than it, else the line's paid amount), then a refund case for what
+    stays unallocated (policy), a small-balance write-off for a remainder within tolerance
+    (policy) or an underpayment case beyond it; after the lines the tier's own order
+    (:meth:`after_lines`). A tier says how its features give each comparison."""
+
+    def __call__(self, obs: np.ndarray, mask: np.ndarray) -> int:
+        self.read(obs, mask)
+        on, act = self.on, self.act
+        for read in ("get_policies", "get_payment", "list_payments"):
+            if mask[act[read]]:
+                return act[read]
+        if on("payment.posted"):
+            return act["submit"]
+        if self.duplicate():
+            if on("pol.duplicate_action[hold_and_case]"):
+                return act["case_duplicate"] if not on("payment.duplicate_case_opened") else act["post_hold"]
+            return act["post_return"]
+        a = self.line_step() if on("cur.present") else None
+        return a if a is not None else self.after_lines()
+
+    def line_step(self) -> int | None:
+        """The next action on the current line (``None``: nothing left on it)."""
+        on, do = self.on, self.choose
+        fit = self.fits()
+        if not on("claim.present"):
+            if self.reply_read():
+                named = self.named(fit)
+                return do(f"open_hit[{named[0]}]") if on("cur.reply[applies_to]") and len(named) == 1 else None
+            if len(fit) == 1:
+                return do(f"open_hit[{fit[0]}]")
+            if not on("cur.name_searched"):
+                return do("search_by_name")
+            if len(fit) > 1:
+                return None if self.queried() else do("query_payer")
+            if on("pol.unreferenced_action[case]") and not on("cur.case[unidentified_remittance]"):
+                return do("case_unidentified")
+            return None
+        # the opened claim: policy-coded adjustments, the allocation, then what is left over
+        for j in range(N_ADJ):
+            name = self.adj_action(j)
+            if name is not None:
+                return do(name)
+        if self.allocation_due():
+            return do("allocate[claim_balance]" if self.pays_more() else "allocate[line_paid]")
+        if self.overpaid() and on("pol.overpayment_action[refund_case]") and not on("cur.case[refund_request]"):
+            return do("case_refund")
+        if self.balance_positive():
+            if self.within_tolerance():
+                if on("pol.tolerance_action[write_off]") or on("pol.tolerance_action[either]"):
+                    return do("write_off_small")
+            elif not on("cur.case[underpayment]") and not self.queried():
+                return do("case_underpayment")
+        return None
+
+    def duplicate(self) -> bool:
+        """A listed payment, not this one, posted with this one's reference and amount."""
+        raise NotImplementedError
+
+    def after_lines(self) -> int:
+        """The next action once nothing is left on the current line."""
+        raise NotImplementedError
+
+    def fits(self) -> list[int]:
+        """The hits that fit the current line (all five agreements; the ref's nearness on a ref search)."""
+        raise NotImplementedError
+
+    def reply_read(self) -> bool:
+        raise NotImplementedError
+
+    def named(self, fit: list[int]) -> list[int]:
+        """The fitting hits whose claim ref is the one the payer's reply names."""
+        raise NotImplementedError
+
+    def queried(self) -> bool:
+        raise NotImplementedError
+
+    def adj_action(self, j: int) -> str | None:
+        """The action adjustment ``j`` of the current line is due for by the policy's codes."""
+        raise NotImplementedError
+
+    def allocation_due(self) -> bool:
+        raise NotImplementedError
+
+    def pays_more(self) -> bool:
+        """The line pays more than the claim's balance."""
+        raise NotImplementedError
+
+    def overpaid(self) -> bool:
+        """The line pays more than was allocated from it."""
+        raise NotImplementedError
+
+    def balance_positive(self) -> bool:
+        raise NotImplementedError
+
+    def within_tolerance(self) -> bool:
         raise NotImplementedError
 
 
@@ -622,28 +677,13 @@ class RemittanceFacts(_RemittanceTier):
         m[self.act["get_case"]] = self._answered() is not None
 
     def feature_vector(self) -> np.ndarray:  # noqa: C901 - one value per feature
-        pol = self.pol or {}
         pay = self.payment
-        v: dict[str, Any] = {}
-        v["policies_read"] = self.pol is not None
-        v["payment_read"] = pay is not None
-        v["payments_listed"] = self.others is not None
+        v = self._shared_values()
         v["pol.tolerance"] = scale(self._tolerance(), TOL_FULL)
-        for value in ("write_off", "leave_open", "either"):
-            v[f"pol.tolerance_action[{value}]"] = pol.get("tolerance_action") == value
-        v["pol.unreferenced_action[case]"] = pol.get("unreferenced_action") == "case"
-        v["pol.overpayment_action[refund_case]"] = pol.get("overpayment_action") == "refund_case"
-        for value in ("hold_and_case", "return"):
-            v[f"pol.duplicate_action[{value}]"] = pol.get("duplicate_action") == value
-        v["payment.posted"] = self.posted
-        v["payment.duplicate_case_opened"] = self.dup_case
-        v["payment.allocations_active"] = self._any_allocated()
         if pay is not None:
             v["payment.unapplied_fraction"] = scale(self.unapplied, max(1, int(pay.get("amount") or 0)))
         for k, o in enumerate((self.others or [])[:N_LISTED]):
             p = f"listed[{k}]"
-            v[f"{p}.present"] = 1.0
-            v[f"{p}.is_this_payment"] = o.get("id") == self.pid
             v[f"{p}.status[posted]"] = o.get("status") == "posted"
             v[f"{p}.reference_equal"] = pay is not None and o.get("reference") == pay.get("reference")
             v[f"{p}.amount_equal"] = pay is not None and o.get("amount") == pay.get("amount")
@@ -654,9 +694,6 @@ class RemittanceFacts(_RemittanceTier):
         ln = self._current()
         if ln is not None:
             line = ln.line
-            v["cur.present"] = 1.0
-            v["cur.name_searched"] = ln.name_searched
-            v["cur.hits_by_name"] = ln.by_name
             contractual, patient = self._codes("contractual_codes"), self._codes("patient_codes")
             for j in range(N_ADJ):
                 adj = ln.adj(j)
@@ -664,37 +701,24 @@ class RemittanceFacts(_RemittanceTier):
                 v[f"{p}.present"] = adj is not None
                 v[f"{p}.code_contractual"] = adj is not None and adj[0] in contractual
                 v[f"{p}.code_patient"] = adj is not None and adj[0] in patient
-                v[f"{p}.written_off"] = ln.used_adj.get(j) == "write_off"
-                v[f"{p}.transferred"] = ln.used_adj.get(j) == "transfer"
             paid = int(line.get("paid_amount") or 0)
-            v["cur.allocated"] = ln.allocated > 0
+            v["cur.allocated"] = ln.applied > 0
             v["cur.paid_gt_claim_balance"] = self.claim is not None and paid > self._balance()
-            v["cur.paid_gt_allocated"] = paid > ln.allocated
-            for c in LINE_CASES:
-                v[f"cur.case[{c}]"] = c in ln.cases
+            v["cur.paid_gt_allocated"] = paid > ln.applied
             v["cur.queried"] = bool(ln.query)
             v["cur.reply_read"] = bool(ln.reply)
-            for kind in REPLY_KINDS:
-                v[f"cur.reply[{kind}]"] = ln.reply.get("kind") == kind
             if self.claim is not None:
-                v["claim.present"] = 1.0
                 v["claim.balance_positive"] = self._balance() > 0
                 v["claim.balance_le_tolerance"] = self._balance() <= self._tolerance()
             ref = norm(str(line.get("claim_ref") or ""))
             reply_ref = str(ln.reply.get("claim_ref") or "")
-            payer = self._payment_payer()
-            current = self.claim.get("id") if self.claim is not None else None
             for i, h in enumerate(ln.hits[:N_HITS]):
                 p = f"hit[{i}]"
-                v[f"{p}.present"] = 1.0
                 v[f"{p}.ref_near_line_ref"] = bool(ref) and osa_distance(norm(str(h.get("claim_ref") or "")), ref) <= 2
                 v[f"{p}.patient_equal"] = h.get("patient_name") == line.get("patient_name")
                 v[f"{p}.service_date_equal"] = h.get("service_date") == line.get("service_date")
                 v[f"{p}.amount_due_equal_billed"] = h.get("amount_due") == line.get("billed_amount")
-                v[f"{p}.payer_is_payment_payer"] = h.get("payer_id") == payer
-                v[f"{p}.responsibility[payer]"] = h.get("responsibility") == "payer"
                 v[f"{p}.ref_equal_reply_ref"] = bool(reply_ref) and h.get("claim_ref") == reply_ref
-                v[f"{p}.is_current_claim"] = h.get("id") == current
         return _vector(v, FACTS_FEATURES, FACTS_INDEX)
 
     @staticmethod
@@ -710,75 +734,63 @@ class RemittanceFacts(_RemittanceTier):
         remainder within tolerance (policy) or an underpayment case beyond it; after the last
         line the payer's replies (wait, read, open the named hit and allocate; a recoup leaves
         the line), then post with apply."""
-        idx = {d.name: i for i, d in enumerate(agent.feature_defs)}
-        act = {a.name: i for i, a in enumerate(agent.spec.actions)}
-
-        def policy(obs: np.ndarray, mask: np.ndarray) -> int:  # noqa: C901 - one decision list
-            def on(name: str) -> bool:
-                return bool(obs[idx[name]] > 0.5)
-
-            def do(name: str) -> int | None:
-                return act[name] if mask[act[name]] else None
-
-            for read in ("get_policies", "get_payment", "list_payments"):
-                if mask[act[read]]:
-                    return act[read]
-            if on("payment.posted"):
-                return act["submit"]
-            dup = any(on(f"listed[{k}].present") and not on(f"listed[{k}].is_this_payment") and on(f"listed[{k}].status[posted]")
-                      and on(f"listed[{k}].reference_equal") and on(f"listed[{k}].amount_equal") for k in range(N_LISTED))
-            if dup:
-                if on("pol.duplicate_action[hold_and_case]"):
-                    return act["case_duplicate"] if not on("payment.duplicate_case_opened") else act["post_hold"]
-                return act["post_return"]
-            a = _facts_line_step(on, do) if on("cur.present") else None
-            if a is not None:
-                return a
-            for name in ("search_next_line", "wait", "get_case", "post_apply"):
-                if mask[act[name]]:
-                    return act[name]
-            return act["submit"]
-
-        return policy
+        return _FactsClerk(agent)
 
 
-def _facts_line_step(on: Callable[[str], bool], do: Callable[[str], int | None]) -> int | None:
-    """The facts policy's next action on the current line (``None``: nothing left on it)."""
-    hits = [i for i in range(N_HITS) if on(f"hit[{i}].present")]
-    fit = [i for i in hits if on(f"hit[{i}].patient_equal") and on(f"hit[{i}].service_date_equal")
-           and on(f"hit[{i}].amount_due_equal_billed") and on(f"hit[{i}].payer_is_payment_payer")
-           and on(f"hit[{i}].responsibility[payer]") and (on("cur.hits_by_name") or on(f"hit[{i}].ref_near_line_ref"))]
-    if not on("claim.present"):
-        if on("cur.reply_read"):
-            named = [i for i in fit if on(f"hit[{i}].ref_equal_reply_ref")]
-            return do(f"open_hit[{named[0]}]") if on("cur.reply[applies_to]") and len(named) == 1 else None
-        if len(fit) == 1:
-            return do(f"open_hit[{fit[0]}]")
-        if not on("cur.name_searched"):
-            return do("search_by_name")
-        if len(fit) > 1:
-            return None if on("cur.queried") else do("query_payer")
-        if on("pol.unreferenced_action[case]") and not on("cur.case[unidentified_remittance]"):
-            return do("case_unidentified")
+class _FactsClerk(_PostingClerk):
+    """The clerk reading the facts tier's comparisons."""
+
+    def duplicate(self) -> bool:
+        on = self.on
+        return any(on(f"listed[{k}].present") and not on(f"listed[{k}].is_this_payment") and on(f"listed[{k}].status[posted]")
+                   and on(f"listed[{k}].reference_equal") and on(f"listed[{k}].amount_equal") for k in range(N_LISTED))
+
+    def after_lines(self) -> int:
+        for name in ("search_next_line", "wait", "get_case", "post_apply"):
+            if self.mask[self.act[name]]:
+                return self.act[name]
+        return self.act["submit"]
+
+    def fits(self) -> list[int]:
+        on = self.on
+        hits = [i for i in range(N_HITS) if on(f"hit[{i}].present")]
+        return [i for i in hits if on(f"hit[{i}].patient_equal") and on(f"hit[{i}].service_date_equal")
+                and on(f"hit[{i}].amount_due_equal_billed") and on(f"hit[{i}].payer_is_payment_payer")
+                and on(f"hit[{i}].responsibility[payer]") and (on("cur.hits_by_name") or on(f"hit[{i}].ref_near_line_ref"))]
+
+    def reply_read(self) -> bool:
+        return self.on("cur.reply_read")
+
+    def named(self, fit: list[int]) -> list[int]:
+        return [i for i in fit if self.on(f"hit[{i}].ref_equal_reply_ref")]
+
+    def queried(self) -> bool:
+        return self.on("cur.queried")
+
+    def adj_action(self, j: int) -> str | None:
+        on, p = self.on, f"cur.adj[{j}]"
+        if on(f"{p}.present") and not on(f"{p}.written_off") and not on(f"{p}.transferred"):
+            if on(f"{p}.code_contractual"):
+                return f"write_off_adj[{j}]"
+            if on(f"{p}.code_patient"):
+                return f"transfer_adj[{j}]"
         return None
-    # the opened claim: policy-coded adjustments, the allocation, then what is left over
-    for j in range(N_ADJ):
-        if on(f"cur.adj[{j}].present") and not on(f"cur.adj[{j}].written_off") and not on(f"cur.adj[{j}].transferred"):
-            if on(f"cur.adj[{j}].code_contractual"):
-                return do(f"write_off_adj[{j}]")
-            if on(f"cur.adj[{j}].code_patient"):
-                return do(f"transfer_adj[{j}]")
-    if not on("cur.allocated") and on("claim.balance_positive"):
-        return do("allocate[claim_balance]" if on("cur.paid_gt_claim_balance") else "allocate[line_paid]")
-    if on("cur.paid_gt_allocated") and on("pol.overpayment_action[refund_case]") and not on("cur.case[refund_request]"):
-        return do("case_refund")
-    if on("claim.balance_positive"):
-        if on("claim.balance_le_tolerance"):
-            if on("pol.tolerance_action[write_off]") or on("pol.tolerance_action[either]"):
-                return do("write_off_small")
-        elif not on("cur.case[underpayment]") and not on("cur.queried"):
-            return do("case_underpayment")
-    return None
+
+    def allocation_due(self) -> bool:
+        return not self.on("cur.allocated") and self.on("claim.balance_positive")
+
+    def pays_more(self) -> bool:
+        return self.on("cur.paid_gt_claim_balance")
+
+    def overpaid(self) -> bool:
+        return self.on("cur.paid_gt_allocated")
+
+    def balance_positive(self) -> bool:
+        return self.on("claim.balance_positive")
+
+    def within_tolerance(self) -> bool:
+        return self.on("claim.balance_le_tolerance")
+
 
 
 # ================================================================================================
@@ -871,17 +883,10 @@ class RemittanceRaw(_RemittanceTier):
     def feature_vector(self) -> np.ndarray:  # noqa: C901 - one value per feature
         pol = self.pol or {}
         pay = self.payment
-        v: dict[str, Any] = {}
-        v["policies_read"] = self.pol is not None
-        v["payment_read"] = pay is not None
-        v["payments_listed"] = self.others is not None
+        v = self._shared_values()
         v["pol.tolerance"] = _money(self._tolerance())
-        for key, values in (("tolerance_action", ("write_off", "leave_open", "either")),
-                            ("unreferenced_action", ("case", "leave_unapplied")),
-                            ("overpayment_action", ("refund_case", "leave_unapplied")),
-                            ("duplicate_action", ("hold_and_case", "return"))):
-            for value in values:
-                v[f"pol.{key}[{value}]"] = pol.get(key) == value
+        for key in ("unreferenced_action", "overpayment_action"):
+            v[f"pol.{key}[leave_unapplied]"] = pol.get(key) == "leave_unapplied"
         contractual, patient = self._codes("contractual_codes"), self._codes("patient_codes")
         for c in CODES:
             v[f"pol.contractual_codes[{c}]"] = c in contractual
@@ -889,13 +894,8 @@ class RemittanceRaw(_RemittanceTier):
         if pay is not None:
             v["payment.amount"] = _money(pay.get("amount"), PAYMENT_MONEY)
             v["payment.reference"] = self._sym("reference", pay.get("reference"))
-        v["payment.posted"] = self.posted
-        v["payment.duplicate_case_opened"] = self.dup_case
-        v["payment.allocations_active"] = self._any_allocated()
         for k, o in enumerate((self.others or [])[:N_LISTED]):
             p = f"listed[{k}]"
-            v[f"{p}.present"] = 1.0
-            v[f"{p}.is_this_payment"] = o.get("id") == self.pid
             for s in PAYMENT_STATUSES:
                 v[f"{p}.status[{s}]"] = o.get("status") == s
             v[f"{p}.reference"] = self._sym("reference", o.get("reference"))
@@ -912,14 +912,13 @@ class RemittanceRaw(_RemittanceTier):
         if ln is not None:
             line = ln.line
             digits = _ref_digits(line.get("claim_ref"))
-            v["cur.present"] = 1.0
             v["cur.ref_kind[claim]"] = digits is not None
             v["cur.ref"] = scale(digits, REF_SPAN)
             v["cur.patient"] = self._sym("name", line.get("patient_name"))
             v["cur.service_date"] = _day(line.get("service_date"))
             v["cur.billed"] = _money(line.get("billed_amount"))
             v["cur.paid"] = _money(line.get("paid_amount"))
-            v["cur.allocated"] = _money(ln.allocated)
+            v["cur.allocated"] = _money(ln.applied)
             for j in range(N_ADJ):
                 adj = ln.adj(j)
                 p = f"cur.adj[{j}]"
@@ -928,31 +927,16 @@ class RemittanceRaw(_RemittanceTier):
                         v[f"{p}.code[{c}]"] = adj[0] == c
                     v[f"{p}.code[other]"] = adj[0] not in CODES
                     v[f"{p}.amount"] = _money(adj[1])
-                v[f"{p}.written_off"] = ln.used_adj.get(j) == "write_off"
-                v[f"{p}.transferred"] = ln.used_adj.get(j) == "transfer"
-            v["cur.name_searched"] = ln.name_searched
-            v["cur.hits_by_name"] = ln.by_name
-            for c in LINE_CASES:
-                v[f"cur.case[{c}]"] = c in ln.cases
-            for kind in REPLY_KINDS:
-                v[f"cur.reply[{kind}]"] = ln.reply.get("kind") == kind
             v["cur.reply_ref"] = scale(_ref_digits(ln.reply.get("claim_ref")), REF_SPAN)
             if self.claim is not None:
-                v["claim.present"] = 1.0
                 v["claim.balance"] = _money(self._balance())
-            payer = self._payment_payer()
-            current = self.claim.get("id") if self.claim is not None else None
             for i, h in enumerate(ln.hits[:N_HITS]):
                 p = f"hit[{i}]"
-                v[f"{p}.present"] = 1.0
                 v[f"{p}.ref"] = scale(_ref_digits(h.get("claim_ref")), REF_SPAN)
                 v[f"{p}.patient"] = self._sym("name", h.get("patient_name"))
                 v[f"{p}.service_date"] = _day(h.get("service_date"))
                 v[f"{p}.amount_due"] = _money(h.get("amount_due"))
                 v[f"{p}.balance"] = _money(h.get("balance"))
-                v[f"{p}.payer_is_payment_payer"] = h.get("payer_id") == payer
-                v[f"{p}.responsibility[payer]"] = h.get("responsibility") == "payer"
-                v[f"{p}.is_current_claim"] = h.get("id") == current
         return _vector(v, RAW_FEATURES, RAW_INDEX)
 
     @staticmethod
@@ -964,104 +948,85 @@ class RemittanceRaw(_RemittanceTier):
         looked up in the multi-hot lists, the reply's claim found among the hits by its ref, and
         the next line to search chosen as the first unsearched one (then the lines whose reply
         came, by ``read_reply``)."""
-        idx = {d.name: i for i, d in enumerate(agent.feature_defs)}
-        act = {a.name: i for i, a in enumerate(agent.spec.actions)}
-
-        def policy(obs: np.ndarray, mask: np.ndarray) -> int:  # noqa: C901 - one decision list
-            def val(name: str) -> float:
-                return float(obs[idx[name]])
-
-            def on(name: str) -> bool:
-                return val(name) > 0.5
-
-            def cents(name: str, full: int = MONEY) -> int:
-                return round(val(name) * full)
-
-            def do(name: str) -> int | None:
-                return act[name] if mask[act[name]] else None
-
-            for read in ("get_policies", "get_payment", "list_payments"):
-                if mask[act[read]]:
-                    return act[read]
-            if on("payment.posted"):
-                return act["submit"]
-            ref_sym, amount = val("payment.reference"), cents("payment.amount", PAYMENT_MONEY)
-            dup = any(on(f"listed[{k}].present") and not on(f"listed[{k}].is_this_payment") and on(f"listed[{k}].status[posted]")
-                      and val(f"listed[{k}].reference") == ref_sym and cents(f"listed[{k}].amount", PAYMENT_MONEY) == amount
-                      for k in range(N_LISTED))
-            if dup:
-                if on("pol.duplicate_action[hold_and_case]"):
-                    return act["case_duplicate"] if not on("payment.duplicate_case_opened") else act["post_hold"]
-                return act["post_return"]
-            a = _raw_line_step(val, on, cents, do) if on("cur.present") else None
-            if a is not None:
-                return a
-            for index in range(N_LINES):
-                if on(f"line[{index}].present") and not on(f"line[{index}].searched"):
-                    return act[f"search_line[{index}]"]
-            if mask[act["wait"]]:
-                return act["wait"]
-            for index in range(N_LINES):
-                if on(f"line[{index}].answered") and not on(f"line[{index}].reply_read"):
-                    return act[f"read_reply[{index}]"]
-            return act["post_apply"] if mask[act["post_apply"]] else act["submit"]
-
-        return policy
+        return _RawClerk(agent)
 
 
-def _raw_line_step(val: Callable[[str], float], on: Callable[[str], bool], cents: Callable[..., int],
-                   do: Callable[[str], int | None]) -> int | None:
-    """The raw policy's next action on the current line (``None``: nothing left on it)."""
-    line_ref = round(val("cur.ref") * REF_SPAN) if on("cur.ref_kind[claim]") else None
-    patient, day, billed = val("cur.patient"), round(val("cur.service_date") * DATE_SPAN), cents("cur.billed")
+class _RawClerk(_PostingClerk):
+    """The clerk making the raw tier's comparisons itself."""
 
-    def near(i: int) -> bool:
-        if line_ref is None or val(f"hit[{i}].ref") <= 0:
-            return False
-        return osa_distance(f"{line_ref:06d}", f"{round(val(f'hit[{i}].ref') * REF_SPAN):06d}") <= 2
+    def cents(self, name: str, full: int = MONEY) -> int:
+        return round(self.v(name) * full)
 
-    hits = [i for i in range(N_HITS) if on(f"hit[{i}].present")]
-    fit = [i for i in hits if val(f"hit[{i}].patient") == patient and round(val(f"hit[{i}].service_date") * DATE_SPAN) == day
-           and cents(f"hit[{i}].amount_due") == billed and on(f"hit[{i}].payer_is_payment_payer")
-           and on(f"hit[{i}].responsibility[payer]") and (on("cur.hits_by_name") or near(i))]
-    reply_read = any(on(f"cur.reply[{k}]") for k in REPLY_KINDS)
-    if not on("claim.present"):
-        if reply_read:
-            reply_ref = round(val("cur.reply_ref") * REF_SPAN)
-            named = [i for i in fit if reply_ref and round(val(f"hit[{i}].ref") * REF_SPAN) == reply_ref]
-            return do(f"open_hit[{named[0]}]") if on("cur.reply[applies_to]") and len(named) == 1 else None
-        if len(fit) == 1:
-            return do(f"open_hit[{fit[0]}]")
-        if not on("cur.name_searched"):
-            return do("search_by_name")
-        if len(fit) > 1:
-            queried = any(on(f"line[{index}].is_current") and on(f"line[{index}].queried") for index in range(N_LINES))
-            return None if queried else do("query_payer")
-        if on("pol.unreferenced_action[case]") and not on("cur.case[unidentified_remittance]"):
-            return do("case_unidentified")
-        return None
-    balance, paid, allocated, tolerance = cents("claim.balance"), cents("cur.paid"), cents("cur.allocated"), cents("pol.tolerance")
-    for j in range(N_ADJ):
-        p = f"cur.adj[{j}]"
+    def duplicate(self) -> bool:
+        on, v, cents = self.on, self.v, self.cents
+        ref_sym, amount = v("payment.reference"), cents("payment.amount", PAYMENT_MONEY)
+        return any(on(f"listed[{k}].present") and not on(f"listed[{k}].is_this_payment") and on(f"listed[{k}].status[posted]")
+                   and v(f"listed[{k}].reference") == ref_sym and cents(f"listed[{k}].amount", PAYMENT_MONEY) == amount
+                   for k in range(N_LISTED))
+
+    def after_lines(self) -> int:
+        on, act = self.on, self.act
+        for index in range(N_LINES):
+            if on(f"line[{index}].present") and not on(f"line[{index}].searched"):
+                return act[f"search_line[{index}]"]
+        if self.mask[act["wait"]]:
+            return act["wait"]
+        for index in range(N_LINES):
+            if on(f"line[{index}].answered") and not on(f"line[{index}].reply_read"):
+                return act[f"read_reply[{index}]"]
+        return act["post_apply"] if self.mask[act["post_apply"]] else act["submit"]
+
+    def fits(self) -> list[int]:
+        on, v, cents = self.on, self.v, self.cents
+        line_ref = round(v("cur.ref") * REF_SPAN) if on("cur.ref_kind[claim]") else None
+        patient, day, billed = v("cur.patient"), round(v("cur.service_date") * DATE_SPAN), cents("cur.billed")
+
+        def near(i: int) -> bool:
+            if line_ref is None or v(f"hit[{i}].ref") <= 0:
+                return False
+            return osa_distance(f"{line_ref:06d}", f"{round(v(f'hit[{i}].ref') * REF_SPAN):06d}") <= 2
+
+        hits = [i for i in range(N_HITS) if on(f"hit[{i}].present")]
+        return [i for i in hits if v(f"hit[{i}].patient") == patient and round(v(f"hit[{i}].service_date") * DATE_SPAN) == day
+                and cents(f"hit[{i}].amount_due") == billed and on(f"hit[{i}].payer_is_payment_payer")
+                and on(f"hit[{i}].responsibility[payer]") and (on("cur.hits_by_name") or near(i))]
+
+    def reply_read(self) -> bool:
+        return any(self.on(f"cur.reply[{k}]") for k in REPLY_KINDS)
+
+    def named(self, fit: list[int]) -> list[int]:
+        reply_ref = round(self.v("cur.reply_ref") * REF_SPAN)
+        return [i for i in fit if reply_ref and round(self.v(f"hit[{i}].ref") * REF_SPAN) == reply_ref]
+
+    def queried(self) -> bool:
+        return any(self.on(f"line[{index}].is_current") and self.on(f"line[{index}].queried") for index in range(N_LINES))
+
+    def adj_action(self, j: int) -> str | None:
+        on, p = self.on, f"cur.adj[{j}]"
         code = next((c for c in CODES if on(f"{p}.code[{c}]")), None)
         if code is None or on(f"{p}.written_off") or on(f"{p}.transferred"):
-            continue
+            return None
         if on(f"pol.contractual_codes[{code}]"):
-            return do(f"write_off_adj[{j}]")
+            return f"write_off_adj[{j}]"
         if on(f"pol.patient_codes[{code}]"):
-            return do(f"transfer_adj[{j}]")
-    if allocated == 0 and balance > 0:
-        return do("allocate[claim_balance]" if paid > balance else "allocate[line_paid]")
-    if paid > allocated and on("pol.overpayment_action[refund_case]") and not on("cur.case[refund_request]"):
-        return do("case_refund")
-    if balance > 0:
-        if balance <= tolerance:
-            if on("pol.tolerance_action[write_off]") or on("pol.tolerance_action[either]"):
-                return do("write_off_small")
-        elif not on("cur.case[underpayment]"):
-            queried = any(on(f"line[{index}].is_current") and on(f"line[{index}].queried") for index in range(N_LINES))
-            return None if queried else do("case_underpayment")
-    return None
+            return f"transfer_adj[{j}]"
+        return None
+
+    def allocation_due(self) -> bool:
+        return self.cents("cur.allocated") == 0 and self.cents("claim.balance") > 0
+
+    def pays_more(self) -> bool:
+        return self.cents("cur.paid") > self.cents("claim.balance")
+
+    def overpaid(self) -> bool:
+        return self.cents("cur.paid") > self.cents("cur.allocated")
+
+    def balance_positive(self) -> bool:
+        return self.cents("claim.balance") > 0
+
+    def within_tolerance(self) -> bool:
+        return self.cents("claim.balance") <= self.cents("pol.tolerance")
+
 
 
 __all__ = ["RemittanceFacts", "RemittanceRaw"]

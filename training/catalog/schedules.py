@@ -73,10 +73,219 @@ def _page(cursor: str | None) -> dict[str, Any]:
     return {"cursor": cursor} if cursor else {}
 
 
-class SchedulesCatalog(CatalogSpec):
-    """Schedules as a fixed catalog: 6 reads, 12 writes, submit (see the module docstring)."""
+class ScheduleDesk(CatalogSpec):
+    """What every schedules tier reads, grounds and masks alike: the brief, the six reads (the
+    two lists every page), the approvals asked and decided, the open draft's life (created,
+    refused, committed) and the writes on the prior version, the reminders and the mandate.
+    A tier keeps its own view of the policy's versions, the listing, the mandate, the draft's
+    rows, the commit and the reminder (the ``_take_*`` / ``_observed`` hooks).
+
+    Result rows are never mutated (the native env may hand out live rows): statuses changed by
+    the episode's own writes are kept beside them.
+    """
 
     domain = "schedules"
+    #: the index of each action name
+    _index: dict[str, int]
+
+    def __init__(self) -> None:
+        self._index = {a.name: i for i, a in enumerate(self.actions)}
+        self.reset({}, {})
+
+    # -- episode state ---------------------------------------------------------------------------
+    def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
+        params = brief.get("params") or {}
+        self.request_id: str | None = params.get("request_id")
+        self.policy_id: str | None = params.get("policy_id")
+        self.allowed = frozenset(info.get("allowed_tools") or brief.get("allowed_tools") or ())
+        self.request: Mapping[str, Any] | None = None
+        self.policy: Mapping[str, Any] | None = None
+        self.versions: list[Mapping[str, Any]] = []          # get_policy's schedule versions
+        self.rules: Mapping[str, Any] | None = None
+        self.today: str | None = None
+        self.instalments: list[Mapping[str, Any]] | None = None   # every listed row, once the last page is read
+        self.reminders: list[Mapping[str, Any]] | None = None     # listed scheduled reminders, once the last page is read
+        self.cancelled_reminders: set[str] = set()
+        # pages of the two paginated lists read so far, and the cursor of the next page
+        self._instalment_pages: list[Mapping[str, Any]] = []
+        self._instalment_cursor: str | None = None
+        self._reminder_pages: list[Mapping[str, Any]] = []
+        self._reminder_cursor: str | None = None
+        self.draft_id: str | None = None       # the last created draft, while not committed
+        self.approvals: dict[str, str] = {}    # role -> status of our request (pending / granted / declined)
+        self.grants = 0                        # grants seen in wait results
+        self.refused_at: int | None = None     # grants count when commit answered approval_required
+        self.commit_failed = False             # a precondition error on the open draft as it stands
+        self.superseded = False
+        self.due_cancelled = False
+        self.mandate_updated = False
+
+    # -- what the reads give -----------------------------------------------------------------------
+    def _active(self) -> Mapping[str, Any] | None:
+        """The version get_policy listed as active: the one the change replaces."""
+        return next((s for s in self.versions if s.get("status") == "active"), None)
+
+    def _rule(self, key: str, default: Any = None) -> Any:
+        return (self.rules or {}).get(key, default)
+
+    def _role(self, trigger: str) -> str | None:
+        """The role the rules name for ``trigger``."""
+        return (self.rules or {}).get(f"approval_role_{trigger}")
+
+    def _pending(self) -> bool:
+        return any(s == "pending" for s in self.approvals.values())
+
+    def _remaining_reminders(self) -> list[str]:
+        """The listed scheduled reminders not cancelled yet."""
+        return [r["id"] for r in self.reminders or () if r["id"] not in self.cancelled_reminders]
+
+    def _read_known(self) -> dict[str, bool]:
+        """Whether each read's answer is known (in :data:`READS` order)."""
+        return {"get_request": self.request is not None, "get_policy": self.policy is not None,
+                "get_rules": self.rules is not None, "list_instalments": self.instalments is not None,
+                "get_instruction": self._mandate_read(), "list_reminders": self.reminders is not None}
+
+    def _mandate_read(self) -> bool:
+        raise NotImplementedError
+
+    # -- grounding ---------------------------------------------------------------------------------
+    def _read_args(self, name: str) -> dict[str, Any] | None:
+        """The arguments of a read (``None``: not formable yet)."""
+        if name == "get_request":
+            return {"request_id": self.request_id} if self.request_id else None
+        if name == "get_policy":
+            return {"policy_id": self.policy_id} if self.policy_id else None
+        if name == "get_rules":
+            return {}
+        if name == "list_instalments":
+            return {"policy_id": self.policy_id, **_page(self._instalment_cursor)} if self.policy_id else None
+        if name == "get_instruction":
+            return {"instruction_id": self.policy["instruction_id"]} if self.policy else None
+        if name == "list_reminders":
+            return {"policy_id": self.policy_id, "status": "scheduled", **_page(self._reminder_cursor)} if self.policy_id else None
+        raise KeyError(name)  # pragma: no cover
+
+    def _approval_args(self, role: str | None, reason: str) -> dict[str, Any] | None:
+        if role is None or not self.policy_id:
+            return None
+        args: dict[str, Any] = {"policy_id": self.policy_id, "role": role, "reason": reason}
+        if self.draft_id is not None:
+            args["schedule_id"] = self.draft_id
+        return args
+
+    def _commit_args(self) -> dict[str, Any] | None:
+        return {"schedule_id": self.draft_id} if self.draft_id else None
+
+    def _trigger_approval_args(self, name: str) -> dict[str, Any] | None:
+        """``request_approval[trigger]``: ask the role the rules name for the trigger."""
+        trigger = name[len("request_approval["):-1]
+        return self._approval_args(self._role(trigger), f"{trigger} trigger of the portfolio rules")
+
+    def _prior_args(self, name: str) -> dict[str, Any] | None:
+        """``supersede_prior``: the active version; ``cancel_prior_due``: its instalments still
+        due (the tier's :meth:`_prior_due`); ``cancel_old_reminder``: the next listed reminder."""
+        if name == "supersede_prior":
+            active = self._active()
+            return {"schedule_id": active["id"]} if active else None
+        if name == "cancel_prior_due":
+            due = self._prior_due()
+            return {"instalment_ids": [r["id"] for r in due]} if due else None
+        remaining = self._remaining_reminders()
+        return {"reminder_id": remaining[0]} if remaining else None
+
+    def _prior_due(self) -> list[Mapping[str, Any]]:
+        raise NotImplementedError
+
+    # -- reading results ---------------------------------------------------------------------------
+    def observe(self, action: int, call: dict[str, Any], result: dict[str, Any]) -> None:
+        tool = self.actions[action].tool
+        ok = _ok(result)
+        body: Mapping[str, Any] = result.get("result") if ok else {}  # type: ignore[assignment]
+        if tool == "commit_schedule" and result.get("status") != "ok":
+            if result.get("code") == "approval_required":
+                self.refused_at = self.grants
+            elif result.get("code") != "invalid_args":
+                self.commit_failed = True  # the draft as it stands breaks a rule of the book
+        if not ok:
+            return
+        if tool == "get_request":
+            self.request = body
+        elif tool == "get_policy":
+            self.policy = body.get("policy")
+            self._take_versions(list(body.get("schedules") or []))
+        elif tool == "get_rules":
+            self.rules = body.get("rules")
+            self.today = body.get("today")
+        elif tool == "list_instalments":
+            self._instalment_pages.extend(body.get("instalments") or [])
+            self._instalment_cursor = body.get("next_cursor")
+            if not self._instalment_cursor:
+                self._take_listing(list(self._instalment_pages))
+        elif tool == "list_reminders":
+            self._reminder_pages.extend(body.get("reminders") or [])
+            self._reminder_cursor = body.get("next_cursor")
+            if not self._reminder_cursor:
+                self.reminders = list(self._reminder_pages)
+        elif tool == "create_draft_schedule":
+            self.draft_id = body.get("id")
+            self.refused_at = None
+            self.commit_failed = False
+        elif tool == "add_instalment":
+            self.commit_failed = False
+        elif tool == "request_approval":
+            self.approvals[str(body.get("role"))] = str(body.get("status", "pending"))
+        elif tool == "wait":
+            self.today = body.get("today", self.today)
+            for row in body.get("decided") or []:
+                role = row.get("role")
+                if role in self.approvals and row.get("policy_id") == self.policy_id:
+                    self.approvals[role] = str(row.get("status"))
+                    if row.get("status") == "granted":
+                        self.grants += 1
+        elif tool == "commit_schedule":
+            self.draft_id = None
+            self.refused_at = None
+        elif tool == "supersede_schedule":
+            self.superseded = True
+        elif tool == "cancel_instalments":
+            self.due_cancelled = True
+        elif tool == "cancel_reminder":
+            self.cancelled_reminders.add(call["args"]["reminder_id"])
+        elif tool == "update_instruction":
+            self.mandate_updated = True
+        self._observed(action, tool, body)
+
+    def _take_versions(self, rows: list[Mapping[str, Any]]) -> None:
+        """Keep get_policy's schedule versions."""
+        self.versions = rows
+
+    def _take_listing(self, rows: list[Mapping[str, Any]]) -> None:
+        """Keep the complete instalment listing."""
+        self.instalments = rows
+
+    def _observed(self, action: int, tool: str, body: Mapping[str, Any]) -> None:
+        """The tier's own bookkeeping of an ok result (after the shared one)."""
+
+    # -- mask ----------------------------------------------------------------------------------------
+    def _reads_legal(self) -> dict[str, bool]:
+        """Each read: formable and its answer not known yet."""
+        known = self._read_known()
+        return {name: self._read_args(name) is not None and not known[name] for name in READS}
+
+    def _only_allowed(self, m: np.ndarray) -> np.ndarray:
+        """``m`` without the tools outside ``allowed_tools`` and without ``submit`` (the wrapper
+        forces the finishing action on)."""
+        if self.allowed:
+            for i, a in enumerate(self.actions):
+                if a.tool not in self.allowed:
+                    m[i] = False
+        m[self._index["submit"]] = False
+        return m
+
+
+class SchedulesCatalog(ScheduleDesk):
+    """Schedules as a fixed catalog: 6 reads, 12 writes, submit (see the module docstring)."""
+
     actions = (
         ActionDef("get_request", "get_request", "read the change request (request_id from the brief)"),
         ActionDef("get_policy", "get_policy", "read the policy and its schedule versions (policy_id from the brief)"),
@@ -148,52 +357,24 @@ class SchedulesCatalog(CatalogSpec):
     #: ``progress``: under the shaped reward MaskablePPO settles on submitting at once (0 % heldout)
     hyperparams = {"finish_bias": -5.0, "n_steps": 1024, "gamma": 0.995, "reward_mode": "progress"}
 
-    def __init__(self) -> None:
-        self._index = {a.name: i for i, a in enumerate(self.actions)}
-        self.reset({}, {})
-
     # -- episode state -------------------------------------------------------------------------
     def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
-        params = brief.get("params") or {}
-        self.request_id: str | None = params.get("request_id")
-        self.policy_id: str | None = params.get("policy_id")
-        self.allowed = frozenset(info.get("allowed_tools") or brief.get("allowed_tools") or ())
-        self.request: dict[str, Any] | None = None
-        self.policy: dict[str, Any] | None = None
-        self.versions: list[dict[str, Any]] = []
-        self.rules: dict[str, Any] | None = None
-        self.today: str | None = None
-        self.instalments: list[dict[str, Any]] | None = None   # set once the last page is read
-        self.mandate: dict[str, Any] | None = None
-        self.old_reminders: list[str] | None = None              # set once the last page is read
-        # pages of the two paginated lists read so far, and the cursor of the next page
-        self._instalment_pages: list[dict[str, Any]] = []
-        self._instalment_cursor: str | None = None
-        self._reminder_pages: list[str] = []
-        self._reminder_cursor: str | None = None
-        self.cancelled_reminders: set[str] = set()
-        self.draft_id: str | None = None      # the last created draft, while not committed
+        super().reset(brief, info)
+        self.mandate: Mapping[str, Any] | None = None
         self.drafts = 0
         self.added = 0                        # planned rows added to the open draft (in plan order)
-        self.approvals: dict[str, str] = {}   # role -> status of our request (pending / granted / declined)
-        self.grants = 0                       # grants seen in wait results
-        self.refused_at: int | None = None    # grants count when commit answered approval_required
-        self.commit_failed = False            # a precondition error on the open draft as it stands
-        self.new_first: dict[str, Any] | None = None
+        self.new_first: Mapping[str, Any] | None = None
         self.committed_rows = 0
-        self.superseded = False
-        self.due_cancelled = False
         self.reminder_created = False
-        self.mandate_updated = False
         self._plan: list[dict[str, Any]] | None = None
         self._applies: dict[str, bool] = {}
         self._need: tuple[str, str] | None = None
 
     # -- what the reads imply --------------------------------------------------------------------
-    def _active(self) -> dict[str, Any] | None:
-        return next((s for s in self.versions if s.get("status") == "active"), None)
+    def _mandate_read(self) -> bool:
+        return self.mandate is not None
 
-    def _prior_due(self) -> list[dict[str, Any]]:
+    def _prior_due(self) -> list[Mapping[str, Any]]:
         active = self._active()
         if active is None or self.instalments is None:
             return []
@@ -267,17 +448,8 @@ class SchedulesCatalog(CatalogSpec):
         send = parse_date(first) - timedelta(days=int(self.rules["reminder_lead_days"]))
         return max(send, parse_date(self.today)).isoformat()
 
-    def _role(self, trigger: str) -> str | None:
-        return (self.rules or {}).get(f"approval_role_{trigger}")
-
-    def _pending(self) -> bool:
-        return any(s == "pending" for s in self.approvals.values())
-
     def _needed_status(self) -> str | None:
         return self.approvals.get(self._need[1]) if self._need else None
-
-    def _remaining_reminders(self) -> list[str]:
-        return [r for r in (self.old_reminders or []) if r not in self.cancelled_reminders]
 
     def _new_day(self) -> int | None:
         day = (self.request or {}).get("new_collection_day")
@@ -289,7 +461,7 @@ class SchedulesCatalog(CatalogSpec):
                 and day is not None and day != int(self.mandate.get("collection_day", 0)))
 
     def _work_complete(self) -> bool:
-        return (self.new_first is not None and self.superseded and self.due_cancelled and self.old_reminders is not None
+        return (self.new_first is not None and self.superseded and self.due_cancelled and self.reminders is not None
                 and not self._remaining_reminders() and self.reminder_created == (self._send_on() is not None)
                 and self.mandate_updated == self._mandate_change())
 
@@ -301,138 +473,59 @@ class SchedulesCatalog(CatalogSpec):
     # -- grounding ---------------------------------------------------------------------------------
     def to_call(self, action: int) -> dict[str, Any] | None:
         name = self.actions[action].name
-        tool = self.actions[action].tool
+        args = self._args(name)
+        return None if args is None else {"tool": self.actions[action].tool, "args": args}
 
-        def call(**args: Any) -> dict[str, Any]:
-            return {"tool": tool, "args": args}
-
-        if name == "get_request":
-            return call(request_id=self.request_id) if self.request_id else None
-        if name == "get_policy":
-            return call(policy_id=self.policy_id) if self.policy_id else None
-        if name == "list_instalments":
-            if not self.policy_id:
-                return None
-            return call(policy_id=self.policy_id, **_page(self._instalment_cursor))
-        if name in ("get_rules", "wait", "submit"):
-            return call()
-        if name == "get_instruction":
-            return call(instruction_id=self.policy["instruction_id"]) if self.policy else None
-        if name == "list_reminders":
-            if not self.policy_id:
-                return None
-            return call(policy_id=self.policy_id, status="scheduled", **_page(self._reminder_cursor))
+    def _args(self, name: str) -> dict[str, Any] | None:
+        if name in READS:
+            return self._read_args(name)
+        if name in ("wait", "submit"):
+            return {}
         if name == "create_draft":
             active = self._active()
             if self.request is None or self.policy is None or active is None:
                 return None
             kind = self.request["kind"]
-            return call(policy_id=self.policy["id"], frequency=FREQUENCY.get(kind, active["frequency"]), change_type=kind)
+            return {"policy_id": self.policy["id"], "frequency": FREQUENCY.get(kind, active["frequency"]), "change_type": kind}
         if name == "add_next_instalment":
             row = self._next_row()
             if row is None:
                 return None
-            return call(schedule_id=self.draft_id, due_date=row["due_date"], amount=row["amount"], period=row["period"])
+            return {"schedule_id": self.draft_id, "due_date": row["due_date"], "amount": row["amount"], "period": row["period"]}
         if name.startswith("request_approval["):
-            trigger = name[len("request_approval["):-1]
-            role = self._role(trigger)
-            if role is None or not self.policy_id:
-                return None
-            args: dict[str, Any] = {"policy_id": self.policy_id, "role": role, "reason": f"{trigger} trigger of the portfolio rules"}
-            if self.draft_id is not None:
-                args["schedule_id"] = self.draft_id
-            return call(**args)
+            return self._trigger_approval_args(name)
         if name == "commit_draft":
-            return call(schedule_id=self.draft_id) if self.draft_id else None
-        if name == "supersede_prior":
-            active = self._active()
-            return call(schedule_id=active["id"]) if active else None
-        if name == "cancel_prior_due":
-            due = self._prior_due()
-            return call(instalment_ids=[r["id"] for r in due]) if due else None
-        if name == "cancel_old_reminder":
-            remaining = self._remaining_reminders()
-            return call(reminder_id=remaining[0]) if remaining else None
+            return self._commit_args()
+        if name in ("supersede_prior", "cancel_prior_due", "cancel_old_reminder"):
+            return self._prior_args(name)
         if name == "create_reminder":
             send_on = self._reminder_date()
             if self.new_first is None or send_on is None:
                 return None
-            return call(instalment_id=self.new_first["id"], send_on=send_on)
+            return {"instalment_id": self.new_first["id"], "send_on": send_on}
         if name == "update_mandate":
             day = self._new_day()
             if self.mandate is None or day is None:
                 return None
-            return call(instruction_id=self.mandate["id"], collection_day=day)
+            return {"instruction_id": self.mandate["id"], "collection_day": day}
         return None  # pragma: no cover - every action is handled above
 
     # -- reading results ---------------------------------------------------------------------------
-    def observe(self, action: int, call: dict[str, Any], result: dict[str, Any]) -> None:
-        name = self.actions[action].name
-        ok = _ok(result)
-        body: dict[str, Any] = result.get("result") if ok else {}  # type: ignore[assignment]
-        if name == "commit_draft" and result.get("status") != "ok":
-            if result.get("code") == "approval_required":
-                self.refused_at = self.grants
-            elif result.get("code") != "invalid_args":
-                self.commit_failed = True  # the draft as it stands breaks a rule of the book
-        if not ok:
-            return
-        if name == "get_request":
-            self.request = body
-        elif name == "get_policy":
-            self.policy = body.get("policy")
-            self.versions = list(body.get("schedules") or [])
-        elif name == "get_rules":
-            self.rules = body.get("rules")
-            self.today = body.get("today")
-        elif name == "list_instalments":
-            self._instalment_pages.extend(body.get("instalments") or [])
-            self._instalment_cursor = body.get("next_cursor")
-            if not self._instalment_cursor:
-                self.instalments = list(self._instalment_pages)
-        elif name == "get_instruction":
+    def _observed(self, action: int, tool: str, body: Mapping[str, Any]) -> None:
+        if tool == "get_instruction":
             self.mandate = body
-        elif name == "list_reminders":
-            self._reminder_pages.extend(r["id"] for r in body.get("reminders") or [])
-            self._reminder_cursor = body.get("next_cursor")
-            if not self._reminder_cursor:
-                self.old_reminders = list(self._reminder_pages)
-        elif name == "create_draft":
-            self.draft_id = body.get("id")
+        elif tool == "create_draft_schedule":
             self.drafts += 1
             self.added = 0
-            self.refused_at = None
-            self.commit_failed = False
-        elif name == "add_next_instalment":
+        elif tool == "add_instalment":
             self.added += 1
-            self.commit_failed = False
-        elif name.startswith("request_approval["):
-            self.approvals[str(body.get("role"))] = str(body.get("status", "pending"))
-        elif name == "wait":
-            self.today = body.get("today", self.today)
-            for row in body.get("decided") or []:
-                role = row.get("role")
-                if role in self.approvals and row.get("policy_id") == self.policy_id:
-                    self.approvals[role] = str(row.get("status"))
-                    if row.get("status") == "granted":
-                        self.grants += 1
-        elif name == "commit_draft":
+        elif tool == "commit_schedule":
             rows = body.get("instalments") or []
             self.new_first = rows[0] if rows else None
             self.committed_rows = len(rows)
-            self.draft_id = None
-            self.refused_at = None
-        elif name == "supersede_prior":
-            self.superseded = True
-        elif name == "cancel_prior_due":
-            self.due_cancelled = True
-        elif name == "cancel_old_reminder":
-            self.cancelled_reminders.add(call["args"]["reminder_id"])
-        elif name == "create_reminder":
+        elif tool == "create_reminder":
             self.reminder_created = True
-        elif name == "update_mandate":
-            self.mandate_updated = True
-        if name in ("get_request", "get_policy", "get_rules", "list_instalments", "get_instruction"):
+        if tool in ("get_request", "get_policy", "get_rules", "list_instalments", "get_instruction"):
             self._compute_plan()
 
     # -- mask ----------------------------------------------------------------------------------------
@@ -440,13 +533,8 @@ class SchedulesCatalog(CatalogSpec):
         """Legality only (see the module docstring: (a) formable, (b) no known repeat, (c) no
         certain rejection). ``submit`` is left to the wrapper, which forces it on."""
         m = np.array([self.to_call(i) is not None for i in range(len(self.actions))], dtype=bool)
-        done = {
-            "get_request": self.request is not None, "get_policy": self.policy is not None,
-            "get_rules": self.rules is not None, "list_instalments": self.instalments is not None,
-            "get_instruction": self.mandate is not None, "list_reminders": self.old_reminders is not None,
-        }
-        for name, known in done.items():
-            m[self._index[name]] &= not known
+        for name, legal in self._reads_legal().items():
+            m[self._index[name]] = legal
         for t in TRIGGERS:
             m[self._index[f"request_approval[{t}]"]] &= self.approvals.get(self._role(t) or "") not in ("pending", "granted")
         m[self._index["wait"]] = self._pending()
@@ -457,12 +545,7 @@ class SchedulesCatalog(CatalogSpec):
         m[self._index["cancel_prior_due"]] &= not self.due_cancelled
         m[self._index["create_reminder"]] &= not self.reminder_created
         m[self._index["update_mandate"]] &= not self.mandate_updated
-        if self.allowed:
-            for i, a in enumerate(self.actions):
-                if a.tool not in self.allowed:
-                    m[i] = False
-        m[self._index["submit"]] = False  # the wrapper forces the finishing action on
-        return m
+        return self._only_allowed(m)
 
     # -- features ------------------------------------------------------------------------------------
     def feature_vector(self) -> np.ndarray:
@@ -510,7 +593,7 @@ class SchedulesCatalog(CatalogSpec):
             s(self.committed_rows, 12),
             float(self.superseded),
             float(self.due_cancelled),
-            float(self.old_reminders is not None),
+            float(self.reminders is not None),
             s(len(self._remaining_reminders()), 3),
             float(self._late()),
             float((self.rules or {}).get("late_reminder") == "send_today"),

@@ -51,7 +51,7 @@ import calendar
 from collections.abc import Callable, Mapping
 from datetime import date, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -65,8 +65,8 @@ from backoffice.envs.schedules.tables import (
     months_between,
     parse_date,
 )
-from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpec, FeatureDef
-from backoffice.training.catalog.schedules import FREQUENCY, KINDS, READS, TRIGGERS, SchedulesCatalog, _ok, _page
+from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, FeatureReader
+from backoffice.training.catalog.schedules import FREQUENCY, KINDS, READS, TRIGGERS, ScheduleDesk, SchedulesCatalog
 
 #: counts a draft can be declared with (every released plan has 1-12 instalments)
 COUNTS = tuple(range(1, 13))
@@ -123,37 +123,22 @@ def _valid_period(period: Any) -> bool:
 _MEMO_TOOLS = frozenset({*READS, "update_instruction", "wait"})
 
 
-class _Observed(CatalogSpec):
-    """What both tiers read from the tool results, and the calls they share.
+class _Observed(ScheduleDesk):
+    """What both tiers read from the tool results beyond the shared desk, and the calls they
+    share."""
 
-    Result rows are never mutated (the native env may hand out live rows): statuses changed by
-    the episode's own writes are kept beside them.
-    """
-
-    domain = "schedules"
     hyperparams = dict(SchedulesCatalog.hyperparams)
-    #: the index of each action name
-    _index: dict[str, int]
 
     def __init__(self) -> None:
-        self._index = {a.name: i for i, a in enumerate(self.actions)}
         #: (family, parameter) of each action: ``add_instalment[even,clamp]`` -> ("add_instalment", "even,clamp")
         self._parsed = [(a.name.split("[", 1)[0], a.name[a.name.find("[") + 1:-1] if "[" in a.name else "") for a in self.actions]
-        self.reset({}, {})
+        super().__init__()
 
     # -- episode state ---------------------------------------------------------------------------
     def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
-        params = brief.get("params") or {}
-        self.request_id: str | None = params.get("request_id")
-        self.policy_id: str | None = params.get("policy_id")
-        self.allowed = frozenset(info.get("allowed_tools") or brief.get("allowed_tools") or ())
-        self.request: Mapping[str, Any] | None = None
-        self.policy: Mapping[str, Any] | None = None
-        self.versions: list[Mapping[str, Any]] = []          # get_policy's schedule versions, in version order
+        super().reset(brief, info)
+        # self.versions: in version order
         self.version_status: dict[str, str] = {}             # their status, as our writes changed it
-        self.rules: Mapping[str, Any] | None = None
-        self.today: str | None = None
-        self.instalments: list[Mapping[str, Any]] | None = None   # every listed row, once the last page is read
         # what the complete listing gives (set once, when its last page is read)
         self._due_rows: list[Mapping[str, Any]] = []         # listed due, in due-date order
         self._due_sum: int | None = None                     # their total D
@@ -164,32 +149,21 @@ class _Observed(CatalogSpec):
         self.status: dict[str, str] = {}                     # status as our writes changed it
         self.mandate_day: int | None = None                  # the mandate's collection day as last observed
         self.mandate_id: str | None = None
-        self.reminders: list[Mapping[str, Any]] | None = None  # listed scheduled reminders, once the last page is read
-        self.cancelled_reminders: set[str] = set()
-        self._instalment_pages: list[Mapping[str, Any]] = []
-        self._instalment_cursor: str | None = None
-        self._reminder_pages: list[Mapping[str, Any]] = []
-        self._reminder_cursor: str | None = None
-        self.draft_id: str | None = None       # the last created draft, while not committed
         self.declared: int | None = None       # the count the last create_draft[n] declared
         self.draft_rows: list[Mapping[str, Any]] = []   # ok add_instalment results of the open draft
-        self.approvals: dict[str, str] = {}    # role -> status of our request
-        self.grants = 0
-        self.refused_at: int | None = None
-        self.commit_failed = False
         self.new_rows: list[Mapping[str, Any]] = []     # the ok commit's instalments (seq order)
         self.new_version: int | None = None
-        self.superseded = False
-        self.due_cancelled = False
         self.reminder_created: Mapping[str, Any] | None = None
-        self.mandate_updated = False
         #: feature blocks that change only with a read (or the mandate / the clock): cleared by them
         self._memo: dict[str, Any] = {}
 
     # -- what the reads give -----------------------------------------------------------------------
-    def _prior(self) -> Mapping[str, Any] | None:
-        """The version get_policy listed as active: the one the change replaces."""
-        return next((s for s in self.versions if s.get("status") == "active"), None)
+    def _mandate_read(self) -> bool:
+        return self.mandate_id is not None
+
+    def _take_versions(self, rows: list[Mapping[str, Any]]) -> None:
+        self.versions = sorted((s for s in rows if isinstance(s, Mapping) and "id" in s), key=lambda s: (s.get("version", 0), s["id"]))
+        self.version_status = {s["id"]: str(s.get("status")) for s in self.versions}
 
     def _take_listing(self, rows: list[Mapping[str, Any]]) -> None:
         """The complete instalment listing and what it gives (statuses, due rows and total, months)."""
@@ -265,24 +239,13 @@ class _Observed(CatalogSpec):
             return False
         return self.today <= send_on <= first["due_date"]
 
-    def _pending(self) -> bool:
-        return any(s == "pending" for s in self.approvals.values())
-
     def _draft_call(self, frequency: str | None) -> dict[str, Any] | None:
-        active = self._prior()
+        active = self._active()
         if self.request is None or self.policy is None or active is None:
             return None
         kind = self.request.get("kind")
         return {"policy_id": self.policy["id"], "frequency": frequency or FREQUENCY.get(str(kind), active["frequency"]),
                 "change_type": kind}
-
-    def _approval_call(self, role: str | None, reason: str) -> dict[str, Any] | None:
-        if role is None or not self.policy_id:
-            return None
-        args: dict[str, Any] = {"policy_id": self.policy_id, "role": role, "reason": reason}
-        if self.draft_id is not None:
-            args["schedule_id"] = self.draft_id
-        return args
 
     def _commit_legal(self) -> bool:
         """A draft with rows, not refused since its last change, not refused for approval with no grant since."""
@@ -295,105 +258,34 @@ class _Observed(CatalogSpec):
             return None
         return {"instruction_id": self.mandate_id, "collection_day": int(day)}
 
-    def _read_call(self, name: str) -> dict[str, Any] | None:
-        if name == "get_request":
-            return {"request_id": self.request_id} if self.request_id else None
-        if name == "get_policy":
-            return {"policy_id": self.policy_id} if self.policy_id else None
-        if name == "get_rules":
-            return {}
-        if name == "list_instalments":
-            return {"policy_id": self.policy_id, **_page(self._instalment_cursor)} if self.policy_id else None
-        if name == "get_instruction":
-            return {"instruction_id": self.policy["instruction_id"]} if self.policy else None
-        if name == "list_reminders":
-            return {"policy_id": self.policy_id, "status": "scheduled", **_page(self._reminder_cursor)} if self.policy_id else None
-        raise KeyError(name)  # pragma: no cover
-
-    def _read_known(self) -> dict[str, bool]:
-        return {"get_request": self.request is not None, "get_policy": self.policy is not None,
-                "get_rules": self.rules is not None, "list_instalments": self.instalments is not None,
-                "get_instruction": self.mandate_id is not None, "list_reminders": self.reminders is not None}
-
     def _declare(self, action: int) -> None:
         name = self.actions[action].name
         self.declared = int(name[name.index("[") + 1:-1])
 
     # -- reading results ---------------------------------------------------------------------------
-    def observe(self, action: int, call: dict[str, Any], result: dict[str, Any]) -> None:
-        tool = self.actions[action].tool
-        ok = _ok(result)
-        body: Mapping[str, Any] = result.get("result") if ok else {}  # type: ignore[assignment]
-        if tool == "commit_schedule" and result.get("status") != "ok":
-            if result.get("code") == "approval_required":
-                self.refused_at = self.grants
-            elif result.get("code") != "invalid_args":
-                self.commit_failed = True
-        if not ok:
-            return
+    def _observed(self, action: int, tool: str, body: Mapping[str, Any]) -> None:
         if tool in _MEMO_TOOLS:
             self._memo.clear()
-        if tool == "get_request":
-            self.request = body
-        elif tool == "get_policy":
-            self.policy = body.get("policy")
-            self.versions = sorted((s for s in body.get("schedules") or () if isinstance(s, Mapping) and "id" in s),
-                                   key=lambda s: (s.get("version", 0), s["id"]))
-            self.version_status = {s["id"]: str(s.get("status")) for s in self.versions}
-        elif tool == "get_rules":
-            self.rules = body.get("rules")
-            self.today = body.get("today")
-        elif tool == "list_instalments":
-            self._instalment_pages.extend(body.get("instalments") or [])
-            self._instalment_cursor = body.get("next_cursor")
-            if not self._instalment_cursor:
-                self._take_listing(list(self._instalment_pages))
-        elif tool == "get_instruction":
+        if tool == "get_instruction":
             self.mandate_id = body.get("id")
             self.mandate_day = body.get("collection_day")
-        elif tool == "list_reminders":
-            self._reminder_pages.extend(body.get("reminders") or [])
-            self._reminder_cursor = body.get("next_cursor")
-            if not self._reminder_cursor:
-                self.reminders = list(self._reminder_pages)
         elif tool == "create_draft_schedule":
-            self.draft_id = body.get("id")
             self._declare(action)
             self.draft_rows = []
-            self.refused_at = None
-            self.commit_failed = False
         elif tool == "add_instalment":
             self.draft_rows.append(body)
-            self.commit_failed = False
-        elif tool == "request_approval":
-            self.approvals[str(body.get("role"))] = str(body.get("status", "pending"))
-        elif tool == "wait":
-            self.today = body.get("today", self.today)
-            for row in body.get("decided") or []:
-                role = row.get("role")
-                if role in self.approvals and row.get("policy_id") == self.policy_id:
-                    self.approvals[role] = str(row.get("status"))
-                    if row.get("status") == "granted":
-                        self.grants += 1
         elif tool == "commit_schedule":
             self.new_rows = list(body.get("instalments") or [])
             self.new_version = len(self.versions) + 1
-            self.draft_id = None
-            self.refused_at = None
         elif tool == "supersede_schedule":
             self.version_status[str(body.get("id"))] = str(body.get("status"))
-            self.superseded = True
         elif tool == "cancel_instalments":
             for iid in body.get("cancelled") or []:
                 self.status[iid] = "cancelled"
-            self.due_cancelled = True
-        elif tool == "cancel_reminder":
-            self.cancelled_reminders.add(call["args"]["reminder_id"])
         elif tool == "create_reminder":
             self.reminder_created = body
         elif tool == "update_instruction":
             self.mandate_day = body.get("collection_day", self.mandate_day)
-            self.mandate_updated = True
 
     # -- mask ----------------------------------------------------------------------------------------
     def mask(self) -> np.ndarray:
@@ -407,20 +299,14 @@ class _Observed(CatalogSpec):
         m = np.zeros(len(self.actions), dtype=bool)
         for i, ok in enumerate(self._legal()):
             m[i] = ok
-        if self.allowed:
-            for i, a in enumerate(self.actions):
-                if a.tool not in self.allowed:
-                    m[i] = False
-        m[self._index["submit"]] = False  # the wrapper forces the finishing action on
-        return m
+        return self._only_allowed(m)
 
     def _legal(self) -> list[bool]:  # pragma: no cover - each tier implements it
         raise NotImplementedError
 
     def _common_legal(self) -> dict[str, bool]:
         """Legality of the actions both tiers share, by action name."""
-        known = self._read_known()
-        out = {name: self._read_call(name) is not None and not known[name] for name in READS}
+        out = self._reads_legal()
         drafting = self._draft_call(None) is not None
         out.update({f"create_draft[{n}]": drafting for n in COUNTS})
         out.update({"wait": self._pending(), "commit_draft": self._commit_legal(), "submit": True,
@@ -431,13 +317,13 @@ class _Observed(CatalogSpec):
     def _common_call(self, name: str, draft_frequency: str | None) -> dict[str, Any] | None | bool:
         """Arguments of the actions both tiers share (``False``: not one of them)."""
         if name in READS:
-            return self._read_call(name)
+            return self._read_args(name)
         if name.startswith("create_draft["):
             return self._draft_call(draft_frequency)
         if name in ("wait", "submit"):
             return {}
         if name == "commit_draft":
-            return {"schedule_id": self.draft_id} if self.draft_id else None
+            return self._commit_args()
         if name.startswith("create_reminder["):
             return self._reminder_call(name[len("create_reminder["):-1])
         if name == "update_mandate":
@@ -455,8 +341,78 @@ class _Observed(CatalogSpec):
     def _read_flags(self) -> list[float]:
         return [float(v) for v in self._read_known().values()]
 
-    def _rule(self, key: str, default: Any = None) -> Any:
-        return (self.rules or {}).get(key, default)
+
+
+class _Scheduler(FeatureReader):
+    """The procedure both tiers' feature policies follow over (features, mask): the six reads;
+    the tier's first step (:meth:`first_step`); one draft declaring :meth:`draft_count`
+    instalments; the tier's next row (:meth:`row_action`) until the draft holds them; the first
+    trigger of the rules' approval order that applies (:meth:`applies`): ask its role, wait for
+    the decision; commit; then the tier's clean-up after the commit (:meth:`after_commit`);
+    submit. A tier says how its features give each step."""
+
+    #: the feature "the rules put trigger ``t`` at position ``p`` of the approval order"
+    order_feature: ClassVar[str]
+
+    def __call__(self, obs: np.ndarray, mask: np.ndarray) -> int:
+        self.read(obs, mask)
+        on, choose = self.on, self.choose
+        for read in READS:
+            if mask[self.act[read]]:
+                return self.act[read]
+        kind = next((k for k in KINDS if on(f"request_kind_{k}")), None)
+        if kind is None:
+            return self.finish
+        self._read_kind(kind)
+        step = self.first_step(kind)
+        if step is not None:
+            return step
+        committed = on("new_version_active")
+        if not any(on(f"taken[create_draft[{n}]]") for n in COUNTS):
+            choice = choose(f"create_draft[{self.draft_count(kind)}]")
+            return self.finish if choice is None else choice
+        if on("draft_exists") and not committed:
+            row = self.row_action(kind)
+            if row is not None and (choice := choose(row)) is not None:
+                return choice
+            applies = self.applies(kind)
+            first = next((t for p in (1, 2, 3) for t in TRIGGERS if on(self.order_feature.format(t=t, p=p)) and applies[t]), None)
+            if first is not None:
+                key = self.approver(first)
+                if not on(f"approval[{key}]_granted"):
+                    choice = choose("wait") if on(f"approval[{key}]_pending") else choose(f"request_approval[{key}]")
+                    return self.finish if choice is None else choice
+            choice = choose("commit_draft")
+            if choice is not None:
+                return choice
+        if committed and (step := self.after_commit(kind)) is not None:
+            return step
+        return self.finish
+
+    def _read_kind(self, kind: str) -> None:
+        """Read what the hooks share, once the request's kind is known."""
+
+    def first_step(self, kind: str) -> int | None:
+        """An action due before the draft (``None``: none)."""
+        return None
+
+    def draft_count(self, kind: str) -> int:
+        raise NotImplementedError
+
+    def row_action(self, kind: str) -> str | None:
+        """The add action of the draft's next row (``None``: the draft holds its declared rows)."""
+        raise NotImplementedError
+
+    def applies(self, kind: str) -> dict[str, bool]:
+        """Whether each approval trigger applies to the draft."""
+        raise NotImplementedError
+
+    def approver(self, trigger: str) -> str:
+        """What the approval features and ``request_approval[...]`` name for ``trigger``."""
+        return trigger
+
+    def after_commit(self, kind: str) -> int | None:
+        raise NotImplementedError
 
 
 def _read_features() -> tuple[FeatureDef, ...]:
@@ -602,17 +558,11 @@ class SchedulesFactsCatalog(_Observed):
         return self._share(share)
 
     def _prior_due(self) -> list[Mapping[str, Any]]:
-        active = self._prior()
+        active = self._active()
         if active is None or self.instalments is None:
             return []
         rows = [r for r in self.instalments if r.get("schedule_id") == active["id"] and self.status.get(r["id"]) == "due"]
         return sorted(rows, key=lambda r: (r["due_date"], r["id"]))
-
-    def _remaining_reminders(self) -> list[str]:
-        return [r["id"] for r in self.reminders or () if r["id"] not in self.cancelled_reminders]
-
-    def _role(self, trigger: str) -> str | None:
-        return self._rule(f"approval_role_{trigger}")
 
     # -- grounding -------------------------------------------------------------------------------------
     def _args(self, name: str) -> dict[str, Any] | None:
@@ -624,17 +574,9 @@ class SchedulesFactsCatalog(_Observed):
             period = self._next_period()
             return self._row_args(period, self._day(), end, self._row_amount(share, period))
         if name.startswith("request_approval["):
-            trigger = name[len("request_approval["):-1]
-            return self._approval_call(self._role(trigger), f"{trigger} trigger of the portfolio rules")
-        if name == "supersede_prior":
-            active = self._prior()
-            return {"schedule_id": active["id"]} if active else None
-        if name == "cancel_prior_due":
-            due = self._prior_due()
-            return {"instalment_ids": [r["id"] for r in due]} if due else None
-        if name == "cancel_old_reminder":
-            remaining = self._remaining_reminders()
-            return {"reminder_id": remaining[0]} if remaining else None
+            return self._trigger_approval_args(name)
+        if name in ("supersede_prior", "cancel_prior_due", "cancel_old_reminder"):
+            return self._prior_args(name)
         return None  # pragma: no cover - every action is handled above
 
     def _legal(self) -> list[bool]:
@@ -652,7 +594,7 @@ class SchedulesFactsCatalog(_Observed):
                 role = self._role(param)
                 out.append(self._args(a.name) is not None and self.approvals.get(role or "") not in ("pending", "granted"))
             elif family == "supersede_prior":
-                out.append(self._prior() is not None and bool(self.new_rows) and not self.superseded)
+                out.append(self._active() is not None and bool(self.new_rows) and not self.superseded)
             elif family == "cancel_prior_due":
                 out.append(not self.due_cancelled and bool(self._prior_due()))
             else:  # cancel_old_reminder
@@ -668,7 +610,7 @@ class SchedulesFactsCatalog(_Observed):
         paid = [r for r in self.instalments or () if self.listed_status.get(r["id"]) == "paid"]
         due_total = self._due_total()
         minimum = int(rules.get("minimum_instalment_cents", 0) or 0)
-        active = self._prior()
+        active = self._active()
         months_left = None
         start, term = req.get("start_period"), (self.policy or {}).get("term_start")
         if _valid_period(start) and term:
@@ -774,83 +716,65 @@ class SchedulesFactsCatalog(_Observed):
            (``lead`` unless ``new_first_lead_date_before_today``; then ``today`` only under
            send_today), the mandate when the request's day differs; submit.
         """
-        f = {d.name: i for i, d in enumerate(agent.feature_defs)}
-        a = {d.name: i for i, d in enumerate(agent.spec.actions)}
+        return _FactsScheduler(agent)
 
-        def act(obs: np.ndarray, mask: np.ndarray) -> int:
-            def on(name: str) -> bool:
-                return bool(obs[f[name]] > 0.5)
 
-            def count(name: str, full: float = 12) -> int:
-                return int(round(float(obs[f[name]]) * full))
+class _FactsScheduler(_Scheduler):
+    """The procedure reading the facts tier's comparisons."""
 
-            def choose(name: str) -> int | None:
-                return a[name] if mask[a[name]] else None
+    order_feature = "approval_order[{t}]={p}"
 
-            for read in READS:
-                if mask[a[read]]:
-                    return a[read]
-            kind = next((k for k in KINDS if on(f"request_kind_{k}")), None)
-            if kind is None:
-                return agent.finish
-            drafted = any(on(f"taken[create_draft[{n}]]") for n in COUNTS)
-            if not drafted:
-                if kind == "collection_day":
-                    n = max(1, count("due_instalments"))
-                else:
-                    months = count("months_left_from_start")
-                    periods = {"to_quarterly": (months - 1) // 3 + 1, "split": count("request_parts")}.get(kind, months)
-                    n = max([k for k in COUNTS if k <= periods and on(f"share_meets_minimum[{k}]")], default=1)
-                choice = choose(f"create_draft[{n}]")
-                return agent.finish if choice is None else choice
-            committed = on("new_version_active")
-            if on("draft_exists") and not committed:
-                if count("draft_instalments") < count("declared_count"):
-                    end = "clamp" if on("month_end_last_day_of_month") else "roll"
-                    if kind == "collection_day":
-                        share = "keep"
-                    elif on("rounding_remainder_to_first"):
-                        share = "even_plus_remainder" if on("next_row_is_first") else "even"
-                    elif on("rounding_remainder_to_last"):
-                        share = "even_plus_remainder" if on("next_row_is_last_declared") else "even"
-                    elif on("rounding_spread_from_first"):
-                        share = "even_plus_one" if on("next_row_below_remainder") else "even"
-                    else:
-                        share = "even_plus_one" if on("next_row_in_last_remainder") else "even"
-                    choice = choose(f"add_instalment[{share},{end}]")
-                    if choice is not None:
-                        return choice
-                applies = {
-                    "deferral": kind == "deferral" and on("deferral_needs_approval"),
-                    "instalment_count": on("draft_exceeds_max_without_approval"),
-                    "short_notice": on("draft_first_due_within_min_notice"),
-                }
-                first = next((t for p in (1, 2, 3) for t in TRIGGERS if on(f"approval_order[{t}]={p}") and applies[t]), None)
-                if first is not None and not on(f"approval[{first}]_granted"):
-                    if on(f"approval[{first}]_pending"):
-                        choice = choose("wait")
-                    else:
-                        choice = choose(f"request_approval[{first}]")
-                    return agent.finish if choice is None else choice
-                choice = choose("commit_draft")
-                if choice is not None:
-                    return choice
-            if committed:
-                if not on("prior_version_superseded") and mask[a["supersede_prior"]]:
-                    return a["supersede_prior"]
-                if not on("prior_due_instalments_cancelled") and mask[a["cancel_prior_due"]]:
-                    return a["cancel_prior_due"]
-                if obs[f["listed_reminders_scheduled"]] > 0 and mask[a["cancel_old_reminder"]]:
-                    return a["cancel_old_reminder"]
-                if not on("reminder_created"):
-                    when = "today" if on("new_first_lead_date_before_today") else "lead"
-                    if (when == "lead" or on("late_reminder_send_today")) and mask[a[f"create_reminder[{when}]"]]:
-                        return a[f"create_reminder[{when}]"]
-                if on("request_day_differs_from_mandate") and mask[a["update_mandate"]]:
-                    return a["update_mandate"]
-            return agent.finish
+    def count(self, name: str, full: float = 12) -> int:
+        return int(round(float(self.obs[self.idx[name]]) * full))
 
-        return act
+    def draft_count(self, kind: str) -> int:
+        if kind == "collection_day":
+            return max(1, self.count("due_instalments"))
+        months = self.count("months_left_from_start")
+        periods = {"to_quarterly": (months - 1) // 3 + 1, "split": self.count("request_parts")}.get(kind, months)
+        return max([k for k in COUNTS if k <= periods and self.on(f"share_meets_minimum[{k}]")], default=1)
+
+    def row_action(self, kind: str) -> str | None:
+        on = self.on
+        if self.count("draft_instalments") >= self.count("declared_count"):
+            return None
+        end = "clamp" if on("month_end_last_day_of_month") else "roll"
+        if kind == "collection_day":
+            share = "keep"
+        elif on("rounding_remainder_to_first"):
+            share = "even_plus_remainder" if on("next_row_is_first") else "even"
+        elif on("rounding_remainder_to_last"):
+            share = "even_plus_remainder" if on("next_row_is_last_declared") else "even"
+        elif on("rounding_spread_from_first"):
+            share = "even_plus_one" if on("next_row_below_remainder") else "even"
+        else:
+            share = "even_plus_one" if on("next_row_in_last_remainder") else "even"
+        return f"add_instalment[{share},{end}]"
+
+    def applies(self, kind: str) -> dict[str, bool]:
+        return {
+            "deferral": kind == "deferral" and self.on("deferral_needs_approval"),
+            "instalment_count": self.on("draft_exceeds_max_without_approval"),
+            "short_notice": self.on("draft_first_due_within_min_notice"),
+        }
+
+    def after_commit(self, kind: str) -> int | None:
+        on, mask, a = self.on, self.mask, self.act
+        if not on("prior_version_superseded") and mask[a["supersede_prior"]]:
+            return a["supersede_prior"]
+        if not on("prior_due_instalments_cancelled") and mask[a["cancel_prior_due"]]:
+            return a["cancel_prior_due"]
+        if self.obs[self.idx["listed_reminders_scheduled"]] > 0 and mask[a["cancel_old_reminder"]]:
+            return a["cancel_old_reminder"]
+        if not on("reminder_created"):
+            when = "today" if on("new_first_lead_date_before_today") else "lead"
+            if (when == "lead" or on("late_reminder_send_today")) and mask[a[f"create_reminder[{when}]"]]:
+                return a[f"create_reminder[{when}]"]
+        if on("request_day_differs_from_mandate") and mask[a["update_mandate"]]:
+            return a["update_mandate"]
+        return None
+
+
 
 
 def _ratio(value: Any, full: float) -> float:
@@ -991,7 +915,7 @@ class SchedulesRawCatalog(_Observed):
             return {"instalment_ids": [slots[i]["id"]]} if i < len(slots) else None
         if name.startswith("request_approval["):
             role = inner if self.rules is not None and inner in {self._rule(f"approval_role_{t}") for t in TRIGGERS} else None
-            return self._approval_call(role, "schedule change approval under the portfolio rules")
+            return self._approval_args(role, "schedule change approval under the portfolio rules")
         if name.startswith("supersede["):
             v = int(inner)
             return {"schedule_id": self.versions[v]["id"]} if v < len(self.versions) else None
@@ -1132,109 +1056,104 @@ class SchedulesRawCatalog(_Observed):
            reminder (``lead`` if its date is not before today, else ``today`` under send_today);
            submit.
         """
-        f = {d.name: i for i, d in enumerate(agent.feature_defs)}
-        a = {d.name: i for i, d in enumerate(agent.spec.actions)}
+        return _RawScheduler(agent)
 
-        def act(obs: np.ndarray, mask: np.ndarray) -> int:
-            def on(name: str) -> bool:
-                return bool(obs[f[name]] > 0.5)
 
-            def num(name: str, full: float) -> int:
-                return int(round(float(obs[f[name]]) * full))
+class _RawScheduler(_Scheduler):
+    """The procedure decoding the raw tier's slot values and doing the arithmetic itself."""
 
-            def choose(name: str) -> int | None:
-                return a[name] if mask[a[name]] else None
+    order_feature = "rules_order[{t}]={p}"
 
-            for read in READS:
-                if mask[a[read]]:
-                    return a[read]
-            kind = next((k for k in KINDS if on(f"request_kind_{k}")), None)
-            if kind is None:
-                return agent.finish
-            slots = [i for i in range(INSTALMENT_SLOTS) if on(f"inst[{i}]_present")]
-            due = [i for i in slots if on(f"inst[{i}]_status_due")]
-            outstanding = sum(num(f"inst[{i}]_amount", AMOUNT_SCALE) for i in due)
-            new_day = num("request_new_collection_day", SMALL_SCALE)
-            if kind == "collection_day" and new_day != num("mandate_collection_day", SMALL_SCALE):
-                choice = choose("update_mandate")
-                return agent.finish if choice is None else choice
-            committed = on("new_version_active")
-            drafted = any(on(f"taken[create_draft[{n}]]") for n in COUNTS)
-            if not drafted:
-                if kind == "collection_day":
-                    n = max(1, len(due))
-                else:
-                    start = num("request_start_period", MONTH_SCALE)
-                    last = num("policy_term_start", MONTH_SCALE) + 11
-                    months = last - start + 1
-                    periods = {"to_quarterly": (months - 1) // 3 + 1 if months > 0 else 0,
-                               "split": num("request_parts", SMALL_SCALE)}.get(kind, months)
-                    minimum = num("rules_minimum_instalment", MINIMUM_SCALE)
-                    n = max(1, min(periods, outstanding // minimum if minimum > 0 else periods))
-                choice = choose(f"create_draft[{n}]")
-                return agent.finish if choice is None else choice
-            if on("draft_exists") and not committed:
-                n = num("draft_declared_count", SMALL_SCALE)
-                rows = num("draft_rows", SMALL_SCALE)
-                if rows < n:
-                    if rows == 0:
-                        src = "start"
-                    elif kind == "to_quarterly":
-                        src = "next3"
-                    elif kind == "collection_day":
-                        due_months = sorted(num(f"inst[{i}]_period", MONTH_SCALE) for i in due)
-                        step = due_months[rows] - due_months[rows - 1] if rows < len(due_months) else 1
-                        src = "next3" if step == 3 else "next1"
-                    else:
-                        src = "next1"
-                    end = "clamp" if on("rules_month_end_last_day_of_month") else "roll"
-                    if kind == "collection_day":
-                        share = "same_month"
-                    else:
-                        rest = outstanding % n if n else 0
-                        first_row, last_row = rows == 0, rows == n - 1
-                        share = {
-                            "remainder_to_first": "even_plus_remainder" if first_row else "even",
-                            "remainder_to_last": "even_plus_remainder" if last_row else "even",
-                            "spread_from_first": "even_plus_one" if rows < rest else "even",
-                            "spread_from_last": "even_plus_one" if rows >= n - rest else "even",
-                        }[next(r for r in ROUNDING_RULES if on(f"rules_rounding_{r}"))]
-                    choice = choose(f"add_instalment[{src},{end},{share}]")
-                    if choice is not None:
-                        return choice
-                notice = num("draft_first_due_date", DATE_SCALE) - num("request_received_on", DATE_SCALE)
-                applies = {
-                    "deferral": kind == "deferral" and on("rules_deferral_needs_approval"),
-                    "instalment_count": rows > num("rules_max_instalments_without_approval", SMALL_SCALE),
-                    "short_notice": notice < num("rules_min_notice_days", SMALL_SCALE),
-                }
-                first = next((t for p in (1, 2, 3) for t in TRIGGERS if on(f"rules_order[{t}]={p}") and applies[t]), None)
-                if first is not None:
-                    role = next(r for r in ROLES if on(f"rules_role[{first}]={r}"))
-                    if not on(f"approval[{role}]_granted"):
-                        choice = choose("wait") if on(f"approval[{role}]_pending") else choose(f"request_approval[{role}]")
-                        return agent.finish if choice is None else choice
-                choice = choose("commit_draft")
-                if choice is not None:
-                    return choice
-            if committed:
-                for v in range(VERSION_SLOTS):
-                    if on(f"version[{v}]_status_active") and mask[a[f"supersede[{v}]"]]:
-                        return a[f"supersede[{v}]"]
-                for i in due:
-                    if mask[a[f"cancel_instalment[{i}]"]]:
-                        return a[f"cancel_instalment[{i}]"]
-                for j in range(REMINDER_SLOTS):
-                    if on(f"rem[{j}]_present") and not on(f"rem[{j}]_cancelled") and mask[a[f"cancel_reminder[{j}]"]]:
-                        return a[f"cancel_reminder[{j}]"]
-                if not on("new_reminder_created"):
-                    send = num("new_first_due_date", DATE_SCALE) - num("rules_reminder_lead_days", SMALL_SCALE)
-                    when = "lead" if send >= num("today", DATE_SCALE) else "today"
-                    if (when == "lead" or on("rules_late_reminder_send_today")) and mask[a[f"create_reminder[{when}]"]]:
-                        return a[f"create_reminder[{when}]"]
-            return agent.finish
+    def num(self, name: str, full: float) -> int:
+        return int(round(float(self.obs[self.idx[name]]) * full))
 
-        return act
+    def _read_kind(self, kind: str) -> None:
+        on, num = self.on, self.num
+        slots = [i for i in range(INSTALMENT_SLOTS) if on(f"inst[{i}]_present")]
+        self.due = [i for i in slots if on(f"inst[{i}]_status_due")]
+        self.outstanding = sum(num(f"inst[{i}]_amount", AMOUNT_SCALE) for i in self.due)
+
+    def first_step(self, kind: str) -> int | None:
+        new_day = self.num("request_new_collection_day", SMALL_SCALE)
+        if kind == "collection_day" and new_day != self.num("mandate_collection_day", SMALL_SCALE):
+            choice = self.choose("update_mandate")
+            return self.finish if choice is None else choice
+        return None
+
+    def draft_count(self, kind: str) -> int:
+        num = self.num
+        if kind == "collection_day":
+            return max(1, len(self.due))
+        start = num("request_start_period", MONTH_SCALE)
+        last = num("policy_term_start", MONTH_SCALE) + 11
+        months = last - start + 1
+        periods = {"to_quarterly": (months - 1) // 3 + 1 if months > 0 else 0,
+                   "split": num("request_parts", SMALL_SCALE)}.get(kind, months)
+        minimum = num("rules_minimum_instalment", MINIMUM_SCALE)
+        return max(1, min(periods, self.outstanding // minimum if minimum > 0 else periods))
+
+    def row_action(self, kind: str) -> str | None:
+        on, num = self.on, self.num
+        n = num("draft_declared_count", SMALL_SCALE)
+        rows = num("draft_rows", SMALL_SCALE)
+        if rows >= n:
+            return None
+        if rows == 0:
+            src = "start"
+        elif kind == "to_quarterly":
+            src = "next3"
+        elif kind == "collection_day":
+            due_months = sorted(num(f"inst[{i}]_period", MONTH_SCALE) for i in self.due)
+            step = due_months[rows] - due_months[rows - 1] if rows < len(due_months) else 1
+            src = "next3" if step == 3 else "next1"
+        else:
+            src = "next1"
+        end = "clamp" if on("rules_month_end_last_day_of_month") else "roll"
+        if kind == "collection_day":
+            share = "same_month"
+        else:
+            rest = self.outstanding % n if n else 0
+            first_row, last_row = rows == 0, rows == n - 1
+            share = {
+                "remainder_to_first": "even_plus_remainder" if first_row else "even",
+                "remainder_to_last": "even_plus_remainder" if last_row else "even",
+                "spread_from_first": "even_plus_one" if rows < rest else "even",
+                "spread_from_last": "even_plus_one" if rows >= n - rest else "even",
+            }[next(r for r in ROUNDING_RULES if on(f"rules_rounding_{r}"))]
+        return f"add_instalment[{src},{end},{share}]"
+
+    def applies(self, kind: str) -> dict[str, bool]:
+        on, num = self.on, self.num
+        rows = num("draft_rows", SMALL_SCALE)
+        notice = num("draft_first_due_date", DATE_SCALE) - num("request_received_on", DATE_SCALE)
+        return {
+            "deferral": kind == "deferral" and on("rules_deferral_needs_approval"),
+            "instalment_count": rows > num("rules_max_instalments_without_approval", SMALL_SCALE),
+            "short_notice": notice < num("rules_min_notice_days", SMALL_SCALE),
+        }
+
+    def approver(self, trigger: str) -> str:
+        return next(r for r in ROLES if self.on(f"rules_role[{trigger}]={r}"))
+
+    def after_commit(self, kind: str) -> int | None:
+        on, num, mask, a = self.on, self.num, self.mask, self.act
+        for v in range(VERSION_SLOTS):
+            if on(f"version[{v}]_status_active") and mask[a[f"supersede[{v}]"]]:
+                return a[f"supersede[{v}]"]
+        for i in self.due:
+            if mask[a[f"cancel_instalment[{i}]"]]:
+                return a[f"cancel_instalment[{i}]"]
+        for j in range(REMINDER_SLOTS):
+            if on(f"rem[{j}]_present") and not on(f"rem[{j}]_cancelled") and mask[a[f"cancel_reminder[{j}]"]]:
+                return a[f"cancel_reminder[{j}]"]
+        if not on("new_reminder_created"):
+            send = num("new_first_due_date", DATE_SCALE) - num("rules_reminder_lead_days", SMALL_SCALE)
+            when = "lead" if send >= num("today", DATE_SCALE) else "today"
+            if (when == "lead" or on("rules_late_reminder_send_today")) and mask[a[f"create_reminder[{when}]"]]:
+                return a[f"create_reminder[{when}]"]
+        return None
+
+
 
 
 __all__ = ["SchedulesFactsCatalog", "SchedulesRawCatalog"]

@@ -65,9 +65,6 @@ TIERS = {
     "raw": "backoffice.training.catalog.sufficiency_tiers:SufficiencyRaw",
 }
 
-GET_CASE, GET_REQUIREMENTS, SEARCH_HELD, LIST_DOCUMENTS, ATTACH, REQUEST, WAIT, RESUME, RELEASE, \
-    ROUTE_STANDARD, ROUTE_SENIOR, SUBMIT = range(12)
-
 
 class SufficiencyCatalog(CatalogSpec):
     domain = "sufficiency"
@@ -127,6 +124,10 @@ class SufficiencyCatalog(CatalogSpec):
         *(FeatureDef(f"case_type[{t}]", f"1 if the case type is {t}") for t in CASE_TYPES),
     )
 
+    def __init__(self) -> None:
+        #: the index of each action name
+        self._index = {a.name: i for i, a in enumerate(self.actions)}
+
     def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
         self.case_id: str = str((brief.get("params") or {}).get("case_id") or "")
         self.case: dict[str, Any] | None = None
@@ -183,112 +184,136 @@ class SufficiencyCatalog(CatalogSpec):
 
     # -- the interface -----------------------------------------------------------------------
     def to_call(self, action: int) -> dict[str, Any] | None:
+        """The call of an action, by its name (every tier's; the record to attach and the items
+        to request are the tier's own: :meth:`_choice_call`)."""
+        name = self.actions[action].name
         cid = self.case_id
-        if action == SUBMIT:
+        if name == "submit":
             return {"tool": "submit", "args": {}}
         if not cid:
             return None
-        if action == GET_CASE:
+        if name == "get_case":
             return {"tool": "get_case", "args": {"case_id": cid}}
-        if action == GET_REQUIREMENTS:
-            if self.case is None:
-                return None
-            return {"tool": "get_requirements", "args": {"case_type": self.case["case_type"]}}
-        if action == SEARCH_HELD and self.held_cursor is not None:
+        if name == "get_requirements":
+            return None if self.case is None else {"tool": "get_requirements", "args": {"case_type": self.case["case_type"]}}
+        if name == "search_held_records" and self.held_cursor is not None:
             return {"tool": "search_held_records", "args": {"case_id": cid, "cursor": self.held_cursor}}
-        if action == LIST_DOCUMENTS and self.documents_cursor is not None:
+        if name == "list_documents" and self.documents_cursor is not None:
             return {"tool": "list_documents", "args": {"case_id": cid, "cursor": self.documents_cursor}}
-        if action in (SEARCH_HELD, LIST_DOCUMENTS, WAIT, RESUME, RELEASE):
+        if name in ("search_held_records", "list_documents", "wait", "resume_clock", "release_case"):
             return {"tool": self.actions[action].tool, "args": {"case_id": cid}}
-        if action == ATTACH:
+        if name in ("route_standard", "route_senior"):
+            if self.routing is None:
+                return None
+            return {"tool": "route_case", "args": {"case_id": cid, "queue": self.routing[name.replace("route_", "") + "_queue"]}}
+        return self._choice_call(name, cid)
+
+    def _choice_call(self, name: str, cid: str) -> dict[str, Any] | None:
+        """``attach_held_record``: the first record that satisfies an uncovered item;
+        ``request_missing``: the items no document or record satisfies."""
+        if name == "attach_held_record":
             record = self._attach_target()
             return None if record is None else {"tool": "attach_held_record", "args": {"case_id": cid, "record_id": record}}
-        if action == REQUEST:
+        if name == "request_missing":
             a = self.assessment()
             if a is None or not a.missing_items:
                 return None
             return {"tool": "request_items", "args": {"case_id": cid, "items": list(a.missing_items)}}
-        if action in (ROUTE_STANDARD, ROUTE_SENIOR):
-            if self.routing is None:
-                return None
-            queue = self.routing["standard_queue" if action == ROUTE_STANDARD else "senior_queue"]
-            return {"tool": "route_case", "args": {"case_id": cid, "queue": queue}}
         return None
 
     def observe(self, action: int, call: dict[str, Any], result: dict[str, Any]) -> None:
+        tool = self.actions[action].tool
         if result.get("status") != "ok":
-            if action == WAIT and result.get("code") == "precondition_failed" and self.status == "awaiting_info":
+            if tool == "wait" and result.get("code") == "precondition_failed" and self.status == "awaiting_info":
                 self.no_reply = True
             self.failed.add(action)
             return
         self.failed.clear()
         out = result.get("result") or {}
-        if action == GET_CASE:
+        args = call.get("args") or {}
+        if tool == "get_case":
             self.case = dict(out["case"])
             self.now = out.get("now") or self.now
             self._case_state(self.case)
-        elif action == GET_REQUIREMENTS:
+        elif tool == "get_requirements":
             self.requirements = [dict(r) for r in out["items"]]
             self.routing = dict(out["routing"])
-        elif action == SEARCH_HELD:
-            more = "cursor" in call["args"] and self.held is not None
+        elif tool == "search_held_records":
+            more = "cursor" in args and self.held is not None
             self.held = _merge(self.held if more else None, out["records"])
             self.held_cursor = out.get("next_cursor")
-        elif action == LIST_DOCUMENTS:
-            more = "cursor" in call["args"] and self.documents is not None
+        elif tool == "list_documents":
+            more = "cursor" in args and self.documents is not None
             self.documents = _merge(self.documents if more else None, out["documents"])
             self.documents_cursor = out.get("next_cursor")
             self.now = out.get("now") or self.now
-        elif action == ATTACH:
-            if self.documents is not None:
-                self.documents.append(dict(out["attached"]))
-        elif action == REQUEST:
+        elif tool == "attach_held_record":
+            self._take_attached(dict(out["attached"]), args)
+        elif tool == "request_items":
             self.n_requests += 1
-            self.outstanding = tuple(sorted(call["args"]["items"]))
+            self.outstanding = tuple(sorted(args["items"]))
             self._case_state(out.get("case") or {})
-        elif action == WAIT:
+        elif tool == "wait":
             self.outstanding = None
             self.now = out.get("now") or self.now
             if self.documents is not None:
-                self.documents.extend(dict(d) for d in out.get("documents") or [])
+                self._take_uploads(list(out.get("documents") or []))
             self._case_state(out.get("case") or {})
-        elif action in (RESUME, RELEASE):
+        elif tool in ("resume_clock", "release_case"):
             self._case_state(out.get("case") or {})
-        elif action in (ROUTE_STANDARD, ROUTE_SENIOR):
+        elif tool == "route_case":
             self.routed = True
             self._case_state(out.get("case") or {})
         self._changed()
+        self._after_observe(tool)
+
+    def _take_attached(self, document: dict[str, Any], args: Mapping[str, Any]) -> None:
+        """``attach_held_record`` put ``document`` on the case."""
+        if self.documents is not None:
+            self.documents.append(document)
+
+    def _take_uploads(self, documents: list[dict[str, Any]]) -> None:
+        """``wait`` reported these documents uploaded (the documents are known)."""
+        assert self.documents is not None
+        self.documents.extend(dict(d) for d in documents)
+
+    def _after_observe(self, tool: str) -> None:
+        """Run after every successful observation."""
 
     def mask(self) -> np.ndarray:
         """Legality only (see the module doc): (a) the call can be formed, (b) no re-read of a known
         answer, (c) no call the tool is certain to reject given what was observed, (d) nothing but
         submit once the case is released and routed. ``None`` status/clock (not read yet) rules
         nothing out."""
+        idx = self._index
         m = np.zeros(len(self.actions), dtype=bool)
+        m[idx["submit"]] = True
         if not self.case_id:
-            m[SUBMIT] = True
             return m
         status, released = self.status, self.status == "released"
         if released and self.routed:  # (d) the terminal writes are done
-            m[SUBMIT] = True
             return m
-        m[GET_CASE] = self.case is None
-        m[GET_REQUIREMENTS] = self.case is not None and self.requirements is None
-        m[SEARCH_HELD] = self.held is None or self.held_cursor is not None
-        m[LIST_DOCUMENTS] = self.documents is None or self.documents_cursor is not None
-        a = self.assessment()
-        m[ATTACH] = not released and self._attach_target() is not None
-        m[REQUEST] = not released and a is not None and bool(a.missing_items)
-        m[WAIT] = status in (None, "awaiting_info") and not self.no_reply
-        m[RESUME] = self.clock_state in (None, "paused") and status != "awaiting_info"
-        m[RELEASE] = status in (None, "in_review")
+        m[idx["get_case"]] = self.case is None
+        m[idx["get_requirements"]] = self.case is not None and self.requirements is None
+        m[idx["search_held_records"]] = self.held is None or self.held_cursor is not None
+        m[idx["list_documents"]] = self.documents is None or self.documents_cursor is not None
+        self._mask_choices(m, released)
+        m[idx["wait"]] = status in (None, "awaiting_info") and not self.no_reply
+        m[idx["resume_clock"]] = self.clock_state in (None, "paused") and status != "awaiting_info"
+        m[idx["release_case"]] = status in (None, "in_review")
         if self.routing is not None:
-            m[ROUTE_STANDARD] = self.queue != self.routing.get("standard_queue")
-            m[ROUTE_SENIOR] = self.queue != self.routing.get("senior_queue")
+            m[idx["route_standard"]] = self.queue != self.routing.get("standard_queue")
+            m[idx["route_senior"]] = self.queue != self.routing.get("senior_queue")
         for action in self.failed:
             m[action] = False
-        m[SUBMIT] = True
+        m[idx["submit"]] = True
         return m
+
+    def _mask_choices(self, m: np.ndarray, released: bool) -> None:
+        """The attach and request actions (never on a released case)."""
+        a = self.assessment()
+        m[self._index["attach_held_record"]] = not released and self._attach_target() is not None
+        m[self._index["request_missing"]] = not released and a is not None and bool(a.missing_items)
 
     def feature_vector(self) -> np.ndarray:
         a = self.assessment()

@@ -145,8 +145,9 @@ _INDEX = {a.name: i for i, a in enumerate(ACTIONS)}
 
 class _TieredSufficiency(SufficiencyCatalog):
     """What the ``facts`` and ``raw`` tiers share: the conclusions tier's episode state
-    (``reset``, the case state), the 29 primitive actions grounded by name, the observation
-    bookkeeping by tool, and the legality mask."""
+    (``reset``, the case state), grounding, observation bookkeeping and legality mask, over the
+    29 primitive actions (the record to attach and the items to request are the agent's), with
+    attached held records tracked by id."""
 
     domain = "sufficiency"
     #: the conclusions tier's step limit (40): the feature policies' longest episode is 18 calls
@@ -196,23 +197,9 @@ class _TieredSufficiency(SufficiencyCatalog):
             return None
 
     # -- grounding --------------------------------------------------------------------------
-    def to_call(self, action: int) -> dict[str, Any] | None:
-        name = self.actions[action].name
-        cid = self.case_id
-        if name == "submit":
-            return {"tool": "submit", "args": {}}
-        if not cid:
-            return None
-        if name == "get_case":
-            return {"tool": "get_case", "args": {"case_id": cid}}
-        if name == "get_requirements":
-            return None if self.case is None else {"tool": "get_requirements", "args": {"case_type": self.case["case_type"]}}
-        if name == "search_held_records" and self.held_cursor is not None:
-            return {"tool": "search_held_records", "args": {"case_id": cid, "cursor": self.held_cursor}}
-        if name == "list_documents" and self.documents_cursor is not None:
-            return {"tool": "list_documents", "args": {"case_id": cid, "cursor": self.documents_cursor}}
-        if name in ("search_held_records", "list_documents", "wait", "resume_clock", "release_case"):
-            return {"tool": self.actions[action].tool, "args": {"case_id": cid}}
+    def _choice_call(self, name: str, cid: str) -> dict[str, Any] | None:
+        """``attach_held_record[h]``: held record slot ``h``; ``request_items[...]``: the item
+        slots named."""
         if name.startswith("attach_held_record["):
             record = self._held_record(int(name[len("attach_held_record["):-1]))
             return None if record is None else {"tool": "attach_held_record", "args": {"case_id": cid, "record_id": str(record["id"])}}
@@ -222,103 +209,37 @@ class _TieredSufficiency(SufficiencyCatalog):
             if any(r is None for r in reqs):
                 return None
             return {"tool": "request_items", "args": {"case_id": cid, "items": [str(r["item_type"]) for r in reqs if r]}}
-        if name in ("route_standard", "route_senior"):
-            if self.routing is None:
-                return None
-            return {"tool": "route_case", "args": {"case_id": cid, "queue": self.routing[name.replace("route_", "") + "_queue"]}}
         return None
 
     # -- observing ----------------------------------------------------------------------------
-    def observe(self, action: int, call: dict[str, Any], result: dict[str, Any]) -> None:
-        """The conclusions tier's bookkeeping, by tool (attached held records tracked by id)."""
-        tool = str(call.get("tool", ""))
-        if result.get("status") != "ok":
-            if tool == "wait" and result.get("code") == "precondition_failed" and self.status == "awaiting_info":
-                self.no_reply = True
-            self.failed.add(action)
-            return
-        self.failed.clear()
-        out = result.get("result") or {}
-        args = call.get("args") or {}
-        if tool == "get_case":
-            self.case = dict(out["case"])
-            self.now = out.get("now") or self.now
-            self._case_state(self.case)
-        elif tool == "get_requirements":
-            self.requirements = [dict(r) for r in out["items"]]
-            self.routing = dict(out["routing"])
-            self._slots = None
-        elif tool == "search_held_records":
-            more = "cursor" in args and self.held is not None
-            self.held = _merge(self.held if more else None, out["records"])
-            self.held_cursor = out.get("next_cursor")
-        elif tool == "list_documents":
-            more = "cursor" in args and self.documents is not None
-            self.documents = _merge(self.documents if more else None, out["documents"])
-            self.documents_cursor = out.get("next_cursor")
-            self.now = out.get("now") or self.now
-        elif tool == "attach_held_record":
-            attached = dict(out["attached"])
-            self.attached.add(str(attached.get("held_record_id") or args.get("record_id")))
-            if self.documents is not None:
-                self.documents = _merge(self.documents, [attached])
-        elif tool == "request_items":
-            self.n_requests += 1
-            self.outstanding = tuple(sorted(args["items"]))
-            self._case_state(out.get("case") or {})
-        elif tool == "wait":
-            self.outstanding = None
-            self.now = out.get("now") or self.now
-            if self.documents is not None:
-                self.documents = _merge(self.documents, list(out.get("documents") or []))
-            self._case_state(out.get("case") or {})
-        elif tool in ("resume_clock", "release_case"):
-            self._case_state(out.get("case") or {})
-        elif tool == "route_case":
-            self.routed = True
-            self._case_state(out.get("case") or {})
-        self.attached.update(str(d["held_record_id"]) for d in self.documents or () if d.get("held_record_id"))
-        self._after_observe()
+    def _take_attached(self, document: dict[str, Any], args: Mapping[str, Any]) -> None:
+        """The attached held record is on the case (tracked by id); its document is merged."""
+        self.attached.add(str(document.get("held_record_id") or args.get("record_id")))
+        if self.documents is not None:
+            self.documents = _merge(self.documents, [document])
 
-    def _after_observe(self) -> None:
-        """Hook run after every successful observation (``raw`` names its new symbols here)."""
+    def _take_uploads(self, documents: list[dict[str, Any]]) -> None:
+        self.documents = _merge(self.documents, documents)
+
+    def _after_observe(self, tool: str) -> None:
+        """Run after every successful observation: the item slots follow the requirements, and
+        a document citing a held record puts it on the case (``raw`` also names its new symbols)."""
+        if tool == "get_requirements":
+            self._slots = None
+        self.attached.update(str(d["held_record_id"]) for d in self.documents or () if d.get("held_record_id"))
 
     # -- mask -------------------------------------------------------------------------------
-    def mask(self) -> np.ndarray:
-        """Legality only, as in the conclusions tier: (a) the call can be formed, (b) no re-read
-        of a known answer, (c) no call the tool is certain to reject given what was observed (a
-        write on a released case, attaching a record already on the case, waiting when no reply
-        is awaited or none is expected, resuming a running clock, routing to the queue the case
-        sits in, repeating a call that just failed), (d) nothing but submit once the case is
-        released and routed. Which record to attach and which items to request are never masked."""
-        m = np.zeros(len(self.actions), dtype=bool)
-        m[_INDEX["submit"]] = True
-        if not self.case_id:
-            return m
-        status, released = self.status, self.status == "released"
-        if released and self.routed:
-            return m
-        m[_INDEX["get_case"]] = self.case is None
-        m[_INDEX["get_requirements"]] = self.case is not None and self.requirements is None
-        m[_INDEX["search_held_records"]] = self.held is None or self.held_cursor is not None
-        m[_INDEX["list_documents"]] = self.documents is None or self.documents_cursor is not None
-        if not released:
-            for h in range(N_HELD):
-                record = self._held_record(h)
-                m[_INDEX[f"attach_held_record[{h}]"]] = record is not None and not self._is_attached(record)
-            n_items = len(self.requirements or ())
-            for s in SUBSETS:
-                m[_INDEX[_subset_name(s)]] = self.requirements is not None and max(s) < n_items
-        m[_INDEX["wait"]] = status in (None, "awaiting_info") and not self.no_reply
-        m[_INDEX["resume_clock"]] = self.clock_state in (None, "paused") and status != "awaiting_info"
-        m[_INDEX["release_case"]] = status in (None, "in_review")
-        if self.routing is not None:
-            m[_INDEX["route_standard"]] = self.queue != self.routing.get("standard_queue")
-            m[_INDEX["route_senior"]] = self.queue != self.routing.get("senior_queue")
-        for action in self.failed:
-            m[action] = False
-        m[_INDEX["submit"]] = True
-        return m
+    def _mask_choices(self, m: np.ndarray, released: bool) -> None:
+        """Which record to attach and which items to request are never masked (only on a
+        released case, a record already on the case, an item slot with no requirement)."""
+        if released:
+            return
+        for h in range(N_HELD):
+            record = self._held_record(h)
+            m[_INDEX[f"attach_held_record[{h}]"]] = record is not None and not self._is_attached(record)
+        n_items = len(self.requirements or ())
+        for s in SUBSETS:
+            m[_INDEX[_subset_name(s)]] = self.requirements is not None and max(s) < n_items
 
     # -- features shared by both tiers ------------------------------------------------------------
     def _case_values(self) -> dict[str, float]:
@@ -610,8 +531,9 @@ class SufficiencyRaw(_TieredSufficiency):
         super().reset(brief, info)
         self.symbols: dict[str, int] = {}
 
-    def _after_observe(self) -> None:
+    def _after_observe(self, tool: str) -> None:
         """Name the names seen so far, in a fixed order: the applicant's, the held records', the documents'."""
+        super()._after_observe(tool)
         rows = [{"name_on_document": (self.case or {}).get("applicant_name")}, *(self.held or ()), *(self.documents or ())]
         for r in rows:
             name = normalise_name(r.get("name_on_document"))
