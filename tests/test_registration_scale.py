@@ -18,9 +18,12 @@ from backoffice.envs.registration import DOMAIN as REGISTRATION
 from backoffice.envs.registration.generator import DEFECT_TAGS, generate
 from backoffice.envs.registration.tables import name_variants
 from backoffice.envs.registration.tools import search_hits, search_order, search_score, swapped_dates
-from backoffice.training.catalog.registration import SEARCH, RegistrationCatalog
+from backoffice.training.catalog.registration import RegistrationCatalog
 
 DOMAIN = "registration"
+
+#: the catalog action that reads search_patients' pages
+SEARCH = next(i for i, a in enumerate(RegistrationCatalog.actions) if a.name == "search_patients")
 
 
 @cache
