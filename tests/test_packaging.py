@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -17,8 +18,13 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
-                   check=True, capture_output=True)
+    # build from a copy: setuptools writes build/ and *.egg-info into the source tree, which
+    # other test workers read at the same time
+    src = tmp_path_factory.mktemp("src") / "tree"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "runs", "__pycache__", ".*cache"))
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(src)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
     (wheel,) = out.glob("backoffice_gym-*.whl")
     with zipfile.ZipFile(wheel) as zf:
         return set(zf.namelist())
