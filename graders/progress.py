@@ -5,7 +5,8 @@ Each failing check contributes the number of rows it finds wrong, read from its 
 ``row_equals`` the rows missing or extra (a multiset difference of the projected rows),
 ``field_equals``/``status_is`` the selected rows with a wrong value, ``count_is`` the count's
 gap, ``no_change`` and the guardrail the rows changed that must not be; any other failing check
-counts one. A passing check counts zero, so the distance is 0 exactly when the grade passes.
+counts the items its detail lists (a list, or the lists among a mapping's values: a remittance
+check's lines still unallocated, a registration check's wrong fields), and one when it lists none. A passing check counts zero, so the distance is 0 exactly when the grade passes.
 It is computed from the grade alone and never changes it.
 """
 
@@ -16,6 +17,11 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from backoffice.envs.core.canonical import dumps
+
+#: the version of :func:`distance`, recorded with every model trained on the progress reward
+#: (``summary.json``'s ``progress_distance``): 1 counted one per failing domain check, 2 counts
+#: the items such a check lists (a remittance allocation pays per line, not for the last line)
+DISTANCE_VERSION = 2
 
 
 def check_distance(check: Mapping[str, Any]) -> int:
@@ -36,7 +42,9 @@ def check_distance(check: Mapping[str, Any]) -> int:
             n = abs(detail["got"] - detail["expected"])
         elif kind == "guardrail" and isinstance(detail.get("forbidden_writes"), list):
             n = len(detail["forbidden_writes"])
-    elif kind == "no_change" and isinstance(detail, list):
+        else:  # a domain check that lists what is wrong: count the listed items
+            n = sum(len(v) for v in detail.values() if isinstance(v, list))
+    elif isinstance(detail, list):  # ``no_change``'s changed rows, a check's list of wrong fields
         n = len(detail)
     return max(1, n)
 

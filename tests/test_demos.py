@@ -74,3 +74,25 @@ def test_results_skip_only_runs_that_are_up_to_date(tmp_path: Path, monkeypatch:
     assert results.up_to_date(run, 2000) and results.up_to_date(run, 600) and not results.up_to_date(run, 500)
     (run.out / "summary.json").write_bytes(dumps({**converged, "best_validation_pass_rate": 0.9}))
     assert not results.up_to_date(run, 2000)  # stopped by patience: a larger budget could go further
+
+
+def test_results_judge_the_reward_a_run_was_trained_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A setting added after a run was made counts at its default; a progress run made on an
+    older end-state distance is stale (it was trained on another reward)."""
+    from backoffice.graders.progress import DISTANCE_VERSION
+
+    monkeypatch.setattr(results, "MODELS", tmp_path)
+    run = next(r for r in results.plan(["schedules"]) if r.kind == "ppo")
+    run.out.mkdir(parents=True)
+    (run.out / "model.zip").write_bytes(b"x")
+    ident = results._identity(run.domain, run.tier)
+    config = results.run_config(run, 1000)
+    assert config["reward_mode"] == "progress" and config["call_cost"] is None
+    older = {k: v for k, v in config.items() if k != "call_cost"}  # made before call_cost existed
+    (run.out / "summary.json").write_bytes(dumps({**ident, "config": older, "progress_distance": DISTANCE_VERSION}))
+    assert results.up_to_date(run, 1000)
+    (run.out / "summary.json").write_bytes(dumps({**ident, "config": {**config, "call_cost": 0.0},
+                                                  "progress_distance": DISTANCE_VERSION}))
+    assert not results.up_to_date(run, 1000)  # trained without the per-call cost: another reward
+    (run.out / "summary.json").write_bytes(dumps({**ident, "config": config}))
+    assert not results.up_to_date(run, 1000)  # paid on the first end-state distance

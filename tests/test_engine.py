@@ -155,6 +155,29 @@ def test_shaped_rewards_sum_to_the_shaped_reward(release: Release) -> None:
     assert term and abs(total - info["shaped_reward"]) < 1e-12
 
 
+def test_call_cost_replaces_the_cost_of_a_successful_call_only(release: Release) -> None:
+    """``call_cost`` prices a successful call in the training rewards; a rejected call keeps its
+    cost, and the sparse reward and the grade do not move."""
+    from backoffice.envs.core.domain import CALL_COST, ERROR_COST
+
+    actions = (READ, "bad", BUMP1, {"tool": "submit", "args": {}})
+    runs = {}
+    for mode, cost in (("shaped", None), ("shaped", 0.0), ("shaped", 0.25), ("sparse", 0.0)):
+        env = ToyEnv(release=release, reward_mode=mode, call_cost=cost)
+        env.reset(options={"task_id": "TOY-T0001"})
+        runs[mode, cost] = [env.step(a) for a in actions]
+    default, free, dear = runs["shaped", None], runs["shaped", 0.0], runs["shaped", 0.25]
+    assert default[0][1] == pytest.approx(-CALL_COST) and free[0][1] == 0.0 and dear[0][1] == pytest.approx(-0.25)
+    assert default[1][1] == free[1][1] == dear[1][1] == pytest.approx(-ERROR_COST)  # the rejected call
+    assert free[-1][1] - default[-1][1] == pytest.approx(CALL_COST)  # the submit is a successful call too
+    assert free[-1][4]["shaped_reward"] - default[-1][4]["shaped_reward"] == pytest.approx(3 * CALL_COST)
+    assert [r[1] for r in runs["sparse", 0.0]] == [0.0, 0.0, 0.0, default[-1][4]["score"]]
+    assert free[-1][4]["grade"] == default[-1][4]["grade"]
+    for bad in (-0.1, 1.5, True, "0", float("nan")):
+        with pytest.raises(ValueError, match="call_cost"):
+            ToyEnv(release=release, call_cost=bad)
+
+
 # -- checks and guardrail ----------------------------------------------------------------------
 def _episode(release: Release, actions: list) -> Episode:
     env = ToyEnv(release=release)

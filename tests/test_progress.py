@@ -90,5 +90,10 @@ def test_check_distance_counts_rows() -> None:
     assert check_distance({"kind": "count_is", "pass": False, "detail": {"expected": 1, "got": 4}}) == 3
     assert check_distance({"kind": "no_change", "pass": False, "detail": ["t:1", "t:2"]}) == 2
     assert check_distance({"kind": "anything", "pass": False, "detail": None}) == 1
+    # a domain check that lists what is wrong counts the listed items (numbers are not items)
+    lines = {"too_little": ["L1->A", "L2->B"], "too_much": ["L3->C"], "wrong_item": [], "unapplied": 5000}
+    assert check_distance({"kind": "remittance", "pass": False, "detail": lines}) == 3
+    assert check_distance({"kind": "fields", "pass": False, "detail": ["phone", "address"]}) == 2
+    assert check_distance({"kind": "remittance", "pass": False, "detail": {"unapplied": 5000}}) == 1
     assert check_distance({"kind": "row_equals", "pass": True, "detail": None}) == 0
     assert distance({"checks": [row, {"id": "skip", "kind": "x", "pass": False}]}, exclude=("skip",)) == 3

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from backoffice.envs.core.canonical import dumps, loads
+from backoffice.graders.progress import DISTANCE_VERSION
 
 #: pure-PPO seeds per tier
 SEEDS = {"conclusions": 3, "facts": 3, "raw": 1}
@@ -76,8 +77,11 @@ def up_to_date(run: Run, timesteps: int) -> bool:
     ident = _identity(run.domain, run.tier)
     if summary.get("catalog_hash") != ident["catalog_hash"] or summary.get("release") != ident["release"]:
         return False
-    if _settings(summary.get("config", {})) != _settings(run_config(run, timesteps)):
+    config = run_config(run, timesteps)
+    if _settings(summary.get("config", {})) != _settings(config):
         return False  # the catalog's tuned hyperparameters (the reward among them) changed
+    if config["reward_mode"] == "progress" and summary.get("progress_distance", 1) != DISTANCE_VERSION:
+        return False  # trained on an older end-state distance: another reward
     budget = summary.get("config", {}).get("timesteps")
     # a run that stopped early with every validation task passed would stop at the same step
     # (training is seeded) under any budget that reaches that step
@@ -98,8 +102,14 @@ def run_config(run: Run, timesteps: int) -> dict[str, Any]:
 
 
 def _settings(config: dict[str, Any]) -> dict[str, Any]:
-    """What makes two runs the same run, the budget aside (early stopping is judged apart)."""
-    return {k: v for k, v in config.items() if k not in ("timesteps", "out")}
+    """What makes two runs the same run, the budget aside (early stopping is judged apart). A
+    setting missing from an older summary had its default then (it was added later)."""
+    from dataclasses import MISSING, fields
+
+    from backoffice.training.train import TrainConfig
+
+    defaults = {f.name: f.default for f in fields(TrainConfig) if f.default is not MISSING}
+    return {k: v for k, v in {**defaults, **config}.items() if k not in ("timesteps", "out")}
 
 
 def train_run(run: Run, timesteps: int, on_progress: Callable[[int], None] | None = None) -> dict[str, Any]:

@@ -32,6 +32,7 @@ import gymnasium as gym
 import numpy as np
 
 from backoffice.envs.core.canonical import derive_seed, dumps
+from backoffice.graders.progress import DISTANCE_VERSION
 
 if TYPE_CHECKING:
     from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
@@ -75,6 +76,9 @@ class TrainConfig:
     tier: str | None = None
     #: the training envs' reward: ``shaped`` or ``progress`` (see ``BackofficeEnv``)
     reward_mode: str = "shaped"
+    #: the training reward's cost of a successful call (``None``: the domain's ``CALL_COST``);
+    #: 0 with the progress reward, which already pays for getting closer (see ``BackofficeEnv``)
+    call_cost: float | None = None
     #: ``"demos"``: behaviour-clone the tier's feature policy on the train tasks before PPO
     warm_start: str | None = None
 
@@ -278,7 +282,8 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
         held = set(val_ids)
         train_ids = [t for t in load_release(config.domain).split_ids["train"] if t not in held]
     make = functools.partial(training_env, config.domain, split=config.train_split,
-                             reward_mode=config.reward_mode, task_ids=train_ids, spec=config.spec)
+                             reward_mode=config.reward_mode, call_cost=config.call_cost, task_ids=train_ids,
+                             spec=config.spec)
     # fork where the platform has it: workers inherit the loaded modules instead of re-importing
     # them (forkserver, SB3's default, pays the start-up again in every worker)
     start = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
@@ -337,6 +342,8 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
         "tier": signature["tier"], "catalog_hash": signature["catalog_hash"], "release": release_id(config.domain),
         "model": str(out / "model.zip"),
     }
+    if config.reward_mode == "progress":  # the end-state distance the progress reward was paid on
+        summary["progress_distance"] = DISTANCE_VERSION
     if warm is not None:
         summary["warm_start"] = warm
     if config.heldout_eval:

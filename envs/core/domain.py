@@ -81,9 +81,16 @@ def default_report_fields(key: Mapping[str, Any], grade: Mapping[str, Any]) -> d
     return {"defect_tags": list(key.get("defect_tags", ())), "outcome_class": key.get("outcome_class")}
 
 
+#: training-only cost of a successful call in :func:`default_step_shaping` (every domain's step
+#: shaping starts from it; an env's ``call_cost`` replaces it)
+CALL_COST = 0.01
+#: training-only cost of a rejected call in :func:`default_step_shaping`
+ERROR_COST = 0.05
+
+
 def default_step_shaping(record: Mapping[str, Any]) -> float:
     """Training-only per-step shaping: a small cost per call, a larger one per rejected call."""
-    return -0.01 if record["result_status"] == "ok" else -0.05
+    return -CALL_COST if record["result_status"] == "ok" else -ERROR_COST
 
 
 def default_terminal_shaping(grade: Mapping[str, Any]) -> float:

@@ -13,7 +13,7 @@ from gymnasium.utils import seeding
 
 from backoffice.envs.core.build import make_task
 from backoffice.envs.core.canonical import ascii_text as _ascii, derive_seed, dumps, dumps_ascii, loads
-from backoffice.envs.core.domain import Domain, Episode
+from backoffice.envs.core.domain import CALL_COST, Domain, Episode
 from backoffice.envs.core.release import Release, Task, is_generated_id, load_release
 from backoffice.envs.core.spaces import OBS_MAX_LENGTH, ToolCallSpace, observation_space, parse_action
 from backoffice.envs.core.store import Snapshot, Store
@@ -69,6 +69,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         render_mode: str | None = None,
         release: Release | None = None,
         judge: str = "rubric",
+        call_cost: float | None = None,
     ):
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
@@ -79,12 +80,18 @@ class BackofficeEnv(gym.Env[str, Any]):
                              'splits (train, generated), never heldout')
         if max_steps is not None and max_steps < 1:
             raise ValueError("max_steps must be >= 1")
+        if call_cost is not None and (isinstance(call_cost, bool) or not isinstance(call_cost, int | float) or not 0.0 <= call_cost <= 1.0):
+            raise ValueError(f"call_cost must be None or a number in [0, 1], got {call_cost!r}")
         if judge != "rubric" and not (judge.startswith("model:") and len(judge) > len("model:")):
             raise ValueError(f"judge must be 'rubric' or 'model:<name>', got {judge!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise UnsupportedRenderMode(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.split = split
         self.reward_mode = reward_mode
+        #: the shaped and progress rewards' cost of a successful call, in place of the domain's
+        #: ``CALL_COST`` that every step shaping starts from (``None``: the domain's own)
+        self.call_cost = call_cost
+        self._call_refund = 0.0 if call_cost is None else CALL_COST - float(call_cost)
         self.max_steps = max_steps
         self.render_mode = render_mode
         self.judge = judge
@@ -342,6 +349,8 @@ class BackofficeEnv(gym.Env[str, Any]):
         }
         self._trace.append(record)
         shaping = self._step_shaping(record)
+        if ok:
+            shaping += self._call_refund
         info: dict[str, Any] = {"step": steps, "result_status": status, "error_code": code}
         reward = 0.0
         if terminated or truncated:
