@@ -96,3 +96,20 @@ def test_results_judge_the_reward_a_run_was_trained_on(tmp_path: Path, monkeypat
     assert not results.up_to_date(run, 1000)  # trained without the per-call cost: another reward
     (run.out / "summary.json").write_bytes(dumps({**ident, "config": config}))
     assert not results.up_to_date(run, 1000)  # paid on the first end-state distance
+
+
+def test_stale_runs_are_not_tabulated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from backoffice.graders.progress import DISTANCE_VERSION
+
+    monkeypatch.setattr(results, "MODELS", tmp_path)
+    runs = [r for r in results.plan(["schedules"], ["conclusions"]) if r.kind == "ppo"]
+    ident = results._identity("schedules", "conclusions")
+    for run, rate in zip(runs, (0.5, 0.7, 0.9), strict=True):
+        run.out.mkdir(parents=True)
+        (run.out / "model.zip").write_bytes(b"x")
+        summary = {**ident, "config": results.run_config(run, 1000), "timesteps": 1000, "heldout": {"pass_rate": rate}}
+        if run.seed != 2:  # seed 2 was paid on the first end-state distance
+            summary["progress_distance"] = DISTANCE_VERSION
+        (run.out / "summary.json").write_bytes(dumps(summary))
+    (row,) = results.collect_rows(["schedules"], ["conclusions"])
+    assert row["seeds"] == 2 and row["ppo_mean"] == pytest.approx(0.6)

@@ -4,8 +4,10 @@ baselines and ceilings, resumable over several sittings.
 Runs (``models/<domain>/<tier>/<kind>-s<seed>/``): pure MaskablePPO with 3 seeds on the
 ``conclusions`` and ``facts`` tiers and 1 on ``raw``, and one warm-started run (behaviour cloning
 of the tier's feature policy, then PPO) per tier. A run whose ``summary.json`` matches the
-current catalog (its hash), release and budget is up to date and is skipped, so ``make results``
-can be stopped and started again; every finished run is written (and can be committed) at once.
+current catalog (its hash), release, tuned hyperparameters, training reward and budget is up to
+date and is skipped, so ``make results`` can be stopped and started again; every finished run is
+written (and can be committed) at once. A stale run (made under another catalog, release,
+tuning or reward) is retrained and is not tabulated.
 
 Baselines per domain and tier (``results/<domain>/<tier>.json``, recomputed when the catalog or
 the release changes): the catalog's random and mask-only policies, a depth-limited tree fitted to
@@ -68,20 +70,31 @@ def _identity(domain: str, tier: str) -> dict[str, str]:
             "release": release_id(domain)}
 
 
-def up_to_date(run: Run, timesteps: int) -> bool:
-    """Whether ``run`` has a model and summary made with the current catalog, release and budget."""
+def current_summary(run: Run) -> dict[str, Any] | None:
+    """The summary of ``run`` if its model was made with the current catalog, release, tuned
+    hyperparameters and reward (any budget), else ``None``: a stale run is retrained and never
+    tabulated."""
     path = run.out / "summary.json"
     if not path.exists() or not (run.out / "model.zip").exists():
-        return False
-    summary = loads(path.read_bytes())
+        return None
+    summary: dict[str, Any] = loads(path.read_bytes())
     ident = _identity(run.domain, run.tier)
     if summary.get("catalog_hash") != ident["catalog_hash"] or summary.get("release") != ident["release"]:
-        return False
-    config = run_config(run, timesteps)
+        return None
+    config = run_config(run, summary.get("config", {}).get("timesteps", 1))
     if _settings(summary.get("config", {})) != _settings(config):
-        return False  # the catalog's tuned hyperparameters (the reward among them) changed
+        return None  # the catalog's tuned hyperparameters (the reward among them) changed
     if config["reward_mode"] == "progress" and summary.get("progress_distance", 1) != DISTANCE_VERSION:
-        return False  # trained on an older end-state distance: another reward
+        return None  # trained on an older end-state distance: another reward
+    return summary
+
+
+def up_to_date(run: Run, timesteps: int) -> bool:
+    """Whether ``run`` has a model and summary made with the current catalog, release, tuned
+    hyperparameters, reward and budget."""
+    summary = current_summary(run)
+    if summary is None:
+        return False
     budget = summary.get("config", {}).get("timesteps")
     # a run that stopped early with every validation task passed would stop at the same step
     # (training is seeded) under any budget that reaches that step
@@ -161,15 +174,15 @@ def baselines(domain: str, tier: str, refresh: bool = False) -> dict[str, Any]:
 
 
 def collect_rows(domains: Iterable[str], tiers: Iterable[str] | None = None) -> list[dict[str, Any]]:
-    """One row per domain and tier from the runs on disk and the cached baselines (``None``
-    where a run has not been made yet)."""
+    """One row per domain and tier from the current runs on disk and the cached baselines
+    (``None`` where a run has not been made yet or is stale)."""
     rows = []
     runs = plan(domains, tiers)
     for domain, tier in dict.fromkeys((r.domain, r.tier) for r in runs):
         ppo = [r for r in runs if (r.domain, r.tier, r.kind) == (domain, tier, "ppo")]
         warm = [r for r in runs if (r.domain, r.tier, r.kind) == (domain, tier, "warm")]
-        done = [loads((r.out / "summary.json").read_bytes()) for r in ppo if (r.out / "summary.json").exists()]
-        warm_done = [loads((r.out / "summary.json").read_bytes()) for r in warm if (r.out / "summary.json").exists()]
+        done = [s for s in map(current_summary, ppo) if s is not None]
+        warm_done = [s for s in map(current_summary, warm) if s is not None]
         base_path = RESULTS / domain / f"{tier}.json"
         base = loads(base_path.read_bytes()) if base_path.exists() else {}
         passes = [s["heldout"]["pass_rate"] for s in done if "heldout" in s]
@@ -217,7 +230,7 @@ def plot_curves(domain: str, out: Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = [r for r in plan([domain]) if r.kind == "ppo" and (r.out / "curve.json").exists()]
+    runs = [r for r in plan([domain]) if r.kind == "ppo" and (r.out / "curve.json").exists() and current_summary(r)]
     if not runs:
         return None
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
@@ -237,4 +250,5 @@ def plot_curves(domain: str, out: Path) -> Path | None:
     return out
 
 
-__all__ = ["Run", "SEEDS", "baselines", "collect_rows", "markdown", "plan", "plot_curves", "train_run", "up_to_date"]
+__all__ = ["Run", "SEEDS", "baselines", "collect_rows", "current_summary", "markdown", "plan", "plot_curves", "train_run",
+           "up_to_date"]
