@@ -356,9 +356,10 @@ class RemittanceCatalog(PaymentDesk[_Line]):
     #: progress reward pays each first step closer to the accepted end state. With the per-call
     #: cost it still settles on two-step episodes (0 % heldout at 120k and 200k steps, with PPO's
     #: defaults and with a prior against submitting, longer rollouts and horizon); free
-    #: successful calls: 35-40 % at 120k steps, 47.5 % at 150k with ``ent_coef`` 0.03, rising
+    #: successful calls: 54 % at 200k steps (``ent_coef`` 0.03; 62 % with 0.05), never opening
+    #: the cases that need the policies read first; a longer horizon (``gamma`` 0.999): 90 %
     hyperparams: ClassVar[Mapping[str, Any]] = {"reward_mode": "progress", "call_cost": 0.0, "finish_bias": -5.0,
-                                                "n_steps": 1024, "gamma": 0.995, "ent_coef": 0.03}
+                                                "n_steps": 1024, "gamma": 0.999, "ent_coef": 0.03}
 
     # -- episode state -------------------------------------------------------------------------
     def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
