@@ -6,8 +6,9 @@ Each failing check contributes the number of rows it finds wrong, read from its 
 ``field_equals``/``status_is`` the selected rows with a wrong value, ``count_is`` the count's
 gap, ``no_change`` and the guardrail the rows changed that must not be; any other failing check
 counts the items its detail lists (a list, or the lists among a mapping's values: a remittance
-check's lines still unallocated, a registration check's wrong fields), and one when it lists none. A passing check counts zero, so the distance is 0 exactly when the grade passes.
-It is computed from the grade alone and never changes it.
+check's lines still unallocated, a registration check's wrong fields), and one when it lists
+none. A passing check counts zero, so the distance is 0 exactly when the grade passes. It is
+computed from the grade alone and never changes it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ DISTANCE_VERSION = 2
 
 
 def check_distance(check: Mapping[str, Any]) -> int:
-    """Rows a failing check finds wrong (at least 1); 0 for a passing check."""
+    """Rows (or listed items) a failing check finds wrong, at least 1; 0 for a passing check."""
     if check.get("pass"):
         return 0
     detail = check.get("detail")
