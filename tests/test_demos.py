@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backoffice.envs.core.canonical import dumps
+from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.release import load_release
 from backoffice.training import results
 from backoffice.training.demos import behaviour_clone, collect, fit_tree
@@ -113,3 +113,34 @@ def test_stale_runs_are_not_tabulated(tmp_path: Path, monkeypatch: pytest.Monkey
         (run.out / "summary.json").write_bytes(dumps(summary))
     (row,) = results.collect_rows(["schedules"], ["conclusions"])
     assert row["seeds"] == 2 and row["ppo_mean"] == pytest.approx(0.6)
+
+
+def test_learning_curves_come_from_the_summary_and_name_runs_without_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The committed summary carries the validation curve; a current run without a recorded
+    curve is named under the plot, a stale run is neither drawn nor named."""
+    from backoffice.graders.progress import DISTANCE_VERSION
+
+    monkeypatch.setattr(results, "MODELS", tmp_path)
+    runs = [r for r in results.plan(["schedules"], ["conclusions"]) if r.kind == "ppo"]
+    ident = results._identity("schedules", "conclusions")
+    for run in runs:
+        run.out.mkdir(parents=True)
+        (run.out / "model.zip").write_bytes(b"x")
+        summary = {**ident, "config": results.run_config(run, 1000), "timesteps": 1000, "heldout": {"pass_rate": 0.5},
+                   "progress_distance": DISTANCE_VERSION}
+        if run.seed == 0:
+            summary["validation"] = [{"t": 500, "pass_rate": 0.2}, {"t": 1000, "pass_rate": 0.4}]
+        (run.out / "summary.json").write_bytes(dumps(summary))
+    (runs[1].out / "curve.json").write_bytes(dumps({"episodes": [], "validation": [{"t": 1000, "pass_rate": 0.3}]}))
+    assert results.validation_curve(runs[0]) == [{"t": 500, "pass_rate": 0.2}, {"t": 1000, "pass_rate": 0.4}]
+    assert results.validation_curve(runs[1]) == [{"t": 1000, "pass_rate": 0.3}]
+    assert results.validation_curve(runs[2]) is None
+    out = results.plot_curves("schedules", tmp_path / "curves.png")
+    assert out is not None and out.stat().st_size > 0
+    for run in runs:  # no run has a curve: nothing is drawn over the existing figure
+        (run.out / "curve.json").unlink(missing_ok=True)
+        summary = loads((run.out / "summary.json").read_bytes())
+        summary.pop("validation", None)
+        (run.out / "summary.json").write_bytes(dumps(summary))
+    assert results.plot_curves("schedules", tmp_path / "none.png") is None
+    assert not (tmp_path / "none.png").exists()

@@ -34,6 +34,8 @@ def test_train_writes_model_curve_and_heldout_records(trained: Path) -> None:
     curve = loads((trained / "curve.json").read_bytes())
     assert curve["episodes"] and curve["validation"]
     assert all(v["t"] <= summary["timesteps"] for v in curve["validation"])
+    # the committed summary keeps the validation curve (curve.json stays local)
+    assert summary["validation"] == curve["validation"]
     records = [loads(line) for line in (trained / "heldout.jsonl").read_bytes().splitlines()]
     heldout = load_release(DOMAIN).split_ids["heldout"]
     assert sorted(r["task_id"] for r in records) == sorted(heldout)

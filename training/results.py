@@ -222,28 +222,47 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def validation_curve(run: Run) -> list[dict[str, Any]] | None:
+    """The validation pass rate against timesteps of ``run``: from its ``summary.json`` (runs
+    trained since the summary carries it), else from its local ``curve.json``; ``None`` if
+    neither holds one (an older run whose curve was not kept)."""
+    summary_path, curve_path = run.out / "summary.json", run.out / "curve.json"
+    if summary_path.exists():
+        points = loads(summary_path.read_bytes()).get("validation")
+        if points:
+            return list(points)
+    if curve_path.exists():
+        return list(loads(curve_path.read_bytes()).get("validation", [])) or None
+    return None
+
+
 def plot_curves(domain: str, out: Path) -> Path | None:
-    """Validation pass rate against timesteps for every pure-PPO run of ``domain``, one colour
-    per tier (the learning curves per tier)."""
+    """Validation pass rate against timesteps for every up-to-date pure-PPO run of ``domain``,
+    one colour per tier (the learning curves per tier). Runs whose curve was not recorded are
+    named under the plot rather than silently left out."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = [r for r in plan([domain]) if r.kind == "ppo" and (r.out / "curve.json").exists() and current_summary(r)]
-    if not runs:
+    runs = [r for r in plan([domain]) if r.kind == "ppo" and current_summary(r)]
+    curves = {r: validation_curve(r) for r in runs}
+    drawn = [r for r in runs if curves[r]]
+    if not drawn:
         return None
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     colours = {"conclusions": "tab:blue", "facts": "tab:orange", "raw": "tab:red"}
-    for run in runs:
-        curve = loads((run.out / "curve.json").read_bytes())
-        points = curve.get("validation", [])
-        if points:
-            ax.plot([p["t"] for p in points], [p["pass_rate"] for p in points], color=colours.get(run.tier, "grey"),
-                    alpha=0.8, label=f"{run.tier} s{run.seed}")
+    styles = ("-", "--", ":")
+    for run in drawn:
+        points = curves[run] or []
+        ax.plot([p["t"] for p in points], [p["pass_rate"] for p in points], color=colours.get(run.tier, "grey"),
+                linestyle=styles[run.seed % len(styles)], alpha=0.85, label=f"{run.tier} s{run.seed}")
     ax.set(xlabel="timesteps", ylabel="validation pass rate", ylim=(-0.02, 1.02), title=f"{domain}: MaskablePPO per feature tier")
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
+    missing = [f"{r.tier} s{r.seed}" for r in runs if not curves[r]]
+    if missing:
+        fig.text(0.01, 0.01, "curve not recorded: " + ", ".join(missing), fontsize=7, color="dimgrey")
+    fig.tight_layout(rect=(0, 0.04 if missing else 0, 1, 1))
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
     plt.close(fig)
@@ -251,4 +270,4 @@ def plot_curves(domain: str, out: Path) -> Path | None:
 
 
 __all__ = ["Run", "SEEDS", "baselines", "collect_rows", "current_summary", "markdown", "plan", "plot_curves", "train_run",
-           "up_to_date"]
+           "up_to_date", "validation_curve"]

@@ -339,6 +339,9 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
         "env_step_us": round(sum(worker_seconds) / max(1, model.num_timesteps) * 1e6, 1),
         "env_share_per_worker": round(max(worker_seconds) / max(train_seconds, 1e-9), 4),
         "cpu_minutes": round(cpu_seconds / 60, 2),
+        # the validation curve (a few dozen points) travels with the summary, which is committed
+        # beside the model; curve.json (every training episode) stays local
+        "validation": monitor.validation,
         "tier": signature["tier"], "catalog_hash": signature["catalog_hash"], "release": release_id(config.domain),
         "model": str(out / "model.zip"),
     }
