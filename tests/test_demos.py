@@ -144,3 +144,18 @@ def test_learning_curves_come_from_the_summary_and_name_runs_without_one(tmp_pat
         (run.out / "summary.json").write_bytes(dumps(summary))
     assert results.plot_curves("schedules", tmp_path / "none.png") is None
     assert not (tmp_path / "none.png").exists()
+
+
+@pytest.mark.xdist_group("approvals")
+def test_bc_ceiling_is_what_a_warm_started_run_measures_before_ppo(tmp_path: Path) -> None:
+    """The table's behaviour-cloning column comes from the baselines (no PPO needed); it is the
+    same number a warm-started run records before its first PPO update."""
+    from backoffice.training.train import TrainConfig, train
+
+    ceiling = results.bc_ceiling("approvals", "conclusions")
+    config = TrainConfig.for_domain("approvals", tmp_path / "warm", seed=0, timesteps=64, eval_freq=10_000,
+                                    warm_start="demos")
+    summary = train(config)
+    assert ceiling["bc"] == summary["warm_start"]["bc_heldout_pass_rate"]
+    assert ceiling["bc_accuracy"] == summary["warm_start"]["accuracy"]
+    assert ceiling["bc_settings"]["finish_bias"] == config.finish_bias

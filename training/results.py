@@ -143,20 +143,72 @@ def _heldout_pass(domain: str, policy: Any) -> float:
     return sum(bool(run_episode(env, policy, task_id=t).info["is_success"]) for t in ids) / len(ids)
 
 
+def _bc_settings(config: Any) -> dict[str, Any]:
+    """What the behaviour-cloning ceiling depends on beside the catalog and the release."""
+    return {"algo": config.algo, "net_arch": list(config.net_arch), "finish_bias": config.finish_bias,
+            "validation_size": config.validation_size, "seed": config.seed, "torch_threads": config.torch_threads}
+
+
+def bc_ceiling(domain: str, tier: str) -> dict[str, Any]:
+    """The behaviour-cloning ceiling of a tier: the tier's untrained model (its tuned
+    hyperparameters, seed 0) cloned from the feature policy's demonstrations on the train tasks
+    outside the validation set, then played on heldout before any PPO update. The same
+    measurement as a warm-started run's ``bc_heldout_pass_rate``, without the PPO that follows."""
+    import torch
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from backoffice.envs.core.release import load_release
+    from backoffice.training.catalog import make_catalog_env
+    from backoffice.training.demos import behaviour_clone, collect
+    from backoffice.training.sb3_policy import evaluate_split
+    from backoffice.training.train import TrainConfig, build_model, ending_actions, validation_ids
+
+    config = TrainConfig.for_domain(domain, MODELS / domain / tier / "bc", tier=tier, seed=0, warm_start="demos")
+    held = set(validation_ids(domain, config.validation_size))
+    train_ids = [t for t in load_release(domain).split_ids["train"] if t not in held]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(config.torch_threads)  # as in training: the fit is then the same
+    env = make_catalog_env(domain, split="train", spec=config.spec)
+    try:
+        model = build_model(config, DummyVecEnv([lambda: env]), ending_actions(env))
+        fit = behaviour_clone(model, collect(domain, train_ids, spec=config.spec), seed=config.seed)
+        heldout = evaluate_split(model, domain, "heldout", spec=config.spec)["pass_rate"]
+    finally:
+        env.close()
+        torch.set_num_threads(threads)
+    return {"bc": heldout, "bc_accuracy": fit["accuracy"], "bc_settings": _bc_settings(config)}
+
+
 def baselines(domain: str, tier: str, refresh: bool = False) -> dict[str, Any]:
     """The tier's baselines on heldout (cached in ``results/<domain>/<tier>.json`` per catalog
-    and release): random, mask-only, the depth-limited tree, the feature policy and the oracle."""
-    from backoffice.envs.core.release import load_release
-    from backoffice.training.catalog import resolve_spec
-    from backoffice.training.demos import TreePolicy, collect, fit_tree
-    from backoffice.training.policies import get_policy
+    and release): random, mask-only, the depth-limited tree, the behaviour-cloning ceiling
+    (:func:`bc_ceiling`, also recomputed when the settings it depends on change), the feature
+    policy and the oracle."""
+    from backoffice.training.train import TrainConfig
 
     path = RESULTS / domain / f"{tier}.json"
     ident = _identity(domain, tier)
     if path.exists() and not refresh:
         cached = loads(path.read_bytes())
         if all(cached.get(k) == v for k, v in ident.items()):
+            bc_now = _bc_settings(TrainConfig.for_domain(domain, MODELS, tier=tier, seed=0))
+            if cached.get("bc_settings") != bc_now:
+                cached.update(bc_ceiling(domain, tier))
+                path.write_bytes(dumps(cached))
             return cached
+    out = {**_fixed_baselines(domain, tier, ident), **bc_ceiling(domain, tier)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(dumps(out))
+    return out
+
+
+def _fixed_baselines(domain: str, tier: str, ident: dict[str, str]) -> dict[str, Any]:
+    """Random, mask-only, the depth-limited tree, the feature policy and the oracle on heldout."""
+    from backoffice.envs.core.release import load_release
+    from backoffice.training.catalog import resolve_spec
+    from backoffice.training.demos import TreePolicy, collect, fit_tree
+    from backoffice.training.policies import get_policy
+
     spec = resolve_spec(domain, tier=tier)
     demos = collect(domain, load_release(domain).split_ids["train"], spec=spec)
     tree = fit_tree(demos.obs, demos.actions, max_depth=TREE_DEPTH)
@@ -168,8 +220,6 @@ def baselines(domain: str, tier: str, refresh: bool = False) -> dict[str, Any]:
         "features": _heldout_pass(domain, get_policy(domain, f"catalog-features@{tier}")),
         "oracle": _heldout_pass(domain, get_policy(domain, "oracle")),
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(dumps(out))
     return out
 
 
@@ -195,7 +245,7 @@ def collect_rows(domains: Iterable[str], tiers: Iterable[str] | None = None) -> 
             "ppo_steps": statistics.mean(s["timesteps"] for s in done) if done else None,
             "ppo_cpu_minutes": statistics.mean(s.get("cpu_minutes", 0.0) for s in done) if done else None,
             "reward": "/".join(sorted({s.get("config", {}).get("reward_mode", "shaped") for s in done})) or None,
-            "bc": warm_done[0]["warm_start"].get("bc_heldout_pass_rate") if warm_done else None,
+            "bc": base.get("bc", warm_done[0]["warm_start"].get("bc_heldout_pass_rate") if warm_done else None),
             "warm": warm_done[0]["heldout"]["pass_rate"] if warm_done and "heldout" in warm_done[0] else None,
         }
         rows.append(row)
@@ -269,5 +319,5 @@ def plot_curves(domain: str, out: Path) -> Path | None:
     return out
 
 
-__all__ = ["Run", "SEEDS", "baselines", "collect_rows", "current_summary", "markdown", "plan", "plot_curves", "train_run",
+__all__ = ["Run", "SEEDS", "baselines", "bc_ceiling", "collect_rows", "current_summary", "markdown", "plan", "plot_curves", "train_run",
            "up_to_date", "validation_curve"]

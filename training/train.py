@@ -290,21 +290,7 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
     venv = SubprocVecEnv([make] * config.n_envs, start_method=start)
     venv.seed(config.seed)
     val_env = make_catalog_env(config.domain, split="train", spec=config.spec)
-    policy_kwargs = {"net_arch": list(config.net_arch)}
-    common: dict[str, Any] = dict(n_steps=config.n_steps, batch_size=config.batch_size, n_epochs=config.n_epochs,
-                  learning_rate=config.learning_rate, gamma=config.gamma, ent_coef=config.ent_coef,
-                  policy_kwargs=policy_kwargs, seed=config.seed, device="cpu", verbose=0)
-    if config.algo == "maskable-ppo":
-        from sb3_contrib import MaskablePPO
-
-        model: OnPolicyAlgorithm = MaskablePPO("MlpPolicy", venv, **common)
-    else:
-        from stable_baselines3 import PPO
-
-        model = PPO("MlpPolicy", venv, **common)
-    with torch.no_grad():
-        # a Discrete action space's head is an nn.Linear (SB3 types it as nn.Module)
-        cast("torch.nn.Linear", model.policy.action_net).bias[list(ending_actions(val_env))] += config.finish_bias
+    model = build_model(config, venv, ending_actions(val_env))
     cpu_start = os.times()
     warm: dict[str, Any] | None = None
     if config.warm_start == "demos":
@@ -353,6 +339,29 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
         summary["heldout"] = evaluate_heldout(config.domain, out / "model.zip", out / "heldout.jsonl")
     (out / "summary.json").write_bytes(dumps(summary))
     return summary
+
+
+def build_model(config: TrainConfig, venv: Any, ending: Sequence[int]) -> OnPolicyAlgorithm:
+    """The untrained model of ``config`` on ``venv``: its algorithm and hyperparameters, seeded,
+    with ``finish_bias`` added to the initial logits of the ``ending`` actions."""
+    import torch
+
+    policy_kwargs = {"net_arch": list(config.net_arch)}
+    common: dict[str, Any] = dict(n_steps=config.n_steps, batch_size=config.batch_size, n_epochs=config.n_epochs,
+                  learning_rate=config.learning_rate, gamma=config.gamma, ent_coef=config.ent_coef,
+                  policy_kwargs=policy_kwargs, seed=config.seed, device="cpu", verbose=0)
+    if config.algo == "maskable-ppo":
+        from sb3_contrib import MaskablePPO
+
+        model: OnPolicyAlgorithm = MaskablePPO("MlpPolicy", venv, **common)
+    else:
+        from stable_baselines3 import PPO
+
+        model = PPO("MlpPolicy", venv, **common)
+    with torch.no_grad():
+        # a Discrete action space's head is an nn.Linear (SB3 types it as nn.Module)
+        cast("torch.nn.Linear", model.policy.action_net).bias[list(ending)] += config.finish_bias
+    return model
 
 
 def release_id(domain: str) -> str:
