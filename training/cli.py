@@ -414,6 +414,7 @@ def train(
     heldout: Annotated[bool, typer.Option("--heldout/--no-heldout", help="Evaluate the best model on heldout at the end.")] = True,
     tier: Annotated[str | None, typer.Option(help="Feature tier of the catalog: conclusions (default), facts or raw.")] = None,
     warm_start: Annotated[str | None, typer.Option("--warm-start", help="demos: behaviour-clone the tier's feature policy on the train tasks, then PPO (reported apart from pure RL).")] = None,
+    bc_epochs: Annotated[int | None, typer.Option("--bc-epochs", min=1, help="Behaviour-cloning passes over the demonstrations with --warm-start demos (200).")] = None,
     reward_mode: Annotated[str | None, typer.Option("--reward-mode", help="Training reward: shaped (default) or progress (pays first-time progress towards the answer key's end state; training only).")] = None,
     call_cost: Annotated[float | None, typer.Option("--call-cost", min=0.0, max=1.0, help="Training reward's cost of a successful call (tuned, else the domain's 0.01).")] = None,
 ) -> None:
@@ -433,7 +434,7 @@ def train(
             env, out or Path("models") / env, algo=algo, timesteps=timesteps, n_envs=n_envs, seed=seed,
             train_split=train_split, validation_size=validation_size, eval_freq=eval_freq, patience=patience,
             gamma=gamma, ent_coef=ent_coef, n_steps=n_steps, finish_bias=finish_bias, heldout_eval=heldout,
-            tier=tier, reward_mode=reward_mode, call_cost=call_cost, warm_start=warm_start)
+            tier=tier, reward_mode=reward_mode, call_cost=call_cost, warm_start=warm_start, bc_epochs=bc_epochs)
     except (ValueError, TypeError, KeyError) as exc:
         raise typer.BadParameter(str(exc)) from None
     timesteps = config.timesteps

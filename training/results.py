@@ -146,7 +146,8 @@ def _heldout_pass(domain: str, policy: Any) -> float:
 def _bc_settings(config: Any) -> dict[str, Any]:
     """What the behaviour-cloning ceiling depends on beside the catalog and the release."""
     return {"algo": config.algo, "net_arch": list(config.net_arch), "finish_bias": config.finish_bias,
-            "validation_size": config.validation_size, "seed": config.seed, "torch_threads": config.torch_threads}
+            "validation_size": config.validation_size, "seed": config.seed, "torch_threads": config.torch_threads,
+            "bc_epochs": config.bc_epochs}
 
 
 def bc_ceiling(domain: str, tier: str) -> dict[str, Any]:
@@ -159,9 +160,7 @@ def bc_ceiling(domain: str, tier: str) -> dict[str, Any]:
 
     from backoffice.envs.core.release import load_release
     from backoffice.training.catalog import make_catalog_env
-    from backoffice.training.demos import behaviour_clone, collect
-    from backoffice.training.sb3_policy import evaluate_split
-    from backoffice.training.train import TrainConfig, build_model, ending_actions, validation_ids
+    from backoffice.training.train import TrainConfig, build_model, ending_actions, validation_ids, warm_start_from_demos
 
     config = TrainConfig.for_domain(domain, MODELS / domain / tier / "bc", tier=tier, seed=0, warm_start="demos")
     held = set(validation_ids(domain, config.validation_size))
@@ -171,12 +170,11 @@ def bc_ceiling(domain: str, tier: str) -> dict[str, Any]:
     env = make_catalog_env(domain, split="train", spec=config.spec)
     try:
         model = build_model(config, DummyVecEnv([lambda: env]), ending_actions(env))
-        fit = behaviour_clone(model, collect(domain, train_ids, spec=config.spec), seed=config.seed)
-        heldout = evaluate_split(model, domain, "heldout", spec=config.spec)["pass_rate"]
+        warm = warm_start_from_demos(model, config, train_ids)
     finally:
         env.close()
         torch.set_num_threads(threads)
-    return {"bc": heldout, "bc_accuracy": fit["accuracy"], "bc_settings": _bc_settings(config)}
+    return {"bc": warm["bc_heldout_pass_rate"], "bc_accuracy": warm["accuracy"], "bc_settings": _bc_settings(config)}
 
 
 def baselines(domain: str, tier: str, refresh: bool = False) -> dict[str, Any]:
