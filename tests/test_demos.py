@@ -115,9 +115,16 @@ def test_a_warm_run_cloned_with_other_passes_is_stale_and_a_pure_run_is_not(tmp_
         (run.out / "model.zip").write_bytes(b"x")
         config = results.run_config(run, 1000)
         assert config["bc_epochs"] == (BC_EPOCHS if run is warm else None)
+        summary = {**ident, "config": config, "progress_distance": DISTANCE_VERSION, "validation": [{"t": 0}]}
+        (run.out / "summary.json").write_bytes(dumps(summary))
+        assert results.up_to_date(run, 1000)
         older = {k: v for k, v in config.items() if k != "bc_epochs"}
-        (run.out / "summary.json").write_bytes(dumps({**ident, "config": older, "progress_distance": DISTANCE_VERSION}))
+        (run.out / "summary.json").write_bytes(dumps({**summary, "config": older}))
     assert results.up_to_date(pure, 1000)
+    assert not results.up_to_date(warm, 1000)
+    # a warm run whose clone was not validated before PPO (no t=0 point) is stale too
+    (warm.out / "summary.json").write_bytes(dumps({**summary, "config": results.run_config(warm, 1000),
+                                                   "validation": [{"t": 10_000}]}))
     assert not results.up_to_date(warm, 1000)
     with pytest.raises(ValueError, match="bc_epochs"):
         TrainConfig.for_domain("approvals", tmp_path, bc_epochs=50)  # no cloning without a warm start
@@ -188,3 +195,19 @@ def test_bc_ceiling_is_what_a_warm_started_run_measures_before_ppo(tmp_path: Pat
     assert ceiling["bc"] == summary["warm_start"]["bc_heldout_pass_rate"]
     assert ceiling["bc_accuracy"] == summary["warm_start"]["accuracy"] >= 0.999
     assert ceiling["bc_settings"]["bc_epochs"] == config.bc_epochs
+    # the clone was a candidate before PPO; it fails validation tasks, so PPO ran
+    assert summary["validation"][0]["t"] == 0 and summary["validation"][0]["pass_rate"] < 1.0
+    assert summary["timesteps"] >= 64
+
+
+@pytest.mark.xdist_group("approvals")
+def test_a_clone_that_passes_validation_is_kept_without_ppo(tmp_path: Path) -> None:
+    """PPO's first updates can undo part of a clone: a clone passing every validation task is
+    the model, with no PPO step (on approvals/conclusions the clone passes everything)."""
+    from backoffice.training.train import TrainConfig, train
+
+    config = TrainConfig.for_domain("approvals", tmp_path / "warm", seed=0, timesteps=20_000, warm_start="demos")
+    summary = train(config)
+    assert summary["timesteps"] == 0
+    assert [v["t"] for v in summary["validation"]] == [0] and summary["best_validation_pass_rate"] == 1.0
+    assert summary["heldout"]["pass_rate"] == summary["warm_start"]["bc_heldout_pass_rate"]

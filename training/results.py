@@ -86,6 +86,8 @@ def current_summary(run: Run) -> dict[str, Any] | None:
         return None  # the catalog's tuned hyperparameters (the reward among them) changed
     if config["reward_mode"] == "progress" and summary.get("progress_distance", 1) != DISTANCE_VERSION:
         return None  # trained on an older end-state distance: another reward
+    if run.kind == "warm" and (summary.get("validation") or [{}])[0].get("t") != 0:
+        return None  # made before the clone was validated (t=0) as a candidate model
     return summary
 
 

@@ -8,7 +8,9 @@ The loop:
 2. ``n_envs`` catalog envs in a ``SubprocVecEnv`` with ``reward_mode="shaped"``.
 3. Every ``eval_freq`` timesteps the model plays the validation tasks (deterministic, masked,
    pure grade); the best one is saved to ``<out>/model.zip``. Training stops early once
-   validation passes every task or has not improved for ``patience`` evaluations.
+   validation passes every task or has not improved for ``patience`` evaluations. A
+   warm-started model (``warm_start="demos"``) is also validated at ``t=0``, right after
+   cloning: the clone is a candidate, and one that passes every validation task is kept as is.
 4. At the end: ``catalog.json`` (what ``sb3:`` policies check), ``curve.json`` and
    ``learning_curve.png`` (pure score and shaped reward against timesteps, with the validation
    pass rate), the held-out evaluation as evaluation JSONL (``heldout.jsonl``, through the same
@@ -218,6 +220,11 @@ def _make_callback(config: TrainConfig, val_env: Any, val_ids: Sequence[str], on
                 return self.validate()
             return True
 
+        def validate_start(self, model: Any) -> bool:
+            """Validate ``model`` before any PPO update (``t=0``); whether to train on."""
+            self.init_callback(model)
+            return self.validate()
+
         def validate(self) -> bool:
             res = play(self.model, val_env, val_ids, masked=config.algo == "maskable-ppo")
             self.validation.append({"t": self.num_timesteps, **res})
@@ -266,7 +273,8 @@ def plot_curve(curve: dict[str, Any], path: Path, title: str) -> Path:
     thousands = FuncFormatter(lambda x, _: f"{x / 1000:.0f}k")
     for ax in (ax1, ax2):
         ax.xaxis.set_major_formatter(thousands)
-        ax.legend(loc="best", fontsize=8, framealpha=0.6)
+        if ax.get_legend_handles_labels()[0]:  # a clone kept without PPO has no training episodes
+            ax.legend(loc="best", fontsize=8, framealpha=0.6)
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -311,7 +319,12 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
     monitor = _make_callback(config, val_env, val_ids, on_progress)
     started = time.perf_counter()
     try:
-        model.learn(total_timesteps=config.timesteps, callback=monitor)
+        # a clone is a candidate too (validated at t=0): PPO's first updates can undo part of
+        # it, and model selection (on validation, never heldout) keeps whichever is better; a
+        # clone that passes every validation task needs no PPO
+        learn = warm is None or monitor.validate_start(model)
+        if learn:
+            model.learn(total_timesteps=config.timesteps, callback=monitor)
         if not monitor.validation or monitor.validation[-1]["t"] != model.num_timesteps:
             if monitor.best < 1.0:
                 monitor.validate()
