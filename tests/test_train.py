@@ -101,3 +101,21 @@ def test_shipped_models_match_the_current_catalogs() -> None:
         domain = model.relative_to(root).parts[0]
         policy = get_policy(domain, f"sb3:{model}")
         assert policy.domain == domain
+
+
+def test_training_twice_on_one_machine_gives_the_same_model_and_curve(trained: Path, tmp_path: Path) -> None:
+    """Seeded training (fork workers, one torch thread) is reproducible to the byte on one
+    machine: the same weights, training episodes and validation curve."""
+    import zipfile
+
+    again = tmp_path / DOMAIN
+    result = CliRunner().invoke(app, ["train", "--env", DOMAIN, "--timesteps", "600", "--n-envs", "2",
+                                      "--eval-freq", "256", "--validation-size", "12", "--no-heldout", "--out", str(again)])
+    assert result.exit_code == 0, result.output
+
+    def weights(out: Path) -> bytes:
+        with zipfile.ZipFile(out / "model.zip") as z:
+            return z.read("policy.pth")
+
+    assert weights(again) == weights(trained)
+    assert (again / "curve.json").read_bytes() == (trained / "curve.json").read_bytes()
