@@ -51,9 +51,10 @@ bench: $(STAMP)
 ## conclusions and facts tiers, 1 on raw, one warm-started run each) beside its baselines and
 ## ceilings. Resumable: runs whose model, catalog and release are up to date are skipped, so it
 ## can be filled over several sittings. The table goes to results/README_table.md.
-TIMESTEPS ?= 200000
+## TIMESTEPS=N overrides every run's budget (default: the catalog's tuned budget, else 200k).
+TIMESTEPS ?=
 results: $(STAMP)
-	$(BIN)/backoffice results --env all --timesteps $(TIMESTEPS)
+	$(BIN)/backoffice results --env all $(if $(TIMESTEPS),--timesteps $(TIMESTEPS))
 
 seeds: $(STAMP)
 	$(BIN)/backoffice seeds build

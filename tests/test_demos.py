@@ -76,6 +76,27 @@ def test_results_skip_only_runs_that_are_up_to_date(tmp_path: Path, monkeypatch:
     assert not results.up_to_date(run, 2000)  # stopped by patience: a larger budget could go further
 
 
+def test_a_run_is_judged_on_its_catalogs_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Remittance's conclusions tier is tuned to 400k steps, its other tiers and the other
+    domains train 200k; ``--timesteps`` overrides every budget."""
+    monkeypatch.setattr(results, "MODELS", tmp_path)
+    remit = {r.tier: r for r in results.plan(["remittance"]) if r.kind == "ppo" and r.seed == 0}
+    assert results.budget(remit["conclusions"]) == 400_000
+    assert results.budget(remit["facts"]) == results.budget(results.plan(["approvals"])[0]) == 200_000
+    assert results.budget(remit["conclusions"], 1000) == 1000
+    run = remit["conclusions"]
+    run.out.mkdir(parents=True)
+    (run.out / "model.zip").write_bytes(b"x")
+    ident = results._identity(run.domain, run.tier)
+    from backoffice.graders.progress import DISTANCE_VERSION
+
+    for steps in (200_000, 400_000):
+        summary = {**ident, "config": results.run_config(run, steps), "progress_distance": DISTANCE_VERSION}
+        (run.out / "summary.json").write_bytes(dumps(summary))
+        assert results.up_to_date(run) is (steps == 400_000)
+        assert results.up_to_date(run, 200_000) is (steps == 200_000)
+
+
 def test_results_judge_the_reward_a_run_was_trained_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A setting added after a run was made counts at its default; a progress run made on an
     older end-state distance is stale (it was trained on another reward)."""

@@ -463,7 +463,7 @@ def train(
 def results(
     env: Annotated[str, typer.Option("--env", help="A domain or all.")] = "all",
     tier: Annotated[list[str] | None, typer.Option("--tier", help="Repeatable; default: every tier each catalog has.")] = None,
-    timesteps: Annotated[int, typer.Option(min=1, help="Budget of each training run (early stopping may end it sooner).")] = 200_000,
+    timesteps: Annotated[int | None, typer.Option(min=1, help="Budget of each training run (early stopping may end it sooner); default: the catalog's tuned budget, else 200k.")] = None,
     run_training: Annotated[bool, typer.Option("--train/--no-train", help="Train the runs that are not up to date (else only tabulate).")] = True,
     only: Annotated[list[str] | None, typer.Option("--run", help="Repeatable: train only these runs of each domain and tier (ppo-s0, ppo-s1, warm-s0 ...).")] = None,
     out: Annotated[Path, typer.Option(help="Markdown table written here.")] = Path("results/README_table.md"),
@@ -486,13 +486,14 @@ def results(
         todo = [r for r in chosen if not res.up_to_date(r, timesteps)]
         console.print(f"{len(chosen) - len(todo)} of {len(chosen)} runs up to date; training {len(todo)}")
         for run in todo:
+            steps = res.budget(run, timesteps)
             with _progress() as progress:
-                bar = progress.add_task(f"{run.domain}/{run.tier}/{run.kind}-s{run.seed}", total=timesteps)
+                bar = progress.add_task(f"{run.domain}/{run.tier}/{run.kind}-s{run.seed}", total=steps)
 
-                def advance(t: int, bar: TaskID = bar, progress: Progress = progress) -> None:
-                    progress.update(bar, completed=min(t, timesteps))
+                def advance(t: int, bar: TaskID = bar, progress: Progress = progress, steps: int = steps) -> None:
+                    progress.update(bar, completed=min(t, steps))
 
-                summary = res.train_run(run, timesteps, on_progress=advance)
+                summary = res.train_run(run, steps, on_progress=advance)
             console.print(f"  heldout {summary.get('heldout', {}).get('pass_rate', float('nan')):.1%} in {summary['timesteps']:,} steps, "
                           f"{summary['cpu_minutes']:.1f} CPU-min")
     for domain in domains:

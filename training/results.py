@@ -91,17 +91,28 @@ def current_summary(run: Run) -> dict[str, Any] | None:
     return summary
 
 
-def up_to_date(run: Run, timesteps: int) -> bool:
+def budget(run: Run, timesteps: int | None = None) -> int:
+    """The training budget of ``run``: ``timesteps`` when given, else the catalog's tuned
+    ``timesteps`` (remittance's conclusions tier: 400k), else ``TrainConfig``'s 200k."""
+    from backoffice.training.train import TrainConfig
+
+    if timesteps is not None:
+        return timesteps
+    return TrainConfig.for_domain(run.domain, run.out, tier=run.tier, seed=run.seed).timesteps
+
+
+def up_to_date(run: Run, timesteps: int | None = None) -> bool:
     """Whether ``run`` has a model and summary made with the current catalog, release, tuned
-    hyperparameters, reward and budget."""
+    hyperparameters, reward and budget (``timesteps``, default: :func:`budget`)."""
     summary = current_summary(run)
     if summary is None:
         return False
-    budget = summary.get("config", {}).get("timesteps")
+    timesteps = budget(run, timesteps)
+    made = summary.get("config", {}).get("timesteps")  # the budget the run was made with
     # a run that stopped early with every validation task passed would stop at the same step
     # (training is seeded) under any budget that reaches that step
-    converged = summary.get("best_validation_pass_rate") == 1.0 and summary.get("timesteps", budget) < budget
-    return budget == timesteps or (converged and summary["timesteps"] <= timesteps)
+    converged = summary.get("best_validation_pass_rate") == 1.0 and summary.get("timesteps", made) < made
+    return made == timesteps or (converged and summary["timesteps"] <= timesteps)
 
 
 def run_config(run: Run, timesteps: int) -> dict[str, Any]:
@@ -127,11 +138,12 @@ def _settings(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in {**defaults, **config}.items() if k not in ("timesteps", "out")}
 
 
-def train_run(run: Run, timesteps: int, on_progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Train one run (pure PPO or warm-started) with the catalog's tuned hyperparameters."""
+def train_run(run: Run, timesteps: int | None = None, on_progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Train one run (pure PPO or warm-started) with the catalog's tuned hyperparameters, on
+    ``timesteps`` (default: :func:`budget`)."""
     from backoffice.training.train import TrainConfig, train
 
-    config = TrainConfig.for_domain(run.domain, run.out, tier=run.tier, seed=run.seed, timesteps=timesteps,
+    config = TrainConfig.for_domain(run.domain, run.out, tier=run.tier, seed=run.seed, timesteps=budget(run, timesteps),
                                     warm_start="demos" if run.kind == "warm" else None)
     return train(config, on_progress=on_progress)
 
@@ -319,5 +331,5 @@ def plot_curves(domain: str, out: Path) -> Path | None:
     return out
 
 
-__all__ = ["Run", "SEEDS", "baselines", "bc_ceiling", "collect_rows", "current_summary", "markdown", "plan", "plot_curves", "train_run",
+__all__ = ["Run", "SEEDS", "baselines", "bc_ceiling", "budget", "collect_rows", "current_summary", "markdown", "plan", "plot_curves", "train_run",
            "up_to_date", "validation_curve"]
