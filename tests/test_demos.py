@@ -97,6 +97,27 @@ def test_a_run_is_judged_on_its_catalogs_budget(tmp_path: Path, monkeypatch: pyt
         assert results.up_to_date(run, 200_000) is (steps == 200_000)
 
 
+def test_cached_baselines_are_reused_until_the_cloning_settings_change(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    calls: list[str] = []
+
+    def ceiling(domain: str, tier: str) -> dict[str, object]:
+        calls.append(tier)
+        return {"bc": 0.5, "bc_accuracy": 1.0, "bc_settings": results._bc_settings(
+            results._train_config(results.Run(domain, tier, "warm", 0)))}
+
+    monkeypatch.setattr(results, "bc_ceiling", ceiling)
+    path = tmp_path / "approvals" / "conclusions.json"
+    path.parent.mkdir()
+    cached = {**results._identity("approvals", "conclusions"), **ceiling("approvals", "conclusions")}
+    path.write_bytes(dumps(cached))
+    assert results.baselines("approvals", "conclusions")["bc"] == 0.5 and len(calls) == 1  # reused
+    path.write_bytes(dumps({**cached, "bc_settings": {**cached["bc_settings"], "bc_epochs": 30}}))
+    results.baselines("approvals", "conclusions")
+    assert len(calls) == 2  # another cloning setting: recomputed
+
+
 def test_results_judge_the_reward_a_run_was_trained_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A setting added after a run was made counts at its default; a progress run made on an
     older end-state distance is stale (it was trained on another reward)."""

@@ -91,14 +91,19 @@ def current_summary(run: Run) -> dict[str, Any] | None:
     return summary
 
 
+def _train_config(run: Run, timesteps: int | None = None) -> Any:
+    """The ``TrainConfig`` of ``run``: the catalog's tuned hyperparameters, its seed and kind,
+    on ``timesteps`` (default: the tuned budget)."""
+    from backoffice.training.train import TrainConfig
+
+    return TrainConfig.for_domain(run.domain, run.out, tier=run.tier, seed=run.seed, timesteps=timesteps,
+                                  warm_start="demos" if run.kind == "warm" else None)
+
+
 def budget(run: Run, timesteps: int | None = None) -> int:
     """The training budget of ``run``: ``timesteps`` when given, else the catalog's tuned
     ``timesteps`` (remittance's conclusions tier: 400k), else ``TrainConfig``'s 200k."""
-    from backoffice.training.train import TrainConfig
-
-    if timesteps is not None:
-        return timesteps
-    return TrainConfig.for_domain(run.domain, run.out, tier=run.tier, seed=run.seed).timesteps
+    return timesteps if timesteps is not None else int(_train_config(run).timesteps)
 
 
 def up_to_date(run: Run, timesteps: int | None = None) -> bool:
@@ -120,10 +125,7 @@ def run_config(run: Run, timesteps: int) -> dict[str, Any]:
     in ``summary.json``."""
     from dataclasses import asdict
 
-    from backoffice.training.train import TrainConfig
-
-    config = TrainConfig.for_domain(run.domain, run.out, tier=run.tier, seed=run.seed, timesteps=timesteps,
-                                    warm_start="demos" if run.kind == "warm" else None)
+    config = _train_config(run, timesteps)
     return {**asdict(config), "out": str(config.out), "net_arch": list(config.net_arch)}
 
 
@@ -141,11 +143,9 @@ def _settings(config: dict[str, Any]) -> dict[str, Any]:
 def train_run(run: Run, timesteps: int | None = None, on_progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Train one run (pure PPO or warm-started) with the catalog's tuned hyperparameters, on
     ``timesteps`` (default: :func:`budget`)."""
-    from backoffice.training.train import TrainConfig, train
+    from backoffice.training.train import train
 
-    config = TrainConfig.for_domain(run.domain, run.out, tier=run.tier, seed=run.seed, timesteps=budget(run, timesteps),
-                                    warm_start="demos" if run.kind == "warm" else None)
-    return train(config, on_progress=on_progress)
+    return train(_train_config(run, timesteps), on_progress=on_progress)
 
 
 def _heldout_pass(domain: str, policy: Any) -> float:
@@ -174,9 +174,9 @@ def bc_ceiling(domain: str, tier: str) -> dict[str, Any]:
 
     from backoffice.envs.core.release import load_release
     from backoffice.training.catalog import make_catalog_env
-    from backoffice.training.train import TrainConfig, build_model, ending_actions, validation_ids, warm_start_from_demos
+    from backoffice.training.train import build_model, ending_actions, validation_ids, warm_start_from_demos
 
-    config = TrainConfig.for_domain(domain, MODELS / domain / tier / "bc", tier=tier, seed=0, warm_start="demos")
+    config = _train_config(Run(domain, tier, "warm", 0))
     held = set(validation_ids(domain, config.validation_size))
     train_ids = [t for t in load_release(domain).split_ids["train"] if t not in held]
     threads = torch.get_num_threads()
@@ -196,14 +196,12 @@ def baselines(domain: str, tier: str, refresh: bool = False) -> dict[str, Any]:
     and release): random, mask-only, the depth-limited tree, the behaviour-cloning ceiling
     (:func:`bc_ceiling`, also recomputed when the settings it depends on change), the feature
     policy and the oracle."""
-    from backoffice.training.train import TrainConfig
-
     path = RESULTS / domain / f"{tier}.json"
     ident = _identity(domain, tier)
     if path.exists() and not refresh:
         cached = loads(path.read_bytes())
         if all(cached.get(k) == v for k, v in ident.items()):
-            bc_now = _bc_settings(TrainConfig.for_domain(domain, MODELS, tier=tier, seed=0))
+            bc_now = _bc_settings(_train_config(Run(domain, tier, "warm", 0)))
             if cached.get("bc_settings") != bc_now:
                 cached.update(bc_ceiling(domain, tier))
                 path.write_bytes(dumps(cached))
