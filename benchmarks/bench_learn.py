@@ -1,12 +1,13 @@
 """The env's share of MaskablePPO ``learn`` wall time, per worker, against a trivial env in the same run.
 
-Per domain, the trainer's vec env is built as ``training/train.py`` builds it: a ``SubprocVecEnv``
+Per domain, the vec env is built as ``training/train.py`` builds it with ``vec_env="subproc"``: a ``SubprocVecEnv``
 of ``training_env(domain, split="train", reward_mode="shaped", task_ids=<train minus validation>)``
 (``fork`` where the platform has it), ``n_envs=2``, MaskablePPO ``MlpPolicy`` 64x64 with the
 domain's tuned hyperparameters (``TrainConfig.for_domain``: ``n_steps``, ``batch_size``, ``gamma``
 ...), the finishing actions' logit bias, one torch thread. It learns a fixed number of timesteps
 (no validation callback), then each worker's ``env_seconds`` (time inside ``reset``/``step`` of its
-``TrainingEnv``) is read and divided by the learn wall time. The workers run in parallel, so the
+``TrainingEnv``) is read and divided by the learn wall time. (Training's default is 8 envs in the
+learner's process, which has no workers to measure; ``bench_vec.py`` compares the two layouts.) The workers run in parallel, so the
 share is per worker, never summed; the figure to read is the largest worker's share.
 
 Baseline, same run, same sizes: the same learn on a trivial env with the domain's observation and
@@ -147,7 +148,11 @@ def learn(config: TrainConfig, make: Any, bias_actions: list[int]) -> dict[str, 
 def bench_domain(domain: str, timesteps: int, seed: int) -> dict[str, Any]:
     """The domain's learn and the trivial baseline's, with the same hyperparameters and sizes."""
     with tempfile.TemporaryDirectory() as tmp:
-        config = TrainConfig.for_domain(domain, tmp, timesteps=timesteps, seed=seed)
+        tuned = TrainConfig.for_domain(domain, tmp, timesteps=timesteps, seed=seed)
+        # the per-worker share needs workers: 2 of them with the tuned rollout size (training
+        # itself now steps 8 envs in the learner's process; benchmarks/bench_vec.py compares)
+        config = TrainConfig.for_domain(domain, tmp, timesteps=timesteps, seed=seed, n_envs=2, vec_env="subproc",
+                                        n_steps=tuned.n_envs * tuned.n_steps // 2)
     held = set(validation_ids(domain, config.validation_size))
     train_ids = [t for t in load_release(domain).split_ids["train"] if t not in held]
     probe: Any = make_catalog_env(domain, split="train", spec=config.spec)

@@ -68,6 +68,11 @@ def test_results_skip_only_runs_that_are_up_to_date(tmp_path: Path, monkeypatch:
     assert not results.up_to_date(run, 1000)  # another release
     (run.out / "summary.json").write_bytes(dumps({**ident, "config": {**config, "reward_mode": "sparse"}}))
     assert not results.up_to_date(run, 1000)  # other hyperparameters (the catalog's tuning changed)
+    (run.out / "summary.json").write_bytes(dumps({**ident, "config": {**config, "n_envs": config["n_envs"] // 2}}))
+    assert not results.up_to_date(run, 1000)  # other envs per rollout step: another training
+    other_kind = "subproc" if config["vec_env"] == "dummy" else "dummy"
+    (run.out / "summary.json").write_bytes(dumps({**ident, "config": {**config, "vec_env": other_kind}}))
+    assert results.up_to_date(run, 1000)  # the same envs in other processes: the same model (test_train)
     # a run that passed every validation task and stopped early holds for any budget reaching its stop
     converged = {**ident, "config": config, "timesteps": 600, "best_validation_pass_rate": 1.0}
     (run.out / "summary.json").write_bytes(dumps(converged))

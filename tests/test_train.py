@@ -119,3 +119,39 @@ def test_training_twice_on_one_machine_gives_the_same_model_and_curve(trained: P
 
     assert weights(again) == weights(trained)
     assert (again / "curve.json").read_bytes() == (trained / "curve.json").read_bytes()
+
+
+def test_the_vec_env_kind_changes_the_cost_not_the_model(trained: Path, tmp_path: Path) -> None:
+    """``--vec-env subproc`` steps the same envs in worker processes: same seeds, same order, so
+    the same weights and curve as the default ``dummy`` (every env in the learner's process)."""
+    import zipfile
+
+    again = tmp_path / DOMAIN
+    result = CliRunner().invoke(app, ["train", "--env", DOMAIN, "--timesteps", "600", "--n-envs", "2", "--vec-env", "subproc",
+                                      "--eval-freq", "256", "--validation-size", "12", "--no-heldout", "--out", str(again)])
+    assert result.exit_code == 0, result.output
+    assert loads((again / "summary.json").read_bytes())["config"]["vec_env"] == "subproc"
+    assert loads((trained / "summary.json").read_bytes())["config"]["vec_env"] == "dummy"
+    with zipfile.ZipFile(again / "model.zip") as a, zipfile.ZipFile(trained / "model.zip") as b:
+        assert a.read("policy.pth") == b.read("policy.pth")
+    assert (again / "curve.json").read_bytes() == (trained / "curve.json").read_bytes()
+    with pytest.raises(ValueError, match="vec_env"):
+        TrainConfig(domain=DOMAIN, out=Path("x"), vec_env="ray")
+
+
+def test_demonstrations_follow_the_training_split() -> None:
+    """A run on released train tasks clones on them (never validation, never heldout); a run on
+    generated tasks clones on generated ones (it used to clone on nothing)."""
+    from backoffice.envs.core.release import is_generated_id
+    from backoffice.training.train import DEMO_GENERATED, demo_task_ids, training_task_ids
+
+    rel = load_release(DOMAIN)
+    on_train = TrainConfig(domain=DOMAIN, out=Path("x"), warm_start="demos")
+    ids = demo_task_ids(on_train)
+    assert ids == training_task_ids(on_train) and set(ids) < set(rel.split_ids["train"])
+    assert not set(ids) & set(validation_ids(DOMAIN, on_train.validation_size))
+    generated = TrainConfig(domain=DOMAIN, out=Path("x"), warm_start="demos", train_split="generated")
+    assert training_task_ids(generated) is None
+    gen_ids = demo_task_ids(generated)
+    assert len(set(gen_ids)) == DEMO_GENERATED and all(map(is_generated_id, gen_ids))
+    assert not set(gen_ids) & (set(rel.split_ids["train"]) | set(rel.split_ids["heldout"]))

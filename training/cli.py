@@ -400,7 +400,8 @@ def train(
     env: Annotated[str, typer.Option("--env", help="Domain to train on.")],
     algo: Annotated[str | None, typer.Option(help="maskable-ppo (sb3-contrib, uses action masks; default) or ppo.")] = None,
     timesteps: Annotated[int | None, typer.Option(min=1, help="Training budget in environment steps (default 200k).")] = None,
-    n_envs: Annotated[int | None, typer.Option("--n-envs", min=1, help="Environments in the SubprocVecEnv (default 2).")] = None,
+    n_envs: Annotated[int | None, typer.Option("--n-envs", min=1, help="Environments stepped together (tuned, else 8).")] = None,
+    vec_env: Annotated[str | None, typer.Option("--vec-env", help="dummy (every env in the learner's process; default) or subproc (one worker process per env): the same model, another CPU cost.")] = None,
     out: Annotated[Path | None, typer.Option(help="Model folder (default: models/<env>).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the model and the environments.")] = None,
     train_split: Annotated[str | None, typer.Option(help="train (released train minus validation, default) or generated (a fresh task every episode).")] = None,
@@ -409,7 +410,7 @@ def train(
     patience: Annotated[int | None, typer.Option(min=1, help="Stop after N validations without improvement (30).")] = None,
     gamma: Annotated[float | None, typer.Option(help="Discount (default: the catalog's tuned value, else 0.99).")] = None,
     ent_coef: Annotated[float | None, typer.Option(help="Entropy coefficient (tuned, else 0.01).")] = None,
-    n_steps: Annotated[int | None, typer.Option(min=1, help="Rollout length per env (tuned, else 256).")] = None,
+    n_steps: Annotated[int | None, typer.Option(min=1, help="Rollout length per env (tuned, else 64).")] = None,
     finish_bias: Annotated[float | None, typer.Option(help="Added to the finishing action's initial logit (tuned, else -3).")] = None,
     heldout: Annotated[bool, typer.Option("--heldout/--no-heldout", help="Evaluate the best model on heldout at the end.")] = True,
     tier: Annotated[str | None, typer.Option(help="Feature tier of the catalog: conclusions (default), facts or raw.")] = None,
@@ -417,6 +418,7 @@ def train(
     bc_epochs: Annotated[int | None, typer.Option("--bc-epochs", min=1, help="Behaviour-cloning passes over the demonstrations with --warm-start demos (200).")] = None,
     reward_mode: Annotated[str | None, typer.Option("--reward-mode", help="Training reward: shaped (default) or progress (pays first-time progress towards the answer key's end state; training only).")] = None,
     call_cost: Annotated[float | None, typer.Option("--call-cost", min=0.0, max=1.0, help="Training reward's cost of a successful call (tuned, else the domain's 0.01).")] = None,
+    learning_rate: Annotated[float | None, typer.Option("--learning-rate", min=0.0, help="Adam learning rate (tuned, else 3e-4).")] = None,
 ) -> None:
     """Train an agent on a domain's catalog env (shaped reward), keep the best model by
     validation pass rate, plot the learning curve and evaluate on heldout (pure grade).
@@ -434,7 +436,8 @@ def train(
             env, out or Path("models") / env, algo=algo, timesteps=timesteps, n_envs=n_envs, seed=seed,
             train_split=train_split, validation_size=validation_size, eval_freq=eval_freq, patience=patience,
             gamma=gamma, ent_coef=ent_coef, n_steps=n_steps, finish_bias=finish_bias, heldout_eval=heldout,
-            tier=tier, reward_mode=reward_mode, call_cost=call_cost, warm_start=warm_start, bc_epochs=bc_epochs)
+            tier=tier, reward_mode=reward_mode, call_cost=call_cost, warm_start=warm_start, bc_epochs=bc_epochs,
+            learning_rate=learning_rate, vec_env=vec_env)
     except (ValueError, TypeError, KeyError) as exc:
         raise typer.BadParameter(str(exc)) from None
     timesteps = config.timesteps

@@ -41,7 +41,8 @@ def feature_chooser(agent: Any) -> Callable[[np.ndarray, np.ndarray], int]:
 
 def collect(domain: str, task_ids: Sequence[str], spec: str | None = None) -> Demos:
     """Play the feature policy of ``spec`` (default: the domain's catalog) once on each task of
-    ``task_ids`` (released train tasks) through the catalog env and record every decision."""
+    ``task_ids`` (released train tasks, or generated ``<PREFIX>-G<n>`` ids) through the catalog
+    env and record every decision."""
     from backoffice.training.catalog import make_catalog_env
 
     env = make_catalog_env(domain, split="train", spec=spec)

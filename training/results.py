@@ -130,14 +130,15 @@ def run_config(run: Run, timesteps: int) -> dict[str, Any]:
 
 
 def _settings(config: dict[str, Any]) -> dict[str, Any]:
-    """What makes two runs the same run, the budget aside (early stopping is judged apart). A
-    setting missing from an older summary had its default then (it was added later)."""
+    """What makes two runs the same run, the budget aside (early stopping is judged apart) and the
+    vec env kind (it moves the same envs into or out of the learner's process: the same model,
+    tested). A setting missing from an older summary had its default then (it was added later)."""
     from dataclasses import MISSING, fields
 
     from backoffice.training.train import TrainConfig
 
     defaults = {f.name: f.default for f in fields(TrainConfig) if f.default is not MISSING}
-    return {k: v for k, v in {**defaults, **config}.items() if k not in ("timesteps", "out")}
+    return {k: v for k, v in {**defaults, **config}.items() if k not in ("timesteps", "out", "vec_env")}
 
 
 def train_run(run: Run, timesteps: int | None = None, on_progress: Callable[[int], None] | None = None) -> dict[str, Any]:
@@ -158,33 +159,34 @@ def _heldout_pass(domain: str, policy: Any) -> float:
 
 
 def _bc_settings(config: Any) -> dict[str, Any]:
-    """What the behaviour-cloning ceiling depends on beside the catalog and the release."""
-    return {"algo": config.algo, "net_arch": list(config.net_arch), "finish_bias": config.finish_bias,
-            "validation_size": config.validation_size, "seed": config.seed, "torch_threads": config.torch_threads,
-            "bc_epochs": config.bc_epochs}
+    """What the behaviour-cloning ceiling depends on beside the catalog and the release (the
+    split only when not the default: ceilings cached before it was recorded stay valid)."""
+    out = {"algo": config.algo, "net_arch": list(config.net_arch), "finish_bias": config.finish_bias,
+           "validation_size": config.validation_size, "seed": config.seed, "torch_threads": config.torch_threads,
+           "bc_epochs": config.bc_epochs}
+    if config.train_split != "train":
+        out["train_split"] = config.train_split
+    return out
 
 
 def bc_ceiling(domain: str, tier: str) -> dict[str, Any]:
     """The behaviour-cloning ceiling of a tier: the tier's untrained model (its tuned
-    hyperparameters, seed 0) cloned from the feature policy's demonstrations on the train tasks
-    outside the validation set, then played on heldout before any PPO update. The same
+    hyperparameters, seed 0) cloned from the feature policy's demonstrations on its training tasks
+    (:func:`~backoffice.training.train.demo_task_ids`), then played on heldout before any PPO update. The same
     measurement as a warm-started run's ``bc_heldout_pass_rate``, without the PPO that follows."""
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from backoffice.envs.core.release import load_release
     from backoffice.training.catalog import make_catalog_env
-    from backoffice.training.train import build_model, ending_actions, validation_ids, warm_start_from_demos
+    from backoffice.training.train import build_model, ending_actions, warm_start_from_demos
 
     config = _train_config(Run(domain, tier, "warm", 0))
-    held = set(validation_ids(domain, config.validation_size))
-    train_ids = [t for t in load_release(domain).split_ids["train"] if t not in held]
     threads = torch.get_num_threads()
     torch.set_num_threads(config.torch_threads)  # as in training: the fit is then the same
     env = make_catalog_env(domain, split="train", spec=config.spec)
     try:
         model = build_model(config, DummyVecEnv([lambda: env]), ending_actions(env))
-        warm = warm_start_from_demos(model, config, train_ids)
+        warm = warm_start_from_demos(model, config)
     finally:
         env.close()
         torch.set_num_threads(threads)

@@ -362,7 +362,7 @@ class ApprovalsCatalog(ApprovalsDesk):
     #: with ent_coef 0.01 the policy settles there before any proceed (~10 reads, then the
     #: release) is ever completed; more entropy and longer rollouts keep exploring until it is
     #: (100% validation at 100k / 160k steps, seeds 0 / 1)
-    hyperparams = {"ent_coef": 0.1, "n_steps": 512}
+    hyperparams = {"ent_coef": 0.1, "n_steps": 128}
 
     def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
         super().reset(brief, info)

@@ -116,7 +116,7 @@ class RegistrationCatalog(CatalogSpec):
     #: per-call cost it learned to refer every task that is not a referral (21.7 % heldout on
     #: the shaped reward on v0; 63 % on the progress reward with a prior of -4 against the ending
     #: actions, 68 % without the prior, at 120k steps); free calls: 92-98 % over three seeds at 200k
-    hyperparams = {"finish_bias": 0.0, "n_steps": 1024, "gamma": 0.995, "ent_coef": 0.02, "reward_mode": "progress",
+    hyperparams = {"finish_bias": 0.0, "n_steps": 256, "gamma": 0.995, "ent_coef": 0.02, "reward_mode": "progress",
                    "call_cost": 0.0}
     actions = (
         ActionDef("get_intake_form", "get_intake_form", "Read the task's intake form (with its evidence documents)."),

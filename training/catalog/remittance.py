@@ -359,9 +359,10 @@ class RemittanceCatalog(PaymentDesk[_Line]):
     #: successful calls: 54 % at 200k steps (``ent_coef`` 0.03; 62 % with 0.05), never opening
     #: the cases that need the policies read first; a longer horizon (``gamma`` 0.999): 90 %
     hyperparams: ClassVar[Mapping[str, Any]] = {"reward_mode": "progress", "call_cost": 0.0, "finish_bias": -5.0,
-                                                "n_steps": 1024, "gamma": 0.999, "ent_coef": 0.03,
-                                                # 200k steps: 82.5 +- 7.3 % over three seeds, two still
-                                                # rising; 400k: 98.5 / 99.5 / 93.0 % (10-14 CPU-min)
+                                                "n_steps": 256, "gamma": 0.999, "ent_coef": 0.03,
+                                                # 2 envs: 82.5 +- 7.3 % at 200k steps, 97.0 +- 3.5 % at
+                                                # 400k (10-14 CPU-min); 8 envs in-process: 94.5 / 98.5
+                                                # / 91.5 % at 400k (6.0-6.4 CPU-min)
                                                 "timesteps": 400_000}
 
     # -- episode state -------------------------------------------------------------------------

@@ -91,7 +91,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from backoffice.envs.remittance.tables import norm, osa_distance
-from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, FeatureReader, scale, slots
+from backoffice.training.catalog.base import RAW_ROLLOUT, ActionDef, CatalogAgent, FeatureDef, FeatureReader, scale, slots
 from backoffice.training.catalog.remittance import CASE_ACTIONS, DESK_ACTIONS, N_ADJ, PaymentDesk, RemittanceCatalog
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
@@ -873,6 +873,8 @@ class RemittanceRaw(_RemittanceTier):
     """The ``raw`` tier: per-slot observed values and primitive actions."""
 
     tier = "raw"
+    #: the 2 envs this tier's runs were made on (the rollout size of 8 x 256)
+    hyperparams = {**_RemittanceTier.hyperparams, **RAW_ROLLOUT, "n_steps": 1024}
     actions: ClassVar[tuple[ActionDef, ...]] = RAW_ACTIONS
     features: ClassVar[tuple[FeatureDef, ...]] = RAW_FEATURES
 

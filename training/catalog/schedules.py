@@ -355,7 +355,7 @@ class SchedulesCatalog(ScheduleDesk):
     #: tuned (revision run 3: 99 % validation at 60k steps, 92.2 % heldout): a stronger finish
     #: prior for a long procedure, longer rollouts and horizon; -3 collapsed to an early submit
     #: ``progress``: under the shaped reward MaskablePPO settles on submitting at once (0 % heldout)
-    hyperparams = {"finish_bias": -5.0, "n_steps": 1024, "gamma": 0.995, "reward_mode": "progress"}
+    hyperparams = {"finish_bias": -5.0, "n_steps": 256, "gamma": 0.995, "reward_mode": "progress"}
 
     # -- episode state -------------------------------------------------------------------------
     def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:

@@ -65,7 +65,7 @@ from backoffice.envs.schedules.tables import (
     months_between,
     parse_date,
 )
-from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, FeatureReader
+from backoffice.training.catalog.base import RAW_ROLLOUT, ActionDef, CatalogAgent, FeatureDef, FeatureReader
 from backoffice.training.catalog.schedules import FREQUENCY, KINDS, READS, TRIGGERS, ScheduleDesk, SchedulesCatalog
 
 #: counts a draft can be declared with (every released plan has 1-12 instalments)
@@ -802,6 +802,8 @@ class SchedulesRawCatalog(_Observed):
 
     tier = "raw"
     max_steps = 60
+    #: the 2 envs this tier's runs were made on (the rollout size of 8 x 256)
+    hyperparams = {**_Observed.hyperparams, **RAW_ROLLOUT, "n_steps": 1024}
     actions = (
         *_READ_DEFS,
         *_draft_actions("frequency custom: the catalog claims none"),
