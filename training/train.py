@@ -48,8 +48,8 @@ VEC_ENVS = ("subproc", "dummy")
 #: clone's heldout pass 15-53 points lower)
 BC_EPOCHS = 200
 #: generated tasks demonstrated for behaviour cloning when a run trains on generated tasks (the
-#: released train split keeps 380-480 tasks outside validation; the approvals facts clone passes
-#: 65 % of heldout from those, 97 % from 3,000 generated tasks)
+#: released train split keeps 300-390 tasks outside validation; cloned from those, approvals'
+#: facts tier passes 65 % of heldout, from 3,000 generated tasks 97 %)
 DEMO_GENERATED = 2000
 
 
@@ -68,7 +68,7 @@ class TrainConfig:
     #: order, so the same model (tested); only the cost differs. In the catalogs PPO costs more
     #: than the env (the env is 10-20 % of a worker's time), so the workers' IPC costs more CPU
     #: than it saves wall time: 8 envs in one process took registration's conclusions tier from
-    #: 10.2 to 3.0 CPU-minutes (200k steps) and remittance's from 11.7 to 6.1 (400k)
+    #: 10.2 to 2.8-3.0 CPU-minutes (200k steps) and remittance's from 11.7 to 6.0-6.4 (400k)
     vec_env: str = "dummy"
     seed: int = 0
     #: ``train``: the released train tasks minus the validation set (reset is O(1)); ``generated``:
@@ -181,7 +181,6 @@ def ending_actions(env: Any) -> list[int]:
     """Catalog actions whose native tool ends the episode (``submit``, referrals ...)."""
     terminal = env.unwrapped.domain.terminal_tools
     return [i for i, a in enumerate(env.agent.spec.actions) if a.tool in terminal]
-
 
 
 def training_task_ids(config: TrainConfig) -> list[str] | None:
