@@ -518,8 +518,8 @@ class ApprovalsFactsCatalog(_ApprovalsTier):
 
     tier = "facts"
     holders_by = "row"
-    #: 600k steps fit the 10 CPU-minute budget (5.3 CPU-min with 8 envs); validation was still
-    #: rising at 200k (35-40 %) and reached 63 % at 600k (seed 0, a sweep before the table runs)
+    #: 600k steps fit the 10 CPU-minute budget (4.6-5.1 CPU-min with 8 envs); validation is still
+    #: rising at 200k (35-40 %) and reaches 61-70 % by 600k
     hyperparams = {**ApprovalsCatalog.hyperparams, "timesteps": 600_000}
     actions = FACTS_ACTIONS
     features = _facts_features()
