@@ -304,8 +304,8 @@ class RegistrationFacts(_TieredRegistration):
     the module docstring)."""
 
     tier = "facts"
-    #: 600k steps fit the 10 CPU-minute budget with 8 envs (200k: 2.5-2.8 CPU-min, validation
-    #: 7-20 % and still rising)
+    #: 600k steps: 8.3-10.4 CPU-min with 8 envs, sharing the cores with another run (200k:
+    #: 2.5-2.8 CPU-min, validation 7-20 % and still rising; 600k: 59-70 % heldout)
     hyperparams = {**_TieredRegistration.hyperparams, "timesteps": 600_000}
     actions = _actions((ActionDef(
         "record_consent[guardian]", "record_consent",
