@@ -33,6 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ from rich.table import Table
 from backoffice.envs import available_domains
 from backoffice.envs.core.release import load_release
 from backoffice.training.catalog import make_catalog_env
-from backoffice.training.train import TrainConfig, TrainingEnv, ending_actions, training_env, validation_ids
+from backoffice.training.train import TrainConfig, TrainingEnv, ending_actions, rollout_on, training_env, validation_ids
 
 console = Console(width=None if sys.stdout.isatty() else 200)
 GOAL = 0.10
@@ -151,8 +152,7 @@ def bench_domain(domain: str, timesteps: int, seed: int) -> dict[str, Any]:
         tuned = TrainConfig.for_domain(domain, tmp, timesteps=timesteps, seed=seed)
         # the per-worker share needs workers: 2 of them with the tuned rollout size (training
         # itself now steps 8 envs in the learner's process; benchmarks/bench_vec.py compares)
-        config = TrainConfig.for_domain(domain, tmp, timesteps=timesteps, seed=seed, n_envs=2, vec_env="subproc",
-                                        n_steps=tuned.n_envs * tuned.n_steps // 2)
+        config = replace(tuned, vec_env="subproc", **rollout_on({"n_envs": tuned.n_envs, "n_steps": tuned.n_steps}, 2))
     held = set(validation_ids(domain, config.validation_size))
     train_ids = [t for t in load_release(domain).split_ids["train"] if t not in held]
     probe: Any = make_catalog_env(domain, split="train", spec=config.spec)

@@ -24,6 +24,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from rich.console import Console
 from rich.table import Table
 
 from backoffice.training.catalog import tier_specs
-from backoffice.training.train import TrainConfig, train
+from backoffice.training.train import TrainConfig, rollout_on, train
 
 console = Console(width=None if sys.stdout.isatty() else 200)
 DOMAINS = ("approvals", "registration", "remittance", "schedules", "sufficiency")
@@ -49,10 +50,7 @@ def run(domain: str, timesteps: int, seed: int, layout: str) -> dict[str, Any]:
         config = TrainConfig.for_domain(domain, Path(tmp), timesteps=timesteps, seed=seed, eval_freq=10 * timesteps,
                                         heldout_eval=False, validation_size=1)
         if layout == "baseline":
-            rollout = config.n_envs * config.n_steps
-            config = TrainConfig.for_domain(domain, Path(tmp), timesteps=timesteps, seed=seed, eval_freq=10 * timesteps,
-                                            heldout_eval=False, validation_size=1, vec_env="subproc", n_envs=2,
-                                            n_steps=rollout // 2)
+            config = replace(config, vec_env="subproc", **rollout_on({"n_envs": config.n_envs, "n_steps": config.n_steps}, 2))
         cpu0, t0 = cpu_now(), time.perf_counter()
         summary = train(config)
         cpu, wall = cpu_now() - cpu0, time.perf_counter() - t0

@@ -27,8 +27,8 @@ import functools
 import multiprocessing
 import os
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -183,6 +183,17 @@ def ending_actions(env: Any) -> list[int]:
     return [i for i, a in enumerate(env.agent.spec.actions) if a.tool in terminal]
 
 
+def rollout_on(hyperparams: Mapping[str, Any], n_envs: int) -> dict[str, Any]:
+    """``hyperparams`` (``TrainConfig`` fields; defaults where absent) on ``n_envs`` envs with the
+    same rollout size (``n_envs * n_steps``): what the raw tiers' runs and the worker benchmarks
+    use (2 envs)."""
+    defaults = {f.name: f.default for f in fields(TrainConfig) if f.name in ("n_envs", "n_steps")}
+    rollout = hyperparams.get("n_envs", defaults["n_envs"]) * hyperparams.get("n_steps", defaults["n_steps"])
+    if rollout % n_envs:
+        raise ValueError(f"a rollout of {rollout} steps does not split over {n_envs} envs")
+    return {**hyperparams, "n_envs": n_envs, "n_steps": rollout // n_envs}
+
+
 def training_task_ids(config: TrainConfig) -> list[str] | None:
     """The released train tasks a run trains on (``train`` minus the validation set), or
     ``None`` when it trains on generated tasks."""
@@ -198,12 +209,13 @@ def demo_task_ids(config: TrainConfig) -> list[str]:
     """The tasks behaviour cloning demonstrates on: the run's training tasks, or the first
     :data:`DEMO_GENERATED` generated tasks for a run on the ``generated`` split."""
     from backoffice.envs import get_domain
+    from backoffice.envs.core.build import make_task_id
 
     ids = training_task_ids(config)
     if ids is not None:
         return ids
-    prefix = get_domain(config.domain).prefix
-    return [f"{prefix}-G{i:04d}" for i in range(DEMO_GENERATED)]
+    domain = get_domain(config.domain)
+    return [make_task_id(domain, "generated", i) for i in range(DEMO_GENERATED)]
 
 
 def validation_ids(domain: str, n: int) -> list[str]:

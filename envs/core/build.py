@@ -18,6 +18,11 @@ from backoffice.envs.core.store import Snapshot
 
 SPLIT_LETTER = {"train": "T", "heldout": "H", "generated": "G"}
 
+
+def make_task_id(domain: Domain, split: str, index: int) -> str:
+    """The id of task ``index`` of ``split`` (``APR-T0001``, ``APR-G0042``)."""
+    return f"{domain.prefix}-{SPLIT_LETTER[split]}{index:04d}"
+
 #: the version of the released seed states; bumped with an entry in CHANGELOG.md whenever the
 #: grading contract or the generators change what a release means
 RELEASE_VERSION = "v1.1"
@@ -39,7 +44,7 @@ def make_task(domain: Domain, split: str, index: int, scale: int = 1) -> tuple[T
     seed = task_seed(domain.name, split, index)
     tag = domain.defect_tags[index % len(domain.defect_tags)]
     gen = domain.generate(seed, tag) if scale == 1 else domain.generate(seed, tag, scale=scale)
-    task_id = f"{domain.prefix}-{SPLIT_LETTER[split]}{index:04d}"
+    task_id = make_task_id(domain, split, index)
     body = dict(gen.task)
     task = Task.from_json({
         **body, "task_id": task_id, "domain": domain.name, "split": split, "seed": seed,

@@ -65,7 +65,8 @@ import numpy as np
 from backoffice.envs.approvals.rules import ORDER_TYPES, is_ledger_type, is_missing
 from backoffice.envs.approvals.tables import INFO_FIELDS, REQUEST_TYPES, today
 from backoffice.training.catalog.approvals import DESK_TOOLS, ApprovalsCatalog, ApprovalsDesk
-from backoffice.training.catalog.base import RAW_ROLLOUT, ActionDef, CatalogAgent, FeatureDef, FeatureReader, slots
+from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, FeatureReader, slots
+from backoffice.training.train import rollout_on
 
 #: person slots: the people ``find_people`` returns for the approver's name (1-2 in the release)
 N_PEOPLE = 3
@@ -645,8 +646,8 @@ class ApprovalsRawCatalog(_ApprovalsTier):
 
     tier = "raw"
     holders_by = "role"
-    #: the 2 envs this tier's runs were made on (the rollout size of 8 x 128)
-    hyperparams = {**ApprovalsCatalog.hyperparams, **RAW_ROLLOUT, "n_steps": 512}
+    #: the 2 envs this tier's runs were made on, with the rollout size of the other tiers
+    hyperparams = rollout_on(ApprovalsCatalog.hyperparams, 2)
     actions = RAW_ACTIONS
     features = _raw_features()
 

@@ -112,11 +112,6 @@ class CatalogSpec(ABC):
         """Float ``(len(features),)`` in ``[-1, 1]``, from observations only."""
 
 
-#: the rollout the raw tiers' runs were made with (2 envs; their ``n_steps`` keeps the rollout
-#: size of today's 8): a catalog's ``hyperparams`` may pin it to keep those runs current
-RAW_ROLLOUT: Mapping[str, Any] = {"n_envs": 2}
-
-
 #: Features every catalog env has, ahead of the domain's own (then one ``taken[...]`` per action).
 GENERIC_FEATURES: tuple[FeatureDef, ...] = (
     FeatureDef("step_fraction", "steps taken / the catalog's step limit (clipped at 1; the same scale in training and evaluation)"),

@@ -84,8 +84,9 @@ from backoffice.envs.registration.tables import (
     parse_date,
     phone_key,
 )
-from backoffice.training.catalog.base import RAW_ROLLOUT, ActionDef, CatalogAgent, FeatureDef, FeatureReader, scale, slots
+from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, FeatureReader, scale, slots
 from backoffice.training.catalog.registration import CREATE_FIELDS, N_SLOTS, RegistrationCatalog, _member, _squash
+from backoffice.training.train import rollout_on
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
 
@@ -538,8 +539,8 @@ class RegistrationRaw(_TieredRegistration):
     docstring)."""
 
     tier = "raw"
-    #: the 2 envs this tier's runs were made on (the rollout size of 8 x 256)
-    hyperparams = {**_TieredRegistration.hyperparams, **RAW_ROLLOUT, "n_steps": 1024}
+    #: the 2 envs this tier's runs were made on, with the rollout size of the other tiers
+    hyperparams = rollout_on(_TieredRegistration.hyperparams, 2)
     actions = _actions(tuple(ActionDef(
         f"record_consent[guardian][{j}]", "record_consent",
         f"Record the form's treatment consent as given by the current record's {j}-th contact (masked unless it is "

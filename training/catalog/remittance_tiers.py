@@ -91,8 +91,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from backoffice.envs.remittance.tables import norm, osa_distance
-from backoffice.training.catalog.base import RAW_ROLLOUT, ActionDef, CatalogAgent, FeatureDef, FeatureReader, scale, slots
+from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, FeatureReader, scale, slots
 from backoffice.training.catalog.remittance import CASE_ACTIONS, DESK_ACTIONS, N_ADJ, PaymentDesk, RemittanceCatalog
+from backoffice.training.train import rollout_on
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
 
@@ -873,8 +874,8 @@ class RemittanceRaw(_RemittanceTier):
     """The ``raw`` tier: per-slot observed values and primitive actions."""
 
     tier = "raw"
-    #: the 2 envs this tier's runs were made on (the rollout size of 8 x 256)
-    hyperparams = {**_RemittanceTier.hyperparams, **RAW_ROLLOUT, "n_steps": 1024}
+    #: the 2 envs this tier's runs were made on, with the rollout size of the other tiers
+    hyperparams = rollout_on(_RemittanceTier.hyperparams, 2)
     actions: ClassVar[tuple[ActionDef, ...]] = RAW_ACTIONS
     features: ClassVar[tuple[FeatureDef, ...]] = RAW_FEATURES
 

@@ -65,8 +65,9 @@ from backoffice.envs.schedules.tables import (
     months_between,
     parse_date,
 )
-from backoffice.training.catalog.base import RAW_ROLLOUT, ActionDef, CatalogAgent, FeatureDef, FeatureReader
+from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, FeatureReader
 from backoffice.training.catalog.schedules import FREQUENCY, KINDS, READS, TRIGGERS, ScheduleDesk, SchedulesCatalog
+from backoffice.training.train import rollout_on
 
 #: counts a draft can be declared with (every released plan has 1-12 instalments)
 COUNTS = tuple(range(1, 13))
@@ -802,8 +803,8 @@ class SchedulesRawCatalog(_Observed):
 
     tier = "raw"
     max_steps = 60
-    #: the 2 envs this tier's runs were made on (the rollout size of 8 x 256)
-    hyperparams = {**_Observed.hyperparams, **RAW_ROLLOUT, "n_steps": 1024}
+    #: the 2 envs this tier's runs were made on, with the rollout size of the other tiers
+    hyperparams = rollout_on(_Observed.hyperparams, 2)
     actions = (
         *_READ_DEFS,
         *_draft_actions("frequency custom: the catalog claims none"),
