@@ -160,12 +160,15 @@ def _heldout_pass(domain: str, policy: Any) -> float:
 
 def _bc_settings(config: Any) -> dict[str, Any]:
     """What the behaviour-cloning ceiling depends on beside the catalog and the release (the
-    split only when not the default: ceilings cached before it was recorded stay valid)."""
+    split and the policy network only when not the default: ceilings cached before they were
+    recorded stay valid)."""
     out = {"algo": config.algo, "net_arch": list(config.net_arch), "finish_bias": config.finish_bias,
            "validation_size": config.validation_size, "seed": config.seed, "torch_threads": config.torch_threads,
            "bc_epochs": config.bc_epochs}
     if config.train_split != "train":
         out["train_split"] = config.train_split
+    if config.policy != "mlp":
+        out["policy"] = config.policy
     return out
 
 
@@ -257,6 +260,7 @@ def collect_rows(domains: Iterable[str], tiers: Iterable[str] | None = None) -> 
             "ppo_steps": statistics.mean(s["timesteps"] for s in done) if done else None,
             "ppo_cpu_minutes": statistics.mean(s.get("cpu_minutes", 0.0) for s in done) if done else None,
             "reward": "/".join(sorted({s.get("config", {}).get("reward_mode", "shaped") for s in done})) or None,
+            "net": "/".join(sorted({s.get("config", {}).get("policy", "mlp") for s in done})) or None,
             "bc": base.get("bc", warm_done[0]["warm_start"].get("bc_heldout_pass_rate") if warm_done else None),
             "warm": warm_done[0]["heldout"]["pass_rate"] if warm_done and "heldout" in warm_done[0] else None,
         }
@@ -271,8 +275,8 @@ def _pct(x: float | None) -> str:
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The README table."""
     head = ("| domain | tier | random | mask-only | tree (depth 6, leaves) | BC ceiling | MaskablePPO, mean ± sd (seeds) "
-            "| steps | CPU-min | reward | warm-started | feature policy | oracle |")
-    lines = [head, "|" + "---|" * 13]
+            "| steps | CPU-min | reward | net | warm-started | feature policy | oracle |")
+    lines = [head, "|" + "---|" * 14]
     for r in rows:
         spread = f" ± {100 * r['ppo_sd']:.1f}" if r["seeds"] > 1 else ""  # no spread from one seed
         ppo = "–" if r["ppo_mean"] is None else f"{100 * r['ppo_mean']:.1f}{spread} % ({r['seeds']}/{r['seeds_planned']} seeds)"
@@ -280,7 +284,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         steps = "–" if r["ppo_steps"] is None else f"{r['ppo_steps'] / 1000:.0f}k"
         cpu = "–" if r["ppo_cpu_minutes"] is None else f"{r['ppo_cpu_minutes']:.1f}"
         lines.append(f"| {r['domain']} | {r['tier']} | {_pct(r['random'])} | {_pct(r['mask_only'])} | {tree} | {_pct(r['bc'])} "
-                     f"| {ppo} | {steps} | {cpu} | {r['reward'] or '–'} | {_pct(r['warm'])} | {_pct(r['features'])} | {_pct(r['oracle'])} |")
+                     f"| {ppo} | {steps} | {cpu} | {r['reward'] or '–'} | {r['net'] or '–'} | {_pct(r['warm'])} | {_pct(r['features'])} | {_pct(r['oracle'])} |")
     return "\n".join(lines)
 
 

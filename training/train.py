@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 
 ALGOS = ("maskable-ppo", "ppo")
 VEC_ENVS = ("subproc", "dummy")
+#: the actor-critic networks (``TrainConfig.policy``)
+POLICIES = ("mlp", "slots")
 #: behaviour-cloning passes over the demonstrations: enough for the 64x64 MLP to reproduce
 #: >= 99.9 % of the demonstrated actions (30 passes left 81-99 % on the facts tier, and the
 #: clone's heldout pass 15-53 points lower)
@@ -85,6 +87,9 @@ class TrainConfig:
     gamma: float = 0.99
     ent_coef: float = 0.01
     net_arch: Sequence[int] = field(default_factory=lambda: (64, 64))
+    #: ``mlp``: SB3's MLP actor-critic; ``slots``: one scorer shared by the slots of an entity
+    #: list (:mod:`backoffice.training.slot_policy`; the catalog names them in ``slot_actions``)
+    policy: str = "mlp"
     torch_threads: int = 1
     #: added to the initial logits of the actions that end the episode (``submit``, always
     #: valid, and terminal tools such as a referral): a uniform initial policy ends most
@@ -125,6 +130,10 @@ class TrainConfig:
             raise ValueError(f"bc_epochs must be >= 1, got {self.bc_epochs}")
         if self.vec_env not in VEC_ENVS:
             raise ValueError(f"vec_env must be one of {VEC_ENVS}, got {self.vec_env!r}")
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
+        if self.policy == "slots" and self.algo != "maskable-ppo":
+            raise ValueError("policy='slots' is a MaskablePPO policy")
         if self.reward_mode not in ("shaped", "progress"):
             raise ValueError(f"reward_mode must be shaped or progress, got {self.reward_mode!r}")
 
@@ -421,14 +430,27 @@ def build_model(config: TrainConfig, venv: Any, ending: Sequence[int]) -> OnPoli
     with ``finish_bias`` added to the initial logits of the ``ending`` actions."""
     import torch
 
-    policy_kwargs = {"net_arch": list(config.net_arch)}
+    policy_kwargs: dict[str, Any] = {"net_arch": list(config.net_arch)}
+    policy: Any = "MlpPolicy"
+    if config.policy == "slots":
+        from backoffice.training.catalog import catalog_agent
+        from backoffice.training.slot_policy import SlotPolicy, slot_layout
+
+        agent = catalog_agent(config.domain, spec=config.spec)
+        slot_actions = getattr(type(agent.spec), "slot_actions", None)
+        if not slot_actions:
+            raise ValueError(f"the catalog {config.spec or config.domain} names no slot_actions for policy='slots'")
+        policy = SlotPolicy
+        policy_kwargs["slots"] = slot_layout([f.name for f in agent.feature_defs],
+                                             [a.name for a in agent.spec.actions], slot_actions,
+                                             getattr(type(agent.spec), "slot_sets", ()))
     common: dict[str, Any] = dict(n_steps=config.n_steps, batch_size=config.batch_size, n_epochs=config.n_epochs,
                   learning_rate=config.learning_rate, gamma=config.gamma, ent_coef=config.ent_coef,
                   policy_kwargs=policy_kwargs, seed=config.seed, device="cpu", verbose=0)
     if config.algo == "maskable-ppo":
         from sb3_contrib import MaskablePPO
 
-        model: OnPolicyAlgorithm = MaskablePPO("MlpPolicy", venv, **common)
+        model: OnPolicyAlgorithm = MaskablePPO(policy, venv, **common)
     else:
         from stable_baselines3 import PPO
 

@@ -85,6 +85,12 @@ class CatalogSpec(ABC):
     #: training hyperparameters tuned for this catalog (``TrainConfig`` fields such as
     #: ``gamma``, ``ent_coef``, ``n_steps``, ``finish_bias``); command-line values override them
     hyperparams: ClassVar[Mapping[str, Any]] = {}
+    #: action family -> feature group of its slots (``decide_proceed[i]`` acts on the entity whose
+    #: features are ``row[i].*``): what ``policy="slots"`` shares between slots (empty: none)
+    slot_actions: ClassVar[Mapping[str, str]] = {}
+    #: feature groups ``<group>[i].*`` that ``policy="slots"`` encodes as a set though no action
+    #: picks from them (listed payments to compare, say)
+    slot_sets: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def finish_action(cls) -> int:

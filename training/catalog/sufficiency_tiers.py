@@ -387,6 +387,8 @@ class SufficiencyFacts(_TieredSufficiency):
     module docstring)."""
 
     tier = "facts"
+    slot_actions = {"attach_held_record": "held"}
+    slot_sets = ("item",)
     features = (
         *_CASE_FEATURES,
         FeatureDef("case.clock_paused", "1 if the case's last reported SLA clock_state is paused"),
