@@ -26,17 +26,21 @@ request's ``beneficiary_account`` and its full ``amount``: the only observed val
 fit those arguments), the request's order, and **the cited rule: the band whose
 ``[min_amount, max_amount]`` holds the amount** (the top band above every band), whose
 ``required_role_id`` an escalation is routed to. Citing a band by slot would multiply every
-decision action by three (K ~ 100 and, with the ``taken`` bits, over 300 features); the band
-still has to be found by the agent to *decide*, since the hard limit, required level, required
-fields and separation-of-duties flags it needs are given per band slot only.
+decision action by three (K ~ 100 and, with the ``taken`` bits, over 300 features).
 
-**facts** features are observed facts and plain comparisons between observed values: per band
-slot ``amount >= min_amount``, ``amount <= max_amount``, ``amount > hard_limit``; per person
-slot ``name == brief name``, ``department == brief department``; per row slot "its role covers
-the request type", "its role's level >= band r's required level", "valid_from <= today",
-"revoked at or before now", "cap >= amount", "the delegator is among the role's holders now" ...
-never a conclusion (no "may decide", "authority found", "blocking fact", "missing required
-field", no "due" flag): combining them into the procedure's verdict is the agent's work.
+**facts** features are observed facts and plain comparisons between observed values. Since
+the catalog grounds the cited rule, the facts tier shows that rule's values and compares
+against it: "amount > its hard_limit", its required level, its separation-of-duties flags and
+required fields (as they are: whether a required field is empty is two features, the agent's to
+combine); per person slot ``name == brief name``, ``department == brief department``; per row
+slot "its role covers the request type", "its role's level >= the rule's required level",
+"valid_from <= today", "revoked at or before now", "cap >= amount", "the delegator is among the
+role's holders now" ... never a conclusion (no "may decide", "authority found", "blocking fact",
+"missing required field", no "due" flag): combining them into the procedure's verdict is the
+agent's work. (Until 2026-12 the tier gave every band's values and per-row comparisons with
+each band, leaving the agent to repeat a lookup the catalog makes anyway; the change moved the
+flat MLP's behaviour-cloning ceiling only from 65 to 66.7 % of heldout.) The ``raw`` tier still
+gives the bands by slot and leaves the lookup to the agent.
 
 **raw** features are per-slot observed values only: amounts in cents / 1e9, dates as days from
 the desk clock / 1000, levels / 4, one-hot categories (request type, the request types a role
@@ -398,6 +402,10 @@ class _DeskProcedure(FeatureReader):
     def over_hard_limit(self, band: int) -> bool:
         raise NotImplementedError
 
+    def band_flag(self, band: int, name: str) -> bool:
+        """Band ``band``'s ``name`` flag (``sod_not_requester``, ``requires[<field>]`` ...)."""
+        return self.on(f"band[{band}].{name}")
+
     def __call__(self, obs: np.ndarray, mask: np.ndarray) -> int:
         self.read(obs, mask)
         self._read()
@@ -420,16 +428,16 @@ class _DeskProcedure(FeatureReader):
             return act[f"get_person[{p}]"]
         if mask[act["lookup_delegations"]]:
             return act["lookup_delegations"]
-        band = self.band([r for r in range(N_BANDS) if on(f"band[{r}].present")])
+        band = self.band([r for r in range(N_BANDS) if self.band_flag(r, "present")])
         rows = [s for s in range(N_ROWS) if on(f"row[{s}].present")]
         # a delegation's delegator must still hold the role: look up the holders of its role
         for s in rows:
             if on(f"row[{s}].is_delegation") and self.covers(s) and not on(f"row[{s}].holders_read"):
                 return act[f"lookup_role_holders[{self.holders_slot(s)}]"]
         # separation of duties
-        if on(f"person[{p}].is_requester") and on(f"band[{band}].sod_not_requester"):
+        if on(f"person[{p}].is_requester") and self.band_flag(band, "sod_not_requester"):
             return act["escalate_cite_request"]
-        if on(self.line_feature) and on(f"band[{band}].sod_not_in_requester_line"):
+        if on(self.line_feature) and self.band_flag(band, "sod_not_in_requester_line"):
             return act["escalate_cite_requester"]
 
         def in_effect(s: int) -> bool:
@@ -440,7 +448,7 @@ class _DeskProcedure(FeatureReader):
             s = authorising[0]
             if self.over_hard_limit(band):
                 return act[f"decide_reject[{s}]"]
-            if any(on(f"band[{band}].requires[{fld}]") and on(self.empty_feature.format(fld=fld)) for fld in INFO_FIELDS):
+            if any(self.band_flag(band, f"requires[{fld}]") and on(self.empty_feature.format(fld=fld)) for fld in INFO_FIELDS):
                 return act[f"decide_hold[{s}]"]
             return act[f"decide_proceed[{s}]"]
         inactive = [s for s in rows if on(f"row[{s}].is_delegation") and self.sufficient(s, band) and not in_effect(s)]
@@ -483,13 +491,15 @@ def _facts_features() -> tuple[FeatureDef, ...]:
         FeatureDef("request_amount_log", "log10(request amount in cents) / 10"),
         FeatureDef("order_awaiting_approval", "1 if the request's order has status awaiting_approval"),
         *(FeatureDef(f"request_empty[{fld}]", f"1 if the request's {fld} is empty (null or blank)") for fld in INFO_FIELDS),
+        # the rule every decision and escalation cites (the catalog grounds it in every tier)
+        FeatureDef("rule.present", "1 once the cited rule is known: the band of get_rules whose [min_amount, max_amount] "
+                   "holds the amount (the top band above every band)"),
+        FeatureDef("rule.amount_gt_hard_limit", "1 if the amount > the cited rule's hard_limit"),
+        FeatureDef("rule.required_level", "the cited rule's required_level / 4"),
+        FeatureDef("rule.sod_not_requester", "the cited rule's sod_not_requester flag"),
+        FeatureDef("rule.sod_not_in_requester_line", "the cited rule's sod_not_in_requester_line flag"),
+        *(FeatureDef(f"rule.requires[{fld}]", f"1 if {fld} is in the cited rule's required_fields") for fld in INFO_FIELDS),
     ]
-    for r in range(N_BANDS):
-        out += _band_defs(r, [
-            FeatureDef(f"band[{r}].amount_ge_min", f"1 if the amount >= band {r}'s min_amount"),
-            FeatureDef(f"band[{r}].amount_le_max", f"1 if the amount <= band {r}'s max_amount (null: no upper bound)"),
-            FeatureDef(f"band[{r}].amount_gt_hard_limit", f"1 if the amount > band {r}'s hard_limit"),
-        ])
     for p in range(N_PEOPLE):
         out += [
             FeatureDef(f"person[{p}].present", f"1 if find_people returned a person slot {p}"),
@@ -502,8 +512,7 @@ def _facts_features() -> tuple[FeatureDef, ...]:
     for s in range(N_ROWS):
         out += _row_defs(s, [
             FeatureDef(f"row[{s}].covers_request_type", f"1 if the request type is in row {s}'s role's request_types"),
-            *(FeatureDef(f"row[{s}].level_ge_band[{r}]", f"1 if row {s}'s role level >= band {r}'s required_level")
-              for r in range(N_BANDS)),
+            FeatureDef(f"row[{s}].level_ge_required", f"1 if row {s}'s role level >= the cited rule's required_level"),
             FeatureDef(f"row[{s}].limit_ge_amount", f"1 if row {s}'s role amount_limit >= the amount"),
             FeatureDef(f"row[{s}].cap_below_amount", f"1 if row {s} is a delegation whose cap is below the amount"),
             FeatureDef(f"row[{s}].from_le_today", f"1 if row {s}'s valid_from <= today (the desk clock's date)"),
@@ -519,15 +528,16 @@ class ApprovalsFactsCatalog(_ApprovalsTier):
 
     tier = "facts"
     holders_by = "row"
-    #: 600k steps fit the 10 CPU-minute budget (4.6-5.1 CPU-min with 8 envs); validation is still
-    #: rising at 200k (35-40 %) and reaches 61-70 % by 600k
+    #: 600k steps fit the 10 CPU-minute budget (4.6-5.1 CPU-min with 8 envs)
     hyperparams = {**ApprovalsCatalog.hyperparams, "timesteps": 600_000}
+    slot_actions = {"get_person": "person", "lookup_role_holders": "row", "escalate_cite": "row",
+                    **{f"decide_{o}": "row" for o in OUTCOMES}}
     actions = FACTS_ACTIONS
     features = _facts_features()
 
     def feature_vector(self) -> np.ndarray:
         f, put = self._vector()
-        req, now = self.request, self.now
+        req, now, rule = self.request, self.now, self._band()
         if req is not None:
             amount = req["amount"]
             put("request_is_ledger_type", is_ledger_type(req["type"]))
@@ -536,11 +546,14 @@ class ApprovalsFactsCatalog(_ApprovalsTier):
             put("order_awaiting_approval", self.order is not None and self.order.get("status") == "awaiting_approval")
             for fld in INFO_FIELDS:
                 put(f"request_empty[{fld}]", is_missing(req.get(fld)))
-            for r, band in enumerate((self.rules or [])[:N_BANDS]):
-                self._band_facts(put, r, band)
-                put(f"band[{r}].amount_ge_min", amount >= band["min_amount"])
-                put(f"band[{r}].amount_le_max", band["max_amount"] is None or amount <= band["max_amount"])
-                put(f"band[{r}].amount_gt_hard_limit", amount > band["hard_limit"])
+            if rule is not None:
+                put("rule.present", True)
+                put("rule.amount_gt_hard_limit", amount > rule["hard_limit"])
+                put("rule.required_level", _clip(rule["required_level"] / 4))
+                put("rule.sod_not_requester", bool(rule.get("sod_not_requester", True)))
+                put("rule.sod_not_in_requester_line", bool(rule["sod_not_in_requester_line"]))
+                for fld in INFO_FIELDS:
+                    put(f"rule.requires[{fld}]", fld in rule["required_fields"])
         self._people_facts(put, "requester_in_reporting_line")
         for s, (kind, row) in enumerate(self._rows()):
             self._row_facts(put, s, kind, row)
@@ -548,8 +561,8 @@ class ApprovalsFactsCatalog(_ApprovalsTier):
             if role is not None and req is not None:
                 put(f"row[{s}].covers_request_type", req["type"] in role["request_types"])
                 put(f"row[{s}].limit_ge_amount", role["amount_limit"] >= req["amount"])
-                for r, band in enumerate((self.rules or [])[:N_BANDS]):
-                    put(f"row[{s}].level_ge_band[{r}]", role["level"] >= band["required_level"])
+                if rule is not None:
+                    put(f"row[{s}].level_ge_required", role["level"] >= rule["required_level"])
             if kind == "delegation" and req is not None:
                 put(f"row[{s}].cap_below_amount", row.get("cap") is not None and row["cap"] < req["amount"])
             if now is not None:
@@ -568,7 +581,7 @@ class ApprovalsFactsCatalog(_ApprovalsTier):
 
 
 class _FactsProcedure(_DeskProcedure):
-    """The desk procedure reading the facts tier's comparisons."""
+    """The desk procedure reading the facts tier's comparisons (against the cited rule)."""
 
     line_feature = "requester_in_reporting_line"
     empty_feature = "request_empty[{fld}]"
@@ -576,9 +589,12 @@ class _FactsProcedure(_DeskProcedure):
     def ledger(self) -> bool:
         return self.on("request_is_ledger_type")
 
+    def band_flag(self, band: int, name: str) -> bool:
+        # one rule, the cited one: band slot 0 stands for it
+        return band == 0 and self.on(f"rule.{name}")
+
     def band(self, bands: list[int]) -> int:
-        on = self.on
-        return next((r for r in bands if on(f"band[{r}].amount_ge_min") and on(f"band[{r}].amount_le_max")), bands[-1])
+        return 0
 
     def covers(self, s: int) -> bool:
         return self.on(f"row[{s}].covers_request_type")
@@ -589,11 +605,11 @@ class _FactsProcedure(_DeskProcedure):
 
     def sufficient(self, s: int, band: int) -> bool:
         on = self.on
-        return (on(f"row[{s}].covers_request_type") and on(f"row[{s}].level_ge_band[{band}]")
+        return (on(f"row[{s}].covers_request_type") and on(f"row[{s}].level_ge_required")
                 and on(f"row[{s}].limit_ge_amount") and not on(f"row[{s}].cap_below_amount"))
 
     def over_hard_limit(self, band: int) -> bool:
-        return self.on(f"band[{band}].amount_gt_hard_limit")
+        return self.on("rule.amount_gt_hard_limit")
 
 
 
