@@ -528,8 +528,11 @@ class ApprovalsFactsCatalog(_ApprovalsTier):
 
     tier = "facts"
     holders_by = "row"
-    #: 600k steps fit the 10 CPU-minute budget (4.6-5.1 CPU-min with 8 envs)
-    hyperparams = {**ApprovalsCatalog.hyperparams, "timesteps": 600_000}
+    #: the slot-factored policy (one scorer for the rows, one for the people) on fresh generated
+    #: tasks (the train distribution; validation stays on released train tasks, heldout unseen):
+    #: 95 % heldout at 600k steps (seed 0, 6.6 CPU-min). On the 380 released train tasks the same
+    #: policy reached 83 % (validation 90-92 %: it fits those tasks), the flat MLP 55-60 %
+    hyperparams = {**ApprovalsCatalog.hyperparams, "timesteps": 600_000, "policy": "slots", "train_split": "generated"}
     slot_actions = {"get_person": "person", "lookup_role_holders": "row", "escalate_cite": "row",
                     **{f"decide_{o}": "row" for o in OUTCOMES}}
     actions = FACTS_ACTIONS
