@@ -82,12 +82,13 @@ def test_results_skip_only_runs_that_are_up_to_date(tmp_path: Path, monkeypatch:
 
 
 def test_a_run_is_judged_on_its_catalogs_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Remittance's conclusions tier is tuned to 400k steps, its other tiers and the other
-    domains train 200k; ``--timesteps`` overrides every budget."""
+    """Remittance's conclusions tier is tuned to 400k steps, its facts tier to 600k, its raw tier
+    and approvals' conclusions tier train the default 200k; ``--timesteps`` overrides every budget."""
     monkeypatch.setattr(results, "MODELS", tmp_path)
     remit = {r.tier: r for r in results.plan(["remittance"]) if r.kind == "ppo" and r.seed == 0}
     assert results.budget(remit["conclusions"]) == 400_000
-    assert results.budget(remit["facts"]) == results.budget(results.plan(["approvals"])[0]) == 200_000
+    assert results.budget(remit["facts"]) == 600_000
+    assert results.budget(remit["raw"]) == results.budget(results.plan(["approvals"])[0]) == 200_000
     assert results.budget(remit["conclusions"], 1000) == 1000
     run = remit["conclusions"]
     run.out.mkdir(parents=True)
@@ -227,7 +228,7 @@ def test_learning_curves_come_from_the_summary_and_name_runs_without_one(tmp_pat
     assert not (tmp_path / "none.png").exists()
 
 
-@pytest.mark.xdist_group("approvals")
+@pytest.mark.xdist_group("sufficiency")
 def test_bc_ceiling_is_what_a_warm_started_run_measures_before_ppo(tmp_path: Path) -> None:
     """The table's behaviour-cloning column comes from the baselines (no PPO needed); it is the
     same number a warm-started run records before its first PPO update, and the clone is fitted:
@@ -235,8 +236,8 @@ def test_bc_ceiling_is_what_a_warm_started_run_measures_before_ppo(tmp_path: Pat
     reaches; 30 passes left 93 % of approvals/facts actions and a third of its heldout pass)."""
     from backoffice.training.train import TrainConfig, train
 
-    ceiling = results.bc_ceiling("approvals", "facts")
-    config = TrainConfig.for_domain("approvals", tmp_path / "warm", tier="facts", seed=0, timesteps=64,
+    ceiling = results.bc_ceiling("sufficiency", "facts")
+    config = TrainConfig.for_domain("sufficiency", tmp_path / "warm", tier="facts", seed=0, timesteps=64,
                                     eval_freq=10_000, warm_start="demos")
     summary = train(config)
     assert ceiling["bc"] == summary["warm_start"]["bc_heldout_pass_rate"]
