@@ -138,3 +138,11 @@ def test_a_slots_model_trains_saves_and_plays_through_sb3(tmp_path: Path) -> Non
         assert run_episode(env, policy, task_id=record["task_id"]).grade["score"] == record["score"]
     assert type(policy.model.policy).__name__ == "SlotPolicy"
     assert np.isfinite(summary["heldout"]["pass_rate"])
+    # seeded training is reproducible to the byte with this network too
+    import zipfile
+
+    again = tmp_path / "again"
+    result = CliRunner().invoke(app, [*args[:-1], str(again), "--no-heldout"])
+    assert result.exit_code == 0, result.output
+    with zipfile.ZipFile(out / "model.zip") as a, zipfile.ZipFile(again / "model.zip") as b:
+        assert a.read("policy.pth") == b.read("policy.pth")
