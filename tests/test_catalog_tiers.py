@@ -407,3 +407,19 @@ def test_random_valid_actions_ground_to_their_tools(domain: str, tier: str) -> N
         env.reset(options={"task_id": heldout_ids(domain)[0]})
         obs, _, _, _, info = env.step(bad)
         assert info["result_status"] == "error" and np.all(np.abs(obs) <= 1.0), bad
+
+
+def test_catalog_command_lists_a_tier() -> None:
+    """``backoffice catalog --tier facts`` documents that tier's actions and features; an
+    unknown tier is refused with the tiers there are."""
+    from typer.testing import CliRunner
+
+    from backoffice.training.cli import app
+
+    result = CliRunner().invoke(app, ["catalog", "--env", "approvals", "--tier", "facts", "--json"])
+    assert result.exit_code == 0, result.output
+    listed = [f["name"] for f in loads(result.output.encode())["features"]]
+    assert listed == [f.name for f in catalog_agent("approvals", tier="facts").feature_defs]
+    assert listed != [f.name for f in catalog_agent("approvals").feature_defs]
+    result = CliRunner().invoke(app, ["catalog", "--env", "approvals", "--tier", "nope"])
+    assert result.exit_code != 0 and "conclusions, facts, raw" in result.output

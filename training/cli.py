@@ -512,17 +512,21 @@ def results(
 def catalog(
     env: Annotated[str, typer.Option("--env", help="Domain.")] = "approvals",
     json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    tier: Annotated[str | None, typer.Option("--tier", help="Feature tier: conclusions (default), facts or raw.")] = None,
 ) -> None:
     """List a catalog env's actions and observation features with their documentation."""
     from backoffice.envs.core.canonical import dumps
     from backoffice.training.catalog import catalog_agent
 
-    info = catalog_agent(env).describe()
+    try:
+        info = catalog_agent(env, tier=tier).describe()
+    except (ValueError, KeyError) as exc:
+        raise typer.BadParameter(str(exc)) from None
     if json:
         sys.stdout.write(dumps(info).decode() + "\n")
         return
     for kind in ("actions", "features"):
-        table = Table(title=f"{env}: {len(info[kind])} {kind}")
+        table = Table(title=f"{env}{'' if tier is None else f' ({tier})'}: {len(info[kind])} {kind}")
         for col in ("index", "name", *(("tool",) if kind == "actions" else ()), "doc"):
             table.add_column(col)
         for row in info[kind]:
