@@ -148,7 +148,10 @@ class TrainConfig:
         tuned = dict(cls_.hyperparams)
         given = {k: v for k, v in overrides.items() if v is not None}
         given.update(spec=spec, tier=cls_.tier)
-        return cls(domain=domain, out=Path(out), **{**tuned, **given})
+        config = cls(domain=domain, out=Path(out), **{**tuned, **given})
+        if config.policy == "slots" and not cls_.slot_actions:
+            raise ValueError(f"the {domain} catalog's {cls_.tier} tier names no slot_actions for policy='slots'")
+        return config
 
 
 class TrainingEnv(gym.Wrapper):
@@ -437,13 +440,12 @@ def build_model(config: TrainConfig, venv: Any, ending: Sequence[int]) -> OnPoli
         from backoffice.training.slot_policy import SlotPolicy, slot_layout
 
         agent = catalog_agent(config.domain, spec=config.spec)
-        slot_actions = getattr(type(agent.spec), "slot_actions", None)
-        if not slot_actions:
+        spec = type(agent.spec)
+        if not spec.slot_actions:
             raise ValueError(f"the catalog {config.spec or config.domain} names no slot_actions for policy='slots'")
         policy = SlotPolicy
-        policy_kwargs["slots"] = slot_layout([f.name for f in agent.feature_defs],
-                                             [a.name for a in agent.spec.actions], slot_actions,
-                                             getattr(type(agent.spec), "slot_sets", ()))
+        policy_kwargs["slots"] = slot_layout([f.name for f in agent.feature_defs], [a.name for a in spec.actions],
+                                             spec.slot_actions, spec.slot_sets)
     common: dict[str, Any] = dict(n_steps=config.n_steps, batch_size=config.batch_size, n_epochs=config.n_epochs,
                   learning_rate=config.learning_rate, gamma=config.gamma, ent_coef=config.ent_coef,
                   policy_kwargs=policy_kwargs, seed=config.seed, device="cpu", verbose=0)
