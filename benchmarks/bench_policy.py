@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import statistics
 import sys
 import tempfile
 import time
@@ -27,8 +25,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from _paired import compare, cpu_now
 from rich.console import Console
-from rich.table import Table
 
 from backoffice.training.catalog import spec_class, tier_specs
 from backoffice.training.train import TrainConfig, train
@@ -42,11 +40,6 @@ def slotted_domains() -> list[str]:
     from backoffice.envs import DOMAINS
 
     return [d for d in DOMAINS if TIER in tier_specs(d) and spec_class(d, tier_specs(d)[TIER]).slot_actions]
-
-
-def cpu_now() -> float:
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
 
 
 def run(domain: str, timesteps: int, seed: int, policy: str) -> dict[str, Any]:
@@ -75,25 +68,9 @@ def main() -> None:
     timesteps, seeds = args.timesteps, [int(s) for s in args.seeds.split(",")]
     if args.quick:
         timesteps, seeds, domains = 5_000, [0], domains[:2]
-    rows = []
-    for domain in domains:
-        for seed in seeds:
-            for policy in ("mlp", "slots"):
-                rows.append(run(domain, timesteps, seed, policy))
-                console.print(f"{domain} seed {seed} {policy}: {rows[-1]['cpu_s_per_10k']:.1f} CPU-s / 10k steps")
-    table = Table(title=f"MaskablePPO CPU per 10k steps, facts tier: slot-factored vs MLP ({timesteps:,} steps, seeds {','.join(map(str, seeds))})")
-    for col in ("domain", "mlp CPU-s", "slots CPU-s", "ratio slots/mlp (mean, min-max)", "wall s (mlp / slots)"):
-        table.add_column(col, justify="right" if col != "domain" else "left")
-    for domain in domains:
-        base = [r for r in rows if r["domain"] == domain and r["policy"] == "mlp"]
-        new = [r for r in rows if r["domain"] == domain and r["policy"] == "slots"]
-        ratios = [n["cpu_s_per_10k"] / b["cpu_s_per_10k"] for b, n in zip(base, new, strict=True)]
-        table.add_row(domain, f"{statistics.fmean(r['cpu_s_per_10k'] for r in base):.1f}",
-                      f"{statistics.fmean(r['cpu_s_per_10k'] for r in new):.1f}",
-                      f"{statistics.fmean(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})",
-                      f"{statistics.fmean(r['wall_s_per_10k'] for r in base):.1f} / {statistics.fmean(r['wall_s_per_10k'] for r in new):.1f}")
-    console.print(table)
-    console.print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+    rows = compare(console, domains, seeds, ("mlp", "slots"), lambda d, s, arm: run(d, timesteps, s, arm),
+                   f"MaskablePPO CPU per 10k steps, facts tier: slot-factored vs MLP ({timesteps:,} steps, seeds {','.join(map(str, seeds))})",
+                   ("mlp", "slots"), ratio=(1, 0))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 

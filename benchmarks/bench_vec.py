@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import statistics
 import sys
 import tempfile
 import time
@@ -28,20 +26,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from _paired import compare, cpu_now
 from rich.console import Console
-from rich.table import Table
 
 from backoffice.training.catalog import tier_specs
 from backoffice.training.train import TrainConfig, rollout_on, train
 
 console = Console(width=None if sys.stdout.isatty() else 200)
 DOMAINS = ("approvals", "registration", "remittance", "schedules", "sufficiency")
-
-
-def cpu_now() -> float:
-    """CPU seconds of this process and its reaped children (the workers, once closed)."""
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
 
 
 def run(domain: str, timesteps: int, seed: int, layout: str) -> dict[str, Any]:
@@ -70,26 +62,11 @@ def main() -> None:
     timesteps, seeds, domains = args.timesteps, [int(s) for s in args.seeds.split(",")], args.domains.split(",")
     if args.quick:
         timesteps, seeds, domains = 5_000, [0], domains[:2]
-    rows = []
     for domain in domains:
         tier_specs(domain)  # a helpful error for an unknown domain before any training
-        for seed in seeds:
-            for layout in ("baseline", "default"):
-                rows.append(run(domain, timesteps, seed, layout))
-                console.print(f"{domain} seed {seed} {layout}: {rows[-1]['cpu_s_per_10k']:.1f} CPU-s / 10k steps")
-    table = Table(title=f"MaskablePPO CPU per 10k steps: 8 envs in-process vs 2 worker processes ({timesteps:,} steps, seeds {args.seeds})")
-    for col in ("domain", "2 workers CPU-s", "8 in-process CPU-s", "ratio (mean, min-max)", "wall s (2 w / 8 in)"):
-        table.add_column(col, justify="right" if col != "domain" else "left")
-    for domain in domains:
-        base = [r for r in rows if r["domain"] == domain and r["layout"] == "baseline"]
-        new = [r for r in rows if r["domain"] == domain and r["layout"] == "default"]
-        ratios = [b["cpu_s_per_10k"] / n["cpu_s_per_10k"] for b, n in zip(base, new, strict=True)]
-        table.add_row(domain, f"{statistics.fmean(r['cpu_s_per_10k'] for r in base):.1f}",
-                      f"{statistics.fmean(r['cpu_s_per_10k'] for r in new):.1f}",
-                      f"{statistics.fmean(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})",
-                      f"{statistics.fmean(r['wall_s_per_10k'] for r in base):.1f} / {statistics.fmean(r['wall_s_per_10k'] for r in new):.1f}")
-    console.print(table)
-    console.print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+    rows = compare(console, domains, seeds, ("baseline", "default"), lambda d, s, arm: run(d, timesteps, s, arm),
+                   f"MaskablePPO CPU per 10k steps: 8 envs in-process vs 2 worker processes ({timesteps:,} steps, seeds {','.join(map(str, seeds))})",
+                   ("2 workers", "8 in-process"))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 
