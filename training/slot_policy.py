@@ -124,14 +124,15 @@ class SlotExtractor(nn.Module):
         trunk = torch.cat([x[:, self.global_idx], *(e.sum(dim=1) for e in enc), *whole], dim=1)
         return trunk, enc
 
+    def _latent_pi(self, trunk: torch.Tensor, enc: list[torch.Tensor]) -> torch.Tensor:
+        return torch.cat([self.policy_net(trunk), *(e.flatten(1) for e in enc)], dim=1)
+
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         trunk, enc = self._trunk(x)
-        latent_pi = torch.cat([self.policy_net(trunk), *(e.flatten(1) for e in enc)], dim=1)
-        return latent_pi, self.value_net(trunk)
+        return self._latent_pi(trunk, enc), self.value_net(trunk)
 
     def forward_actor(self, x: torch.Tensor) -> torch.Tensor:
-        trunk, enc = self._trunk(x)
-        return torch.cat([self.policy_net(trunk), *(e.flatten(1) for e in enc)], dim=1)
+        return self._latent_pi(*self._trunk(x))
 
     def forward_critic(self, x: torch.Tensor) -> torch.Tensor:
         return self.value_net(self._trunk(x)[0])
