@@ -57,18 +57,24 @@ def guardrail(episode: Episode, code: str) -> dict[str, Any]:
 GATE_CAP = 0.25
 
 
+def work_share(results: Sequence[Mapping[str, Any]]) -> float:
+    """The share of *work* checks (``gate=False``) passed, whatever the gates say. Raises
+    ``ValueError`` when no work check is given."""
+    work = [c for c in results if not c.get("gate")]
+    if not work:
+        raise ValueError("a grade needs at least one work check (gate=False)")
+    return sum(bool(c["pass"]) for c in work) / len(work)
+
+
 def score_of(results: Sequence[Mapping[str, Any]]) -> float:
-    """The score of a list of check results: the share of *work* checks passed, capped at
-    :data:`GATE_CAP` when any *gate* fails.
+    """The score of a list of check results: the share of *work* checks passed
+    (:func:`work_share`), capped at :data:`GATE_CAP` when any *gate* fails.
 
     ``score == 1.0`` exactly when every check passes (``pass``); a gate that holds earns
     nothing (doing nothing holds every gate), so submitting at once scores only the work the
     task needed none of. Raises ``ValueError`` when no work check is given.
     """
-    work = [c for c in results if not c.get("gate")]
-    if not work:
-        raise ValueError("a grade needs at least one work check (gate=False)")
-    share = sum(bool(c["pass"]) for c in work) / len(work)
+    share = work_share(results)
     if not all(c["pass"] for c in results if c.get("gate")):
         share = min(share, GATE_CAP)
     return share

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -176,6 +177,33 @@ def test_call_cost_replaces_the_cost_of_a_successful_call_only(release: Release)
     for bad in (-0.1, 1.5, True, "0", float("nan")):
         with pytest.raises(ValueError, match="call_cost"):
             ToyEnv(release=release, call_cost=bad)
+
+
+def test_gate_cap_off_shapes_the_terminal_reward_on_the_work_share_only(release: Release) -> None:
+    """``gate_cap=False``: the training reward's terminal shaping reads the share of work checks
+    passed where a failed gate capped the score; the grade, the sparse reward and an episode
+    whose gates hold are the same either way."""
+    from backoffice.envs.core.domain import default_terminal_shaping
+    from backoffice.graders.grade import GATE_CAP, work_share
+
+    def last(actions: tuple, **kwargs: Any) -> tuple:
+        env = ToyEnv(release=release, **kwargs)
+        env.reset(options={"task_id": "TOY-T0001"})
+        return [env.step(a) for a in actions][-1]
+
+    submit = {"tool": "submit", "args": {}}
+    dirty = (BUMP1, BUMP2, submit)  # the work, then a write outside the targets: a failed gate
+    for mode in ("shaped", "progress"):
+        capped, free = last(dirty, reward_mode=mode), last(dirty, reward_mode=mode, gate_cap=False)
+        grade = capped[4]["grade"]
+        assert free[4]["grade"] == grade and not grade["pass"] and grade["score"] <= GATE_CAP
+        share = work_share(grade["checks"])
+        assert share > grade["score"]
+        gap = default_terminal_shaping({**grade, "score": share}) - default_terminal_shaping(grade)
+        assert free[1] - capped[1] == pytest.approx(gap) and gap > 0
+        clean = (BUMP1, submit)
+        assert last(clean, reward_mode=mode)[1] == last(clean, reward_mode=mode, gate_cap=False)[1]
+    assert last(dirty, reward_mode="sparse")[1] == last(dirty, reward_mode="sparse", gate_cap=False)[1] == grade["score"]
 
 
 # -- checks and guardrail ----------------------------------------------------------------------

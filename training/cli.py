@@ -418,6 +418,7 @@ def train(
     bc_epochs: Annotated[int | None, typer.Option("--bc-epochs", min=1, help="Behaviour-cloning passes over the demonstrations with --warm-start demos (200).")] = None,
     reward_mode: Annotated[str | None, typer.Option("--reward-mode", help="Training reward: shaped (default) or progress (pays first-time progress towards the answer key's end state; training only).")] = None,
     call_cost: Annotated[float | None, typer.Option("--call-cost", min=0.0, max=1.0, help="Training reward's cost of a successful call (tuned, else the domain's 0.01).")] = None,
+    gate_cap: Annotated[bool | None, typer.Option("--gate-cap/--no-gate-cap", help="Training reward's terminal shaping: the score capped by a failed gate (default), or the share of work checks passed; the grade is the same.")] = None,
     learning_rate: Annotated[float | None, typer.Option("--learning-rate", min=0.0, help="Adam learning rate (tuned, else 3e-4).")] = None,
     policy: Annotated[str | None, typer.Option("--policy", help="Actor-critic: mlp (SB3's MLP) or slots (one scorer shared by the slots of an entity list; tuned, else mlp).")] = None,
 ) -> None:
@@ -438,7 +439,7 @@ def train(
             train_split=train_split, validation_size=validation_size, eval_freq=eval_freq, patience=patience,
             gamma=gamma, ent_coef=ent_coef, n_steps=n_steps, finish_bias=finish_bias, heldout_eval=heldout,
             tier=tier, reward_mode=reward_mode, call_cost=call_cost, warm_start=warm_start, bc_epochs=bc_epochs,
-            learning_rate=learning_rate, vec_env=vec_env, policy=policy)
+            learning_rate=learning_rate, vec_env=vec_env, policy=policy, gate_cap=gate_cap)
     except (ValueError, TypeError, KeyError) as exc:
         raise typer.BadParameter(str(exc)) from None
     timesteps = config.timesteps

@@ -106,6 +106,10 @@ class TrainConfig:
     #: the training reward's cost of a successful call (``None``: the domain's ``CALL_COST``);
     #: 0 with the progress reward, which already pays for getting closer (see ``BackofficeEnv``)
     call_cost: float | None = None
+    #: ``False``: the training reward's terminal shaping sees the share of work checks passed
+    #: instead of the score capped by a failed gate (``BackofficeEnv``'s ``gate_cap``); the
+    #: grade is the same either way
+    gate_cap: bool = True
     #: ``"demos"``: behaviour-clone the tier's feature policy on the train tasks before PPO
     warm_start: str | None = None
     #: passes over the demonstrations when warm-starting (``None``: :data:`BC_EPOCHS`); unset
@@ -363,7 +367,8 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
     val_ids = validation_ids(config.domain, config.validation_size)
     train_ids = training_task_ids(config)
     make = functools.partial(training_env, config.domain, split=config.train_split,
-                             reward_mode=config.reward_mode, call_cost=config.call_cost, task_ids=train_ids,
+                             reward_mode=config.reward_mode, call_cost=config.call_cost,
+                             gate_cap=config.gate_cap, task_ids=train_ids,
                              spec=config.spec)
     # fork where the platform has it: workers inherit the loaded modules instead of re-importing
     # them (forkserver, SB3's default, pays the start-up again in every worker)

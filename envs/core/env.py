@@ -19,6 +19,7 @@ from backoffice.envs.core.spaces import OBS_MAX_LENGTH, ToolCallSpace, observati
 from backoffice.envs.core.store import Snapshot, Store
 from backoffice.envs.core.tools import ToolContext, error
 from backoffice.envs.core.trace import TraceWriter
+from backoffice.graders.grade import work_share
 from backoffice.graders.progress import distance
 
 _dumps = orjson.dumps
@@ -70,6 +71,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         release: Release | None = None,
         judge: str = "rubric",
         call_cost: float | None = None,
+        gate_cap: bool = True,
     ):
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
@@ -92,6 +94,14 @@ class BackofficeEnv(gym.Env[str, Any]):
         #: ``CALL_COST`` that every step shaping starts from (``None``: the domain's own)
         self.call_cost = call_cost
         self._call_refund = 0.0 if call_cost is None else CALL_COST - float(call_cost)
+        #: whether the shaped and progress rewards' terminal shaping sees the grade's score as
+        #: graded (``True``: capped at ``GATE_CAP`` when a gate fails) or the share of work
+        #: checks passed (``False``). Training-only: the grade, ``score`` and ``pass`` are the
+        #: same either way. With the progress reward a failed gate already costs what its
+        #: wrong rows add to the distance, and the pass bonus; the cap makes any write that
+        #: may break a gate (an allocation to a look-alike claim, an unneeded case) cost far
+        #: more than leaving the work undone, which MaskablePPO learns first and then keeps
+        self.gate_cap = bool(gate_cap)
         self.max_steps = max_steps
         self.render_mode = render_mode
         self.judge = judge
@@ -356,7 +366,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         if terminated or truncated:
             self._done = True
             grade, diff, end_hash, judged = self._grade(judge=True)
-            shaping += self.domain.terminal_shaping(grade)
+            shaping += self.domain.terminal_shaping(grade if self.gate_cap else {**grade, "score": work_share(grade["checks"])})
             record["end_state_hash"] = end_hash
             record["grade"] = grade
             # type-stable for Gymnasium's vector info merging (it types each key by the first

@@ -84,10 +84,12 @@ def make_catalog_env(
     spec: str | None = None,
     tier: str | None = None,
     call_cost: float | None = None,
+    gate_cap: bool = True,
 ) -> CatalogEnv:
     """The catalog env of ``domain`` (what ``gym.make("backoffice/<Title>-Catalog-v0")`` builds).
 
-    ``split``, ``reward_mode``, ``call_cost``, ``trace_path`` and ``render_mode`` go to the native env;
+    ``split``, ``reward_mode``, ``call_cost``, ``gate_cap``, ``trace_path`` and ``render_mode`` go to the
+    native env;
     ``max_steps`` defaults to the catalog's own limit; ``task_ids`` restricts the tasks drawn
     by seed; ``tier`` picks a feature tier (:data:`TIERS`, default ``conclusions``); ``spec``
     replaces the domain's catalog (``"package.module:Class"``).
@@ -96,7 +98,7 @@ def make_catalog_env(
 
     cls = spec_class(domain, resolve_spec(domain, spec, tier))
     native = make_native(domain, split=split, reward_mode=reward_mode, call_cost=call_cost,
-                         max_steps=max_steps or cls.max_steps,
+                         gate_cap=gate_cap, max_steps=max_steps or cls.max_steps,
                          trace_path=trace_path, render_mode=render_mode)
     return CatalogEnv(native, cls(), task_ids=task_ids)
 
