@@ -157,7 +157,7 @@ def bench_domain(domain: str, timesteps: int, seed: int) -> dict[str, Any]:
     train_ids = [t for t in load_release(domain).split_ids["train"] if t not in held]
     probe: Any = make_catalog_env(domain, split="train", spec=config.spec)
     n_features, n_actions = int(probe.observation_space.shape[0]), int(probe.action_space.n)
-    bias = ending_actions(probe)
+    bias = ending_actions(probe, config.finish_tools)
     make = functools.partial(training_env, domain, split=config.train_split, reward_mode="shaped", task_ids=train_ids, spec=config.spec)
     env_run = learn(config, make, bias)
     base_run = learn(config, functools.partial(trivial_env, n_features, n_actions), [])

@@ -61,7 +61,7 @@ def _model(domain: str, tier: str, **overrides: object):  # noqa: ANN202 - an SB
 
     config = TrainConfig.for_domain(domain, Path("unused"), tier=tier, policy="slots", **overrides)
     env = make_catalog_env(domain, split="train", spec=config.spec)
-    return build_model(config, DummyVecEnv([lambda: env]), ending_actions(env)), env
+    return build_model(config, DummyVecEnv([lambda: env]), ending_actions(env, config.finish_tools)), env
 
 
 @pytest.mark.parametrize(("domain", "tier"), SLOTTED)
@@ -104,6 +104,25 @@ def test_finish_bias_is_the_initial_prior_of_the_ending_actions() -> None:
         logits = model.policy.get_distribution(torch.zeros(1, env.observation_space.shape[0])).distribution.logits[0]
     others = torch.cat([logits[:submit], logits[submit + 1:]])
     assert float(logits[submit]) < float(others.max()) - 2.5
+    env.close()
+
+
+def test_finish_tools_put_the_finishing_prior_on_their_actions_too() -> None:
+    """``finish_tools`` adds the actions of those native tools (remittance's ``post_payment``) to
+    the ending actions that start with the finishing prior; the others start level."""
+    from backoffice.training.train import ending_actions
+
+    bare, env = _model("remittance", "facts", finish_bias=-4.0, finish_tools=())
+    tooled, _ = _model("remittance", "facts", finish_bias=-4.0, finish_tools=("post_payment",))
+    names = [a.name for a in env.agent.spec.actions]
+    posts = [i for i, n in enumerate(names) if n.startswith("post_")]
+    assert len(posts) == 3 and ending_actions(env, ("post_payment",)) == sorted([*posts, names.index("submit")])
+    zero = torch.zeros(1, env.observation_space.shape[0])
+    with torch.no_grad():
+        before, after = (m.policy.get_distribution(zero).distribution.logits[0] for m in (bare, tooled))
+    rest = [i for i in range(len(names)) if i not in posts and names[i] != "submit"]
+    assert float(after[posts].max()) < float(after[rest].min()) - 3.5
+    assert float(before[posts].min()) > float(before[rest].max()) - 0.5
     env.close()
 
 

@@ -412,6 +412,7 @@ def train(
     ent_coef: Annotated[float | None, typer.Option(help="Entropy coefficient (tuned, else 0.01).")] = None,
     n_steps: Annotated[int | None, typer.Option(min=1, help="Rollout length per env (tuned, else 64).")] = None,
     finish_bias: Annotated[float | None, typer.Option(help="Added to the finishing action's initial logit (tuned, else -3).")] = None,
+    finish_tool: Annotated[list[str] | None, typer.Option("--finish-tool", help="Repeatable. A native tool whose actions get the finishing prior too (tuned, else none).")] = None,
     heldout: Annotated[bool, typer.Option("--heldout/--no-heldout", help="Evaluate the best model on heldout at the end.")] = True,
     tier: Annotated[str | None, typer.Option(help="Feature tier of the catalog: conclusions (default), facts or raw.")] = None,
     warm_start: Annotated[str | None, typer.Option("--warm-start", help="demos: behaviour-clone the tier's feature policy on the train tasks, then PPO (reported apart from pure RL).")] = None,
@@ -437,7 +438,7 @@ def train(
         config = TrainConfig.for_domain(
             env, out or Path("models") / env, algo=algo, timesteps=timesteps, n_envs=n_envs, seed=seed,
             train_split=train_split, validation_size=validation_size, eval_freq=eval_freq, patience=patience,
-            gamma=gamma, ent_coef=ent_coef, n_steps=n_steps, finish_bias=finish_bias, heldout_eval=heldout,
+            gamma=gamma, ent_coef=ent_coef, n_steps=n_steps, finish_bias=finish_bias, finish_tools=finish_tool, heldout_eval=heldout,
             tier=tier, reward_mode=reward_mode, call_cost=call_cost, warm_start=warm_start, bc_epochs=bc_epochs,
             learning_rate=learning_rate, vec_env=vec_env, policy=policy, gate_cap=gate_cap)
     except (ValueError, TypeError, KeyError) as exc:

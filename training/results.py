@@ -123,10 +123,7 @@ def up_to_date(run: Run, timesteps: int | None = None) -> bool:
 def run_config(run: Run, timesteps: int) -> dict[str, Any]:
     """The configuration ``run`` trains with (the catalog's tuned hyperparameters), as recorded
     in ``summary.json``."""
-    from dataclasses import asdict
-
-    config = _train_config(run, timesteps)
-    return {**asdict(config), "out": str(config.out), "net_arch": list(config.net_arch)}
+    return dict(_train_config(run, timesteps).record())
 
 
 def _settings(config: dict[str, Any]) -> dict[str, Any]:
@@ -169,6 +166,8 @@ def _bc_settings(config: Any) -> dict[str, Any]:
         out["train_split"] = config.train_split
     if config.policy != "mlp":
         out["policy"] = config.policy
+    if config.finish_tools:
+        out["finish_tools"] = list(config.finish_tools)
     return out
 
 
@@ -188,7 +187,7 @@ def bc_ceiling(domain: str, tier: str) -> dict[str, Any]:
     torch.set_num_threads(config.torch_threads)  # as in training: the fit is then the same
     env = make_catalog_env(domain, split="train", spec=config.spec)
     try:
-        model = build_model(config, DummyVecEnv([lambda: env]), ending_actions(env))
+        model = build_model(config, DummyVecEnv([lambda: env]), ending_actions(env, config.finish_tools))
         warm = warm_start_from_demos(model, config)
     finally:
         env.close()
