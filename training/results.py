@@ -135,7 +135,8 @@ def _settings(config: dict[str, Any]) -> dict[str, Any]:
     from backoffice.training.train import TrainConfig
 
     defaults = {f.name: f.default for f in fields(TrainConfig) if f.default is not MISSING}
-    return {k: v for k, v in {**defaults, **config}.items() if k not in ("timesteps", "out", "vec_env")}
+    settings = {k: v for k, v in {**defaults, **config}.items() if k not in ("timesteps", "out", "vec_env")}
+    return dict(loads(dumps(settings)))  # as summary.json holds them: a default tuple is a list there
 
 
 def train_run(run: Run, timesteps: int | None = None, on_progress: Callable[[int], None] | None = None) -> dict[str, Any]:
