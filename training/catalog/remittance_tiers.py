@@ -679,8 +679,9 @@ class RemittanceFacts(_RemittanceTier):
     #: 62.5 / 48.0 % as graded; 75.5 / 79.5 % with ``gate_cap=False`` (the terminal shaping on
     #: the work share: an allocation to a look-alike claim no longer costs more than leaving the
     #: line undone), with validation flat at 0.11 until 450-500k steps, posting at once;
-    #: the finishing prior on ``post_payment`` too ended that plateau at 150k (seed 0: 79.0 %,
-    #: validation 0.72 from 550k). ``ent_coef`` 0.1 and 0.15 stayed at 0.10 for 600k+ steps
+    #: the finishing prior on ``post_payment`` too ends that plateau at 150-350k: 79.0 / 83.5 /
+    #: 82.5 % (seeds 0-2, 900k). ``ent_coef`` 0.1 and 0.15 (seed 0) stayed at 10 % of train tasks
+    #: for ~600k steps
     hyperparams = {**_RemittanceTier.hyperparams, "timesteps": 900_000, "ent_coef": 0.06, "policy": "slots",
                    "gate_cap": False, "finish_tools": ("post_payment",)}
     slot_actions: ClassVar[Mapping[str, str]] = {"open_hit": "hit"}
