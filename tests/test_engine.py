@@ -204,6 +204,9 @@ def test_gate_cap_off_shapes_the_terminal_reward_on_the_work_share_only(release:
         clean = (BUMP1, submit)
         assert last(clean, reward_mode=mode)[1] == last(clean, reward_mode=mode, gate_cap=False)[1]
     assert last(dirty, reward_mode="sparse")[1] == last(dirty, reward_mode="sparse", gate_cap=False)[1] == grade["score"]
+    for bad in (0, "no", None):
+        with pytest.raises(ValueError, match="gate_cap"):
+            ToyEnv(release=release, gate_cap=bad)
 
 
 # -- checks and guardrail ----------------------------------------------------------------------

@@ -84,6 +84,8 @@ class BackofficeEnv(gym.Env[str, Any]):
             raise ValueError("max_steps must be >= 1")
         if call_cost is not None and (isinstance(call_cost, bool) or not isinstance(call_cost, int | float) or not 0.0 <= call_cost <= 1.0):
             raise ValueError(f"call_cost must be None or a number in [0, 1], got {call_cost!r}")
+        if not isinstance(gate_cap, bool):
+            raise ValueError(f"gate_cap must be True or False, got {gate_cap!r}")
         if judge != "rubric" and not (judge.startswith("model:") and len(judge) > len("model:")):
             raise ValueError(f"judge must be 'rubric' or 'model:<name>', got {judge!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -101,7 +103,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         #: wrong rows add to the distance, and the pass bonus; the cap makes any write that
         #: may break a gate (an allocation to a look-alike claim, an unneeded case) cost far
         #: more than leaving the work undone, which MaskablePPO learns first and then keeps
-        self.gate_cap = bool(gate_cap)
+        self.gate_cap = gate_cap
         self.max_steps = max_steps
         self.render_mode = render_mode
         self.judge = judge
