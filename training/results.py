@@ -123,7 +123,7 @@ def up_to_date(run: Run, timesteps: int | None = None) -> bool:
 def run_config(run: Run, timesteps: int) -> dict[str, Any]:
     """The configuration ``run`` trains with (the catalog's tuned hyperparameters), as recorded
     in ``summary.json``."""
-    return dict(_train_config(run, timesteps).record())
+    return _train_config(run, timesteps).record()
 
 
 def _settings(config: dict[str, Any]) -> dict[str, Any]:
