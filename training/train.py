@@ -37,6 +37,7 @@ import numpy as np
 
 from backoffice.envs.core.canonical import derive_seed, dumps
 from backoffice.graders.progress import DISTANCE_VERSION
+from backoffice.training.curriculum import TASK_SAMPLINGS, FailureWeighted
 
 if TYPE_CHECKING:
     from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
@@ -76,6 +77,10 @@ class TrainConfig:
     #: ``train``: the released train tasks minus the validation set (reset is O(1)); ``generated``:
     #: a fresh generated task every episode (unlimited variety, but generating costs 0.5-10 ms)
     train_split: str = "train"
+    #: how a learner's env picks its next train task: ``uniform``, or ``failures`` (weighted
+    #: towards the tasks it has been failing, :mod:`backoffice.training.curriculum`; released
+    #: train tasks only)
+    task_sampling: str = "uniform"
     validation_size: int = 100
     eval_freq: int = 10_000
     patience: int = 30
@@ -127,6 +132,10 @@ class TrainConfig:
             raise ValueError(f"algo must be one of {ALGOS}, got {self.algo!r}")
         if self.train_split not in ("generated", "train"):
             raise ValueError("train_split must be 'generated' or 'train' (never heldout)")
+        if self.task_sampling not in TASK_SAMPLINGS:
+            raise ValueError(f"task_sampling must be one of {TASK_SAMPLINGS}, got {self.task_sampling!r}")
+        if self.task_sampling != "uniform" and self.train_split != "train":
+            raise ValueError("task_sampling='failures' weights the released train tasks: it needs train_split='train'")
         if self.timesteps < 1 or self.n_envs < 1 or self.eval_freq < 1:
             raise ValueError("timesteps, n_envs and eval_freq must be >= 1")
         if self.warm_start not in (None, "demos"):
@@ -186,13 +195,22 @@ class TrainingEnv(gym.Wrapper):
       checks cost 12 % of an early remittance run's CPU.
     """
 
-    def __init__(self, env: gym.Env):
+    def __init__(self, env: gym.Env, tasks: FailureWeighted | None = None):
         super().__init__(env)
         self.env_seconds = 0.0
+        #: ``None``: the catalog env draws its train task uniformly
+        self.tasks = tasks
+        self.task_id: str | None = None
 
-    def reset(self, **kwargs: Any) -> Any:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
         t0 = time.perf_counter()
-        out = self.env.reset(**kwargs)
+        if self.tasks is not None:
+            if seed is not None:
+                self.tasks.seed(seed)
+            options = dict(options or {})
+            options.setdefault("task_id", self.tasks.pick())
+            self.task_id = options["task_id"]
+        out = self.env.reset(seed=seed, options=options)
         self.env_seconds += time.perf_counter() - t0
         return out
 
@@ -201,15 +219,20 @@ class TrainingEnv(gym.Wrapper):
         obs, reward, terminated, truncated, info = self.env.step(action)
         if terminated or truncated:
             info = {k: v for k, v in info.items() if k not in UNREAD_INFO}
+            if self.tasks is not None and self.task_id is not None and "score" in info:
+                self.tasks.record(self.task_id, info["score"])
         self.env_seconds += time.perf_counter() - t0
         return obs, reward, terminated or truncated, False, info
 
 
-def training_env(domain: str, **kwargs: Any) -> TrainingEnv:
-    """A catalog env inside a :class:`TrainingEnv` (picklable factory for ``SubprocVecEnv``)."""
+def training_env(domain: str, task_sampling: str = "uniform", **kwargs: Any) -> TrainingEnv:
+    """A catalog env inside a :class:`TrainingEnv` (picklable factory for ``SubprocVecEnv``);
+    ``task_sampling="failures"`` gives it a :class:`~backoffice.training.curriculum.FailureWeighted`
+    choice over its ``task_ids``."""
     from backoffice.training.catalog import make_catalog_env
 
-    return TrainingEnv(make_catalog_env(domain, **kwargs))
+    tasks = FailureWeighted(kwargs["task_ids"]) if task_sampling == "failures" else None
+    return TrainingEnv(make_catalog_env(domain, **kwargs), tasks=tasks)
 
 
 def ending_actions(env: Any, tools: Sequence[str] = ()) -> list[int]:
@@ -389,7 +412,7 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
     make = functools.partial(training_env, config.domain, split=config.train_split,
                              reward_mode=config.reward_mode, call_cost=config.call_cost,
                              gate_cap=config.gate_cap, task_ids=train_ids,
-                             spec=config.spec)
+                             task_sampling=config.task_sampling, spec=config.spec)
     # fork where the platform has it: workers inherit the loaded modules instead of re-importing
     # them (forkserver, SB3's default, pays the start-up again in every worker)
     start = "fork" if "fork" in multiprocessing.get_all_start_methods() else None

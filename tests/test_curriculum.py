@@ -1,0 +1,120 @@
+"""Failure-weighted task sampling (``task_sampling="failures"``): the tasks a learner fails are
+drawn more often, only train tasks are drawn, and a run stays reproducible to the byte."""
+
+from __future__ import annotations
+
+import collections
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from backoffice.envs.core.canonical import loads
+from backoffice.envs.core.release import load_release
+from backoffice.training.cli import app
+from backoffice.training.curriculum import FailureWeighted
+from backoffice.training.train import TrainConfig, training_env, training_task_ids, validation_ids
+
+pytestmark = pytest.mark.xdist_group("approvals")
+
+
+def _draws(tasks: FailureWeighted, n: int) -> collections.Counter[str]:
+    return collections.Counter(tasks.pick() for _ in range(n))
+
+
+def test_a_failed_task_is_drawn_more_often_and_a_passed_one_less() -> None:
+    ids = [f"T{i}" for i in range(10)]
+    tasks = FailureWeighted(ids, uniform_share=0.5, memory=1.0)
+    for t in ids:
+        tasks.record(t, 1.0)  # every task passed once
+    tasks.record("T3", 0.0)  # then T3 failed
+    tasks.seed(7)
+    drawn = _draws(tasks, 4000)
+    # T3 holds the whole weighted half plus its uniform share: 0.5 + 0.05
+    assert drawn["T3"] / 4000 == pytest.approx(0.55, abs=0.03)
+    assert all(drawn[t] / 4000 == pytest.approx(0.05, abs=0.02) for t in ids if t != "T3")
+    tasks.record("T3", 1.0)  # once it passes, it is one task among ten again
+    assert _draws(tasks, 4000)["T3"] / 4000 == pytest.approx(0.1, abs=0.03)
+
+
+def test_the_shortfall_is_a_running_mean_and_unplayed_tasks_count_as_failed() -> None:
+    tasks = FailureWeighted(["a", "b"], memory=0.5)
+    assert list(tasks.shortfall) == [1.0, 1.0]
+    tasks.record("a", 1.0)
+    tasks.record("a", 1.0)
+    tasks.record("zzz", 0.0)  # not a task of this sampler: ignored
+    assert list(tasks.shortfall) == [0.25, 1.0]
+
+
+def test_draws_repeat_under_a_seed_and_the_arguments_are_checked() -> None:
+    a, b = FailureWeighted(["x", "y", "z"]), FailureWeighted(["x", "y", "z"])
+    a.seed(3)
+    b.seed(3)
+    assert [a.pick() for _ in range(50)] == [b.pick() for _ in range(50)]
+    for bad in ({"uniform_share": 1.5}, {"memory": 0.0}):
+        with pytest.raises(ValueError):
+            FailureWeighted(["x"], **bad)
+    with pytest.raises(ValueError, match="task id"):
+        FailureWeighted([])
+    with pytest.raises(ValueError, match="task_sampling"):
+        TrainConfig(domain="approvals", out=Path("x"), task_sampling="hardest")
+    with pytest.raises(ValueError, match="train_split"):
+        TrainConfig(domain="approvals", out=Path("x"), task_sampling="failures", train_split="generated")
+
+
+def test_the_learner_env_draws_the_tasks_a_wrong_policy_fails_more_often() -> None:
+    """A policy that does the work on half of the train tasks and submits at once on the other
+    half: the env soon draws mostly from the failed half, and never a validation or heldout task."""
+    from backoffice.training.demos import feature_chooser
+
+    config = TrainConfig(domain="approvals", out=Path("x"), task_sampling="failures")
+    ids = training_task_ids(config)
+    assert ids is not None
+    good = set(ids[::2])
+    env = training_env("approvals", task_sampling="failures", split="train", task_ids=ids, reward_mode="progress", call_cost=0.0)
+    chooser = feature_chooser(env.env.agent)
+    submit = env.env.agent.spec.actions.index(next(a for a in env.env.agent.spec.actions if a.tool == "submit"))
+    obs, _ = env.reset(seed=5)
+    played: list[tuple[str, bool]] = []
+    while len(played) < 1200:
+        task = env.task_id
+        assert task is not None
+        action = int(chooser(obs, env.env.action_masks())) if task in good else submit
+        obs, _, done, _, info = env.step(action)
+        if done:
+            played.append((task, bool(info["is_success"])))
+            obs, _ = env.reset()
+    assert all(passed == (task in good) for task, passed in played)
+    late = [task for task, _ in played[-600:]]
+    # uniform draws would give the failed half 50 % (sd 2 points over 600 draws); once every
+    # task was played, it also carries most of the weighted half
+    assert sum(t not in good for t in late) / len(late) > 0.6
+    held = set(validation_ids("approvals", config.validation_size)) | set(load_release("approvals").split_ids["heldout"])
+    assert not held & {t for t, _ in played}
+    env.close()
+
+
+def test_failure_weighted_training_repeats_to_the_byte_in_either_vec_env(tmp_path: Path) -> None:
+    """Each env keeps its own table and generator, so the run is the same in the learner's
+    process and in worker processes, and the same again when repeated."""
+    runs = {}
+    for name, kind in (("a", "dummy"), ("b", "dummy"), ("c", "subproc")):
+        out = tmp_path / name
+        result = CliRunner().invoke(app, ["train", "--env", "approvals", "--timesteps", "600", "--n-envs", "2", "--vec-env", kind,
+                                          "--task-sampling", "failures", "--eval-freq", "256", "--validation-size", "12",
+                                          "--no-heldout", "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        assert loads((out / "summary.json").read_bytes())["config"]["task_sampling"] == "failures"
+        with zipfile.ZipFile(out / "model.zip") as z:
+            runs[name] = (z.read("policy.pth"), (out / "curve.json").read_bytes())
+    assert runs["a"] == runs["b"] == runs["c"]
+
+
+def test_uniform_sampling_leaves_the_task_choice_to_the_catalog_env() -> None:
+    env = training_env("approvals", split="train", task_ids=["APR-T0001"], reward_mode="progress", call_cost=0.0)
+    assert env.tasks is None
+    env.reset(seed=1)
+    assert env.task_id is None and np.asarray(env.env.action_masks()).any()
+    env.close()
