@@ -96,17 +96,20 @@ def test_the_learner_env_draws_the_tasks_a_wrong_policy_fails_more_often() -> No
     env.close()
 
 
-def test_failure_weighted_training_repeats_to_the_byte_in_either_vec_env(tmp_path: Path) -> None:
-    """Each env keeps its own table and generator, so the run is the same in the learner's
-    process and in worker processes, and the same again when repeated."""
+def test_failure_weighted_self_imitating_training_repeats_to_the_byte_in_either_vec_env(tmp_path: Path) -> None:
+    """Each env keeps its own task table, generator and passes, and the imitation draws from a
+    seeded generator, so the run is the same in the learner's process and in worker processes,
+    and the same again when repeated."""
     runs = {}
     for name, kind in (("a", "dummy"), ("b", "dummy"), ("c", "subproc")):
         out = tmp_path / name
         result = CliRunner().invoke(app, ["train", "--env", "approvals", "--timesteps", "600", "--n-envs", "2", "--vec-env", kind,
-                                          "--task-sampling", "failures", "--eval-freq", "256", "--validation-size", "12",
-                                          "--no-heldout", "--out", str(out)])
+                                          "--task-sampling", "failures", "--self-imitation", "4", "--eval-freq", "256",
+                                          "--validation-size", "12", "--no-heldout", "--out", str(out)])
         assert result.exit_code == 0, result.output
-        assert loads((out / "summary.json").read_bytes())["config"]["task_sampling"] == "failures"
+        summary = loads((out / "summary.json").read_bytes())
+        assert summary["config"]["task_sampling"] == "failures" and summary["config"]["self_imitation"] == 4
+        assert summary["self_imitation"]["updates"] > 0 and summary["self_imitation"]["tasks"] > 0  # it did imitate
         with zipfile.ZipFile(out / "model.zip") as z:
             runs[name] = (z.read("policy.pth"), (out / "curve.json").read_bytes())
     assert runs["a"] == runs["b"] == runs["c"]
@@ -117,4 +120,86 @@ def test_uniform_sampling_leaves_the_task_choice_to_the_catalog_env() -> None:
     assert env.tasks is None
     env.reset(seed=1)
     assert env.task_id is None and np.asarray(env.env.action_masks()).any()
+    env.close()
+
+
+# -- self-imitation --------------------------------------------------------------------------
+def test_passed_episodes_keep_the_latest_pass_per_task_and_drop_the_oldest_task() -> None:
+    from backoffice.training.self_imitation import PassedEpisodes, merge
+
+    def steps(action: int, n: int = 2) -> list[tuple[np.ndarray, np.ndarray, int]]:
+        return [(np.full(3, action, dtype=np.float32), np.ones(4, dtype=bool), action)] * n
+
+    kept = PassedEpisodes(keep=2)
+    kept.add("a", steps(0))
+    kept.add("b", steps(1))
+    kept.add("a", steps(2, 3))  # a's newer pass replaces the older one and makes a the newest
+    kept.add("c", steps(3))  # over the limit: b, the oldest, goes
+    assert list(kept.episodes) == ["a", "c"]
+    assert kept.episodes["a"][1][2].tolist() == [2, 2, 2]
+    other = PassedEpisodes()
+    other.add("b", steps(1))
+    other.add("c", steps(0))
+    other.add("c", steps(1))  # serial 2 here; the first table's c has serial 3 and wins
+    merged = merge([kept.episodes, other.episodes])
+    assert [e[2].tolist() for e in merged] == [[2, 2, 2], [1, 1], [3, 3]]  # a, b, c in task order
+
+
+def test_the_learner_env_keeps_exactly_the_passed_episodes_it_played() -> None:
+    """Feature-policy episodes on some tasks, submit at once on others: only the passes are
+    kept, each with the observations, masks and actions of its steps."""
+    from backoffice.training.demos import feature_chooser
+
+    ids = list(load_release("approvals").split_ids["train"][:6])
+    env = training_env("approvals", keep_passes=True, split="train", task_ids=ids, reward_mode="progress", call_cost=0.0)
+    assert env.passes is not None
+    chooser = feature_chooser(env.env.agent)
+    submit = next(i for i, a in enumerate(env.env.agent.spec.actions) if a.tool == "submit")
+    played: dict[str, list[int]] = {}
+    for n, tid in enumerate(ids):
+        obs, info = env.reset(options={"task_id": tid})
+        first_obs, actions = obs, []
+        done = False
+        while not done:
+            action = int(chooser(obs, env.env.action_masks())) if n % 2 == 0 else submit
+            actions.append(action)
+            obs, _, done, _, info = env.step(action)
+        assert info["is_success"] == (n % 2 == 0)
+        played[tid] = actions
+        if n % 2 == 0:
+            kept_obs, kept_masks, kept_actions = env.passes.episodes[tid][1]
+            assert kept_actions.tolist() == actions and np.array_equal(kept_obs[0], first_obs)
+            assert kept_masks[np.arange(len(actions)), kept_actions].all()
+    assert sorted(env.passes.episodes) == sorted(ids[::2])
+    env.close()
+
+
+def test_imitation_pulls_the_policy_towards_the_kept_passes() -> None:
+    from sb3_contrib import MaskablePPO
+
+    from backoffice.training.demos import collect
+    from backoffice.training.self_imitation import imitate
+
+    ids = list(load_release("approvals").split_ids["train"][:40])
+    demos = collect("approvals", ids)
+    env = training_env("approvals", split="train", task_ids=ids)
+    model = MaskablePPO("MlpPolicy", env, policy_kwargs={"net_arch": [64, 64]}, seed=0, device="cpu")
+    episodes = [(demos.obs, demos.masks, demos.actions)]
+
+    def agreement() -> float:
+        import torch
+
+        with torch.no_grad():
+            logits = model.policy.get_distribution(torch.as_tensor(demos.obs), action_masks=demos.masks).distribution.logits
+        return float((logits.argmax(dim=1).numpy() == demos.actions).mean())
+
+    before = agreement()
+    assert imitate(model, [], 5, 64, np.random.default_rng(0)) is None  # nothing kept yet: no update
+    assert agreement() == before
+    imitate(model, episodes, 200, 64, np.random.default_rng(0))
+    assert agreement() > max(0.9, before + 0.3)
+    with pytest.raises(ValueError, match="self_imitation"):
+        TrainConfig(domain="approvals", out=Path("x"), self_imitation=-1)
+    with pytest.raises(ValueError, match="maskable"):
+        TrainConfig(domain="approvals", out=Path("x"), self_imitation=4, algo="ppo")
     env.close()

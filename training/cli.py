@@ -406,6 +406,7 @@ def train(
     seed: Annotated[int | None, typer.Option(help="Seed of the model and the environments.")] = None,
     train_split: Annotated[str | None, typer.Option(help="train (released train minus validation, default) or generated (a fresh task every episode).")] = None,
     task_sampling: Annotated[str | None, typer.Option("--task-sampling", help="How each env picks its next train task: uniform (default) or failures (weighted towards the tasks it has been failing).")] = None,
+    self_imitation: Annotated[int | None, typer.Option("--self-imitation", min=0, help="Cross-entropy minibatches per rollout towards the agent's own passed train episodes (tuned, else 0: pure PPO updates).")] = None,
     validation_size: Annotated[int | None, typer.Option(min=1, help="Train tasks held out for model selection (100).")] = None,
     eval_freq: Annotated[int | None, typer.Option(min=1, help="Validate every N timesteps (10k).")] = None,
     patience: Annotated[int | None, typer.Option(min=1, help="Stop after N validations without improvement (30).")] = None,
@@ -438,7 +439,7 @@ def train(
     try:
         config = TrainConfig.for_domain(
             env, out or Path("models") / env, algo=algo, timesteps=timesteps, n_envs=n_envs, seed=seed,
-            train_split=train_split, task_sampling=task_sampling, validation_size=validation_size, eval_freq=eval_freq, patience=patience,
+            train_split=train_split, task_sampling=task_sampling, self_imitation=self_imitation, validation_size=validation_size, eval_freq=eval_freq, patience=patience,
             gamma=gamma, ent_coef=ent_coef, n_steps=n_steps, finish_bias=finish_bias, finish_tools=finish_tool, heldout_eval=heldout,
             tier=tier, reward_mode=reward_mode, call_cost=call_cost, warm_start=warm_start, bc_epochs=bc_epochs,
             learning_rate=learning_rate, vec_env=vec_env, policy=policy, gate_cap=gate_cap)

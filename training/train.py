@@ -38,6 +38,7 @@ import numpy as np
 from backoffice.envs.core.canonical import derive_seed, dumps
 from backoffice.graders.progress import DISTANCE_VERSION
 from backoffice.training.curriculum import TASK_SAMPLINGS, FailureWeighted
+from backoffice.training.self_imitation import PassedEpisodes, imitate, merge
 
 if TYPE_CHECKING:
     from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
@@ -81,6 +82,9 @@ class TrainConfig:
     #: towards the tasks it has been failing, :mod:`backoffice.training.curriculum`; released
     #: train tasks only)
     task_sampling: str = "uniform"
+    #: cross-entropy minibatches per rollout towards the agent's own passed train episodes
+    #: (:mod:`backoffice.training.self_imitation`; 0: pure PPO updates)
+    self_imitation: int = 0
     validation_size: int = 100
     eval_freq: int = 10_000
     patience: int = 30
@@ -136,6 +140,10 @@ class TrainConfig:
             raise ValueError(f"task_sampling must be one of {TASK_SAMPLINGS}, got {self.task_sampling!r}")
         if self.task_sampling != "uniform" and self.train_split != "train":
             raise ValueError("task_sampling='failures' weights the released train tasks: it needs train_split='train'")
+        if self.self_imitation < 0:
+            raise ValueError(f"self_imitation must be >= 0, got {self.self_imitation}")
+        if self.self_imitation and self.algo != "maskable-ppo":
+            raise ValueError("self_imitation imitates masked episodes: it needs algo='maskable-ppo'")
         if self.timesteps < 1 or self.n_envs < 1 or self.eval_freq < 1:
             raise ValueError("timesteps, n_envs and eval_freq must be >= 1")
         if self.warm_start not in (None, "demos"):
@@ -195,12 +203,16 @@ class TrainingEnv(gym.Wrapper):
       checks cost 12 % of an early remittance run's CPU.
     """
 
-    def __init__(self, env: gym.Env, tasks: FailureWeighted | None = None):
+    def __init__(self, env: gym.Env, tasks: FailureWeighted | None = None, keep_passes: bool = False):
         super().__init__(env)
         self.env_seconds = 0.0
         #: ``None``: the catalog env draws its train task uniformly
         self.tasks = tasks
         self.task_id: str | None = None
+        #: the latest passed episode of each task (``keep_passes``, for self-imitation), else ``None``
+        self.passes = PassedEpisodes() if keep_passes else None
+        self._steps: list[tuple[np.ndarray, np.ndarray, int]] = []
+        self._last: tuple[np.ndarray, np.ndarray] | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
         t0 = time.perf_counter()
@@ -211,28 +223,36 @@ class TrainingEnv(gym.Wrapper):
             options.setdefault("task_id", self.tasks.pick())
             self.task_id = options["task_id"]
         out = self.env.reset(seed=seed, options=options)
+        if self.passes is not None:
+            self.task_id = out[1]["task_id"]
+            self._steps, self._last = [], (out[0], out[1]["action_mask"])
         self.env_seconds += time.perf_counter() - t0
         return out
 
     def step(self, action: Any) -> Any:
         t0 = time.perf_counter()
         obs, reward, terminated, truncated, info = self.env.step(action)
+        if self.passes is not None and self._last is not None:
+            self._steps.append((*self._last, int(action)))
+            self._last = (obs, info["action_mask"])
         if terminated or truncated:
             info = {k: v for k, v in info.items() if k not in UNREAD_INFO}
             if self.tasks is not None and self.task_id is not None and "score" in info:
                 self.tasks.record(self.task_id, info["score"])
+            if self.passes is not None and self.task_id is not None and info.get("is_success"):
+                self.passes.add(self.task_id, self._steps)
         self.env_seconds += time.perf_counter() - t0
         return obs, reward, terminated or truncated, False, info
 
 
-def training_env(domain: str, task_sampling: str = "uniform", **kwargs: Any) -> TrainingEnv:
+def training_env(domain: str, task_sampling: str = "uniform", keep_passes: bool = False, **kwargs: Any) -> TrainingEnv:
     """A catalog env inside a :class:`TrainingEnv` (picklable factory for ``SubprocVecEnv``);
     ``task_sampling="failures"`` gives it a :class:`~backoffice.training.curriculum.FailureWeighted`
-    choice over its ``task_ids``."""
+    choice over its ``task_ids``; ``keep_passes`` keeps its passed episodes for self-imitation."""
     from backoffice.training.catalog import make_catalog_env
 
     tasks = FailureWeighted(kwargs["task_ids"]) if task_sampling == "failures" else None
-    return TrainingEnv(make_catalog_env(domain, **kwargs), tasks=tasks)
+    return TrainingEnv(make_catalog_env(domain, **kwargs), tasks=tasks, keep_passes=keep_passes)
 
 
 def ending_actions(env: Any, tools: Sequence[str] = ()) -> list[int]:
@@ -319,6 +339,18 @@ def _make_callback(config: TrainConfig, val_env: Any, val_ids: Sequence[str], on
             self.best = -1.0
             self.stale = 0
             self.next_eval = config.eval_freq
+            self.imitation_rng = np.random.default_rng(derive_seed("self-imitation", config.seed))
+            #: rollouts followed by self-imitation, and the tasks imitated at the last one
+            self.imitation = {"updates": 0, "tasks": 0}
+
+        def _on_rollout_start(self) -> None:
+            # after the last PPO update, before the next rollout: the rollout's log-probs are
+            # those of the policy that collects it, as PPO's ratio needs
+            if config.self_imitation:
+                episodes = merge(p.episodes for p in self.training_env.get_attr("passes"))
+                if imitate(self.model, episodes, config.self_imitation, config.batch_size, self.imitation_rng) is not None:
+                    self.imitation["updates"] += 1
+                    self.imitation["tasks"] = len(episodes)
 
         def _on_step(self) -> bool:
             for done, info in zip(self.locals["dones"], self.locals["infos"], strict=True):
@@ -412,7 +444,7 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
     make = functools.partial(training_env, config.domain, split=config.train_split,
                              reward_mode=config.reward_mode, call_cost=config.call_cost,
                              gate_cap=config.gate_cap, task_ids=train_ids,
-                             task_sampling=config.task_sampling, spec=config.spec)
+                             task_sampling=config.task_sampling, keep_passes=config.self_imitation > 0, spec=config.spec)
     # fork where the platform has it: workers inherit the loaded modules instead of re-importing
     # them (forkserver, SB3's default, pays the start-up again in every worker)
     start = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
@@ -470,6 +502,8 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
         summary["progress_distance"] = DISTANCE_VERSION
     if warm is not None:
         summary["warm_start"] = warm
+    if config.self_imitation:
+        summary["self_imitation"] = monitor.imitation
     if config.heldout_eval:
         summary["heldout"] = evaluate_heldout(config.domain, out / "model.zip", out / "heldout.jsonl")
     (out / "summary.json").write_bytes(dumps(summary))
