@@ -127,8 +127,8 @@ def test_uniform_sampling_leaves_the_task_choice_to_the_catalog_env() -> None:
 def test_passed_episodes_keep_the_latest_pass_per_task_and_drop_the_oldest_task() -> None:
     from backoffice.training.self_imitation import PassedEpisodes, merge
 
-    def steps(action: int, n: int = 2) -> list[tuple[np.ndarray, np.ndarray, int]]:
-        return [(np.full(3, action, dtype=np.float32), np.ones(4, dtype=bool), action)] * n
+    def steps(action: int, n: int = 2) -> list[tuple[np.ndarray, np.ndarray, int, float]]:
+        return [(np.full(3, action, dtype=np.float32), np.ones(4, dtype=bool), action, 0.5)] * n
 
     kept = PassedEpisodes(keep=2)
     kept.add("a", steps(0))
@@ -167,11 +167,19 @@ def test_the_learner_env_keeps_exactly_the_passed_episodes_it_played() -> None:
         assert info["is_success"] == (n % 2 == 0)
         played[tid] = actions
         if n % 2 == 0:
-            kept_obs, kept_masks, kept_actions = env.passes.episodes[tid][1]
+            kept_obs, kept_masks, kept_actions, kept_rewards = env.passes.episodes[tid][1]
+            assert kept_rewards.shape == kept_actions.shape and kept_rewards.sum() > 0  # the progress reward paid
             assert kept_actions.tolist() == actions and np.array_equal(kept_obs[0], first_obs)
             assert kept_masks[np.arange(len(actions)), kept_actions].all()
     assert sorted(env.passes.episodes) == sorted(ids[::2])
     env.close()
+
+
+def test_returns_to_go_discount_the_rest_of_the_episode() -> None:
+    from backoffice.training.self_imitation import returns_to_go
+
+    assert returns_to_go(np.array([1.0, 0.0, 2.0]), 0.5).tolist() == [1.5, 1.0, 2.0]
+    assert returns_to_go(np.array([1.0, 1.0]), 1.0).tolist() == [2.0, 1.0]
 
 
 def test_imitation_pulls_the_policy_towards_the_kept_passes() -> None:
@@ -184,7 +192,7 @@ def test_imitation_pulls_the_policy_towards_the_kept_passes() -> None:
     demos = collect("approvals", ids)
     env = training_env("approvals", split="train", task_ids=ids)
     model = MaskablePPO("MlpPolicy", env, policy_kwargs={"net_arch": [64, 64]}, seed=0, device="cpu")
-    episodes = [(demos.obs, demos.masks, demos.actions)]
+    episodes = [(demos.obs, demos.masks, demos.actions, np.full(len(demos.actions), 0.1))]
 
     def agreement() -> float:
         import torch
@@ -195,6 +203,9 @@ def test_imitation_pulls_the_policy_towards_the_kept_passes() -> None:
 
     before = agreement()
     assert imitate(model, [], 5, 64, np.random.default_rng(0)) is None  # nothing kept yet: no update
+    # episodes whose returns fall short of the value expected everywhere: nothing to imitate
+    worse = [(demos.obs, demos.masks, demos.actions, np.full(len(demos.actions), -10.0))]
+    assert imitate(model, worse, 5, 64, np.random.default_rng(0)) is None
     assert agreement() == before
     imitate(model, episodes, 200, 64, np.random.default_rng(0))
     assert agreement() > max(0.9, before + 0.3)
