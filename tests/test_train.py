@@ -177,3 +177,21 @@ def test_the_learner_env_ends_at_the_limit_and_drops_the_unread_grade() -> None:
     assert not UNREAD_INFO & info.keys()
     assert {"score", "is_success", "shaped_reward"} <= info.keys()
     env.close()
+
+
+def test_gae_lambda_and_clip_range_reach_the_model_and_bad_values_are_refused(tmp_path: Path) -> None:
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from backoffice.training.train import build_model, training_env
+
+    config = TrainConfig(domain=DOMAIN, out=tmp_path, gae_lambda=1.0, clip_range=0.35, n_envs=1)
+    venv = DummyVecEnv([lambda: training_env(DOMAIN, split="train", task_ids=list(load_release(DOMAIN).split_ids["train"][:3]))])
+    model = build_model(config, venv, [])
+    assert model.gae_lambda == 1.0 and model.clip_range(1.0) == pytest.approx(0.35)
+    assert config.record()["gae_lambda"] == 1.0 and config.record()["clip_range"] == 0.35
+    default = build_model(TrainConfig(domain=DOMAIN, out=tmp_path, n_envs=1), venv, [])
+    assert default.gae_lambda == 0.95 and default.clip_range(1.0) == pytest.approx(0.2)  # SB3's own defaults, as before
+    venv.close()
+    for bad in ({"gae_lambda": 1.5}, {"gae_lambda": -0.1}, {"clip_range": 0.0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            TrainConfig(domain=DOMAIN, out=Path("x"), **bad)

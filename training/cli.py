@@ -412,6 +412,8 @@ def train(
     patience: Annotated[int | None, typer.Option(min=1, help="Stop after N validations without improvement (30).")] = None,
     gamma: Annotated[float | None, typer.Option(help="Discount (default: the catalog's tuned value, else 0.99).")] = None,
     ent_coef: Annotated[float | None, typer.Option(help="Entropy coefficient (tuned, else 0.01).")] = None,
+    gae_lambda: Annotated[float | None, typer.Option("--gae-lambda", min=0.0, max=1.0, help="GAE lambda (tuned, else 0.95; 1: Monte Carlo advantages).")] = None,
+    clip_range: Annotated[float | None, typer.Option("--clip-range", min=0.0, help="PPO's probability-ratio clip (tuned, else 0.2).")] = None,
     n_steps: Annotated[int | None, typer.Option(min=1, help="Rollout length per env (tuned, else 64).")] = None,
     finish_bias: Annotated[float | None, typer.Option(help="Added to the finishing action's initial logit (tuned, else -3).")] = None,
     finish_tool: Annotated[list[str] | None, typer.Option("--finish-tool", help="Repeatable. A native tool whose actions get the finishing prior too (tuned, else none).")] = None,
@@ -440,7 +442,7 @@ def train(
         config = TrainConfig.for_domain(
             env, out or Path("models") / env, algo=algo, timesteps=timesteps, n_envs=n_envs, seed=seed,
             train_split=train_split, task_sampling=task_sampling, self_imitation=self_imitation, validation_size=validation_size, eval_freq=eval_freq, patience=patience,
-            gamma=gamma, ent_coef=ent_coef, n_steps=n_steps, finish_bias=finish_bias, finish_tools=finish_tool, heldout_eval=heldout,
+            gamma=gamma, gae_lambda=gae_lambda, clip_range=clip_range, ent_coef=ent_coef, n_steps=n_steps, finish_bias=finish_bias, finish_tools=finish_tool, heldout_eval=heldout,
             tier=tier, reward_mode=reward_mode, call_cost=call_cost, warm_start=warm_start, bc_epochs=bc_epochs,
             learning_rate=learning_rate, vec_env=vec_env, policy=policy, gate_cap=gate_cap)
     except (ValueError, TypeError, KeyError) as exc:

@@ -94,6 +94,12 @@ class TrainConfig:
     n_epochs: int = 10
     learning_rate: float = 3e-4
     gamma: float = 0.99
+    #: GAE's lambda: how much of an advantage is the episode's own later rewards (1: Monte Carlo)
+    #: rather than the value head's estimate; a decision whose consequence the observation stops
+    #: showing (a finished remittance line) is credited only through the former
+    gae_lambda: float = 0.95
+    #: PPO's clipping of the probability ratio per update
+    clip_range: float = 0.2
     ent_coef: float = 0.01
     net_arch: Sequence[int] = field(default_factory=lambda: (64, 64))
     #: ``mlp``: SB3's MLP actor-critic; ``slots``: one scorer shared by the slots of an entity
@@ -160,6 +166,10 @@ class TrainConfig:
             raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
         if self.policy == "slots" and self.algo != "maskable-ppo":
             raise ValueError("policy='slots' is a MaskablePPO policy")
+        if not 0.0 <= self.gae_lambda <= 1.0:
+            raise ValueError(f"gae_lambda must be in [0, 1], got {self.gae_lambda}")
+        if not self.clip_range > 0.0:
+            raise ValueError(f"clip_range must be > 0, got {self.clip_range}")
         if self.reward_mode not in ("shaped", "progress"):
             raise ValueError(f"reward_mode must be shaped or progress, got {self.reward_mode!r}")
 
@@ -211,7 +221,7 @@ class TrainingEnv(gym.Wrapper):
         self.task_id: str | None = None
         #: the latest passed episode of each task (``keep_passes``, for self-imitation), else ``None``
         self.passes = PassedEpisodes() if keep_passes else None
-        self._steps: list[tuple[np.ndarray, np.ndarray, int]] = []
+        self._steps: list[tuple[np.ndarray, np.ndarray, int, float]] = []
         self._last: tuple[np.ndarray, np.ndarray] | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
@@ -233,7 +243,7 @@ class TrainingEnv(gym.Wrapper):
         t0 = time.perf_counter()
         obs, reward, terminated, truncated, info = self.env.step(action)
         if self.passes is not None and self._last is not None:
-            self._steps.append((*self._last, int(action)))
+            self._steps.append((*self._last, int(action), float(reward)))
             self._last = (obs, info["action_mask"])
         if terminated or truncated:
             info = {k: v for k, v in info.items() if k not in UNREAD_INFO}
@@ -529,7 +539,8 @@ def build_model(config: TrainConfig, venv: Any, ending: Sequence[int]) -> OnPoli
         policy_kwargs["slots"] = slot_layout([f.name for f in agent.feature_defs], [a.name for a in spec.actions],
                                              spec.slot_actions, spec.slot_sets)
     common: dict[str, Any] = dict(n_steps=config.n_steps, batch_size=config.batch_size, n_epochs=config.n_epochs,
-                  learning_rate=config.learning_rate, gamma=config.gamma, ent_coef=config.ent_coef,
+                  learning_rate=config.learning_rate, gamma=config.gamma, gae_lambda=config.gae_lambda,
+                  clip_range=config.clip_range, ent_coef=config.ent_coef,
                   policy_kwargs=policy_kwargs, seed=config.seed, device="cpu", verbose=0)
     if config.algo == "maskable-ppo":
         from sb3_contrib import MaskablePPO
