@@ -24,8 +24,9 @@ and it is off by default. Imitating every kept step, 10 minibatches per rollout,
 policy at 3 % validation: the first passes are short duplicate-payment episodes (a duplicate
 case, then hold), kept with the case opened before the listing that justifies it was read; from
 the opening observation every task looks alike, so imitation taught that sequence everywhere (36
-of 40 validation tasks: get_payment, case_duplicate, list_payments, post, submit). With the clipped advantage, 10 minibatches froze the same way
-(5 % heldout), and 30 learnt, but more slowly than PPO alone: 47.5 % heldout (validation 0.49).
+of 40 validation tasks: get_payment, case_duplicate, list_payments, post, submit). With the
+clipped advantage, 10 minibatches froze the same way (5 % heldout), and 30 learnt, but more
+slowly than PPO alone: 47.5 % heldout (validation 0.49).
 Imitating one's own passes assumes a pass's actions were right in the states as observed; an
 observation that hides what sets tasks apart breaks that.
 

@@ -674,14 +674,16 @@ class RemittanceFacts(_RemittanceTier):
     #: the slot-factored policy (one scorer for the hits, the listed payments as a set); the flat
     #: MLP stayed at 7-9.5 % (200k; flat from there on). Seed 0: 34 % heldout at 600k with the
     #: conclusions tier's ent_coef 0.03 (3 seeds: 34.0 / 37.5 / 34.5 %), 62 % at 950k with 0.06
-    #: (still rising, 10.5 CPU-min under a load of 4); 900k keeps a run within 10 CPU-minutes.
+    #: (still rising, 10.5 CPU-min under a load of 4); 900k took 9.8-10.5 CPU-minutes then and
+    #: 17-23 on the slower machines of later sittings (over the 10-minute budget).
     #: The behaviour-cloning ceiling is 99.5 % (flat: 98.5 %). Seeds 0/1 at 900k (heldout):
     #: 62.5 / 48.0 % as graded; 75.5 / 79.5 % with ``gate_cap=False`` (the terminal shaping on
     #: the work share: an allocation to a look-alike claim no longer costs more than leaving the
     #: line undone), with validation flat at 0.11 until 450-500k steps, posting at once;
     #: the finishing prior on ``post_payment`` too ends that plateau at 150-350k: 79.0 / 83.5 /
     #: 82.5 % (seeds 0-2, 900k). ``ent_coef`` 0.1 and 0.15 (seed 0) stayed at 10 % of train tasks
-    #: for ~600k steps
+    #: for ~600k steps. ``gae_lambda`` 0.99 with ``ent_coef`` 0.04, best of five tries on seed 0
+    #: (86.5 %), gave 86.5 / 72.0 / 66.0 % on seeds 0-2: worse, not adopted (README)
     hyperparams = {**_RemittanceTier.hyperparams, "timesteps": 900_000, "ent_coef": 0.06, "policy": "slots",
                    "gate_cap": False, "finish_tools": ("post_payment",)}
     slot_actions: ClassVar[Mapping[str, str]] = {"open_hit": "hit"}
