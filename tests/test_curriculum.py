@@ -1,5 +1,6 @@
-"""Failure-weighted task sampling (``task_sampling="failures"``): the tasks a learner fails are
-drawn more often, only train tasks are drawn, and a run stays reproducible to the byte."""
+"""Failure-weighted task sampling (``task_sampling="failures"`` and ``"unsolved"``): the tasks a
+learner fails are drawn more often, only train tasks are drawn, and a run stays reproducible to
+the byte."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 from backoffice.envs.core.canonical import loads
 from backoffice.envs.core.release import load_release
 from backoffice.training.cli import app
-from backoffice.training.curriculum import FailureWeighted
+from backoffice.training.curriculum import FailureWeighted, task_sampler
 from backoffice.training.train import TrainConfig, training_env, training_task_ids, validation_ids
 
 pytestmark = pytest.mark.xdist_group("approvals")
@@ -37,6 +38,38 @@ def test_a_failed_task_is_drawn_more_often_and_a_passed_one_less() -> None:
     assert all(drawn[t] / 4000 == pytest.approx(0.05, abs=0.02) for t in ids if t != "T3")
     tasks.record("T3", 1.0)  # once it passes, it is one task among ten again
     assert _draws(tasks, 4000)["T3"] / 4000 == pytest.approx(0.1, abs=0.03)
+
+
+def test_unsolved_sampling_concentrates_on_the_tasks_failed_every_time_not_on_slips() -> None:
+    """``"unsolved"``: a failed pass counts 1 whatever the score, and the weights are the fourth
+    power of the running failure rate, so a task failed every time outweighs a task a
+    stochastic policy slips on half the time sixteen times over; ``"failures"`` weighs a low
+    score, not a failure."""
+    ids = [f"T{i}" for i in range(10)]
+    tasks = task_sampler("unsolved", ids)
+    assert tasks is not None and tasks.measure == "pass"
+    tasks.memory = 1.0
+    for t in ids:
+        tasks.record(t, 1.0, True)
+    tasks.record("T0", 0.9, False)  # a near miss fails: shortfall 1
+    tasks.shortfall[1] = 0.5  # failed half the time
+    tasks.seed(11)
+    drawn = _draws(tasks, 6000)
+    # the weighted half: T0 16/17, T1 1/17; plus the uniform half's 5 % each
+    assert drawn["T0"] / 6000 == pytest.approx(0.5 * 16 / 17 + 0.05, abs=0.03)
+    assert drawn["T1"] / 6000 == pytest.approx(0.5 / 17 + 0.05, abs=0.02)
+    by_score = task_sampler("failures", ids)
+    assert by_score is not None
+    by_score.record("T0", 0.9, False)
+    assert by_score.shortfall[0] == pytest.approx(0.55)  # 1 -> halfway to 1 - 0.9
+    tasks.record("T0", 1.0)  # without ``passed``, a score of 1 is a pass
+    assert tasks.shortfall[0] == 0.0
+    assert task_sampler("uniform", ids) is None
+    with pytest.raises(ValueError, match="task_sampling"):
+        task_sampler("hardest", ids)
+    for bad in ({"measure": "grade"}, {"power": 0.0}):
+        with pytest.raises(ValueError):
+            FailureWeighted(ids, **bad)
 
 
 def test_the_shortfall_is_a_running_mean_and_unplayed_tasks_count_as_failed() -> None:
@@ -64,7 +97,8 @@ def test_draws_repeat_under_a_seed_and_the_arguments_are_checked() -> None:
         TrainConfig(domain="approvals", out=Path("x"), task_sampling="failures", train_split="generated")
 
 
-def test_the_learner_env_draws_the_tasks_a_wrong_policy_fails_more_often() -> None:
+@pytest.mark.parametrize("sampling", ["failures", "unsolved"])
+def test_the_learner_env_draws_the_tasks_a_wrong_policy_fails_more_often(sampling: str) -> None:
     """A policy that does the work on half of the train tasks and submits at once on the other
     half: the env soon draws mostly from the failed half, and never a validation or heldout task."""
     from backoffice.training.demos import feature_chooser
@@ -73,7 +107,7 @@ def test_the_learner_env_draws_the_tasks_a_wrong_policy_fails_more_often() -> No
     ids = training_task_ids(config)
     assert ids is not None
     good = set(ids[::2])
-    env = training_env("approvals", task_sampling="failures", split="train", task_ids=ids, reward_mode="progress", call_cost=0.0)
+    env = training_env("approvals", task_sampling=sampling, split="train", task_ids=ids, reward_mode="progress", call_cost=0.0)
     chooser = feature_chooser(env.env.agent)
     submit = env.env.agent.spec.actions.index(next(a for a in env.env.agent.spec.actions if a.tool == "submit"))
     obs, _ = env.reset(seed=5)

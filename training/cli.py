@@ -405,7 +405,7 @@ def train(
     out: Annotated[Path | None, typer.Option(help="Model folder (default: models/<env>).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the model and the environments.")] = None,
     train_split: Annotated[str | None, typer.Option(help="train (released train minus validation, default) or generated (a fresh task every episode).")] = None,
-    task_sampling: Annotated[str | None, typer.Option("--task-sampling", help="How each env picks its next train task: uniform (default) or failures (weighted towards the tasks it has been failing).")] = None,
+    task_sampling: Annotated[str | None, typer.Option("--task-sampling", help="How each env picks its next train task: uniform (default), failures (weighted by 1 - score towards the tasks it has been failing) or unsolved (by the failure rate to the 4th power: the tasks it fails every time).")] = None,
     self_imitation: Annotated[int | None, typer.Option("--self-imitation", min=0, help="Cross-entropy minibatches per rollout towards the agent's own passed train episodes (tuned, else 0: pure PPO updates).")] = None,
     validation_size: Annotated[int | None, typer.Option(min=1, help="Train tasks held out for model selection (100).")] = None,
     eval_freq: Annotated[int | None, typer.Option(min=1, help="Validate every N timesteps (10k).")] = None,

@@ -37,7 +37,7 @@ import numpy as np
 
 from backoffice.envs.core.canonical import derive_seed, dumps
 from backoffice.graders.progress import DISTANCE_VERSION
-from backoffice.training.curriculum import TASK_SAMPLINGS, FailureWeighted
+from backoffice.training.curriculum import TASK_SAMPLINGS, FailureWeighted, task_sampler
 from backoffice.training.self_imitation import PassedEpisodes, imitate, merge
 
 if TYPE_CHECKING:
@@ -78,9 +78,10 @@ class TrainConfig:
     #: ``train``: the released train tasks minus the validation set (reset is O(1)); ``generated``:
     #: a fresh generated task every episode (unlimited variety, but generating costs 0.5-10 ms)
     train_split: str = "train"
-    #: how a learner's env picks its next train task: ``uniform``, or ``failures`` (weighted
-    #: towards the tasks it has been failing, :mod:`backoffice.training.curriculum`; released
-    #: train tasks only)
+    #: how a learner's env picks its next train task: ``uniform``, ``failures`` (weighted by
+    #: ``1 - score`` towards the tasks it has been failing) or ``unsolved`` (by the running
+    #: failure rate to the 4th power: the tasks it fails every time), see
+    #: :mod:`backoffice.training.curriculum`; released train tasks only
     task_sampling: str = "uniform"
     #: cross-entropy minibatches per rollout towards the agent's own passed train episodes
     #: (:mod:`backoffice.training.self_imitation`; 0: pure PPO updates)
@@ -145,7 +146,7 @@ class TrainConfig:
         if self.task_sampling not in TASK_SAMPLINGS:
             raise ValueError(f"task_sampling must be one of {TASK_SAMPLINGS}, got {self.task_sampling!r}")
         if self.task_sampling != "uniform" and self.train_split != "train":
-            raise ValueError("task_sampling='failures' weights the released train tasks: it needs train_split='train'")
+            raise ValueError(f"task_sampling={self.task_sampling!r} weights the released train tasks: it needs train_split='train'")
         if self.self_imitation < 0:
             raise ValueError(f"self_imitation must be >= 0, got {self.self_imitation}")
         if self.self_imitation and self.algo != "maskable-ppo":
@@ -248,7 +249,7 @@ class TrainingEnv(gym.Wrapper):
         if terminated or truncated:
             info = {k: v for k, v in info.items() if k not in UNREAD_INFO}
             if self.tasks is not None and self.task_id is not None and "score" in info:
-                self.tasks.record(self.task_id, info["score"])
+                self.tasks.record(self.task_id, info["score"], bool(info.get("is_success")))
             if self.passes is not None and self.task_id is not None and info.get("is_success"):
                 self.passes.add(self.task_id, self._steps)
         self.env_seconds += time.perf_counter() - t0
@@ -257,11 +258,12 @@ class TrainingEnv(gym.Wrapper):
 
 def training_env(domain: str, task_sampling: str = "uniform", keep_passes: bool = False, **kwargs: Any) -> TrainingEnv:
     """A catalog env inside a :class:`TrainingEnv` (picklable factory for ``SubprocVecEnv``);
-    ``task_sampling="failures"`` gives it a :class:`~backoffice.training.curriculum.FailureWeighted`
-    choice over its ``task_ids``; ``keep_passes`` keeps its passed episodes for self-imitation."""
+    ``task_sampling="failures"`` or ``"unsolved"`` gives it a
+    :class:`~backoffice.training.curriculum.FailureWeighted` choice over its ``task_ids``;
+    ``keep_passes`` keeps its passed episodes for self-imitation."""
     from backoffice.training.catalog import make_catalog_env
 
-    tasks = FailureWeighted(kwargs["task_ids"]) if task_sampling == "failures" else None
+    tasks = task_sampler(task_sampling, kwargs["task_ids"])
     return TrainingEnv(make_catalog_env(domain, **kwargs), tasks=tasks, keep_passes=keep_passes)
 
 
