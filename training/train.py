@@ -263,7 +263,7 @@ def training_env(domain: str, task_sampling: str = "uniform", keep_passes: bool 
     ``keep_passes`` keeps its passed episodes for self-imitation."""
     from backoffice.training.catalog import make_catalog_env
 
-    tasks = task_sampler(task_sampling, kwargs["task_ids"])
+    tasks = task_sampler(task_sampling, kwargs.get("task_ids") or ())
     return TrainingEnv(make_catalog_env(domain, **kwargs), tasks=tasks, keep_passes=keep_passes)
 
 
