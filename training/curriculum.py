@@ -17,7 +17,7 @@ seeds 0/1): 83.5 / 85.5 % heldout against 83.5 / 80.5 % uniform; the refund case
 not learnt (p ~ 0.005-0.02 where due). The learner's own pass rate on its draws fell from
 ~0.57 to ~0.32 over 600-900k steps: under a stochastic policy most train tasks fail often
 enough to share the weight. The case is learnable once frequent: continuing a trained model
-on refund tasks alone (71 % of draws) raised p(case_refund) where due from 0.007 to 0.63 in
+on draws 71 % refund tasks raised p(case_refund) where due from 0.007 to 0.63 in
 60k steps (and, unbalanced, where it is not due too). Neither mode is on by default.
 
 Everything it reads is the env's own graded episodes on train tasks: no answer key, no heldout
