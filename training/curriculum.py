@@ -83,7 +83,7 @@ class FailureWeighted:
 
     def pick(self) -> str:
         """The next task id."""
-        weights = self.shortfall if self.power == 1.0 else self.shortfall ** self.power
+        weights = self.shortfall ** self.power
         total = float(weights.sum())
         if total <= 0.0 or self.rng.random() < self.uniform_share:
             return self.task_ids[int(self.rng.integers(len(self.task_ids)))]
