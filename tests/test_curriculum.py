@@ -1,4 +1,5 @@
-"""Failure-weighted task sampling (``task_sampling="failures"`` and ``"unsolved"``): the tasks a
+"""Failure-weighted task sampling (``task_sampling="failures"``, ``"unsolved"`` and
+``"greedy-failures"``): the tasks a
 learner fails are drawn more often, only train tasks are drawn, and a run stays reproducible to
 the byte."""
 
@@ -15,7 +16,7 @@ from typer.testing import CliRunner
 from backoffice.envs.core.canonical import loads
 from backoffice.envs.core.release import load_release
 from backoffice.training.cli import app
-from backoffice.training.curriculum import FailureWeighted, task_sampler
+from backoffice.training.curriculum import FailureWeighted, GreedyFailures, task_sampler
 from backoffice.training.train import TrainConfig, training_env, training_task_ids, validation_ids
 
 pytestmark = pytest.mark.xdist_group("approvals")
@@ -147,6 +148,61 @@ def test_failure_weighted_self_imitating_training_repeats_to_the_byte_in_either_
         with zipfile.ZipFile(out / "model.zip") as z:
             runs[name] = (z.read("policy.pth"), (out / "curve.json").read_bytes())
     assert runs["a"] == runs["b"] == runs["c"]
+
+
+def test_greedy_failures_draw_half_from_the_focus_set_and_uniformly_before_any_replay() -> None:
+    ids = [f"T{i}" for i in range(10)]
+    tasks = task_sampler("greedy-failures", ids)
+    assert isinstance(tasks, GreedyFailures)
+    tasks.seed(4)
+    before = _draws(tasks, 4000)  # no replay yet: uniform
+    assert all(before[t] / 4000 == pytest.approx(0.1, abs=0.025) for t in ids)
+    tasks.focus(["T7", "T2", "elsewhere"])  # an id outside the sampler's tasks is dropped
+    assert tasks.focused == ("T2", "T7")  # in train order, whatever the caller's
+    tasks.record("T2", 1.0, True)  # its own episodes do not move the focus
+    drawn = _draws(tasks, 6000)
+    # half the draws split over the two focused tasks, plus their 5 % uniform share
+    assert drawn["T2"] / 6000 == pytest.approx(0.3, abs=0.03) and drawn["T7"] / 6000 == pytest.approx(0.3, abs=0.03)
+    assert all(drawn[t] / 6000 == pytest.approx(0.05, abs=0.02) for t in ids if t not in ("T2", "T7"))
+    tasks.focus([])  # the greedy policy passes every task: uniform again
+    assert _draws(tasks, 4000)["T2"] / 4000 == pytest.approx(0.1, abs=0.025)
+    a, b = GreedyFailures(ids), GreedyFailures(ids)
+    for x in (a, b):
+        x.focus(["T1"])
+        x.seed(9)
+    assert [a.pick() for _ in range(50)] == [b.pick() for _ in range(50)]
+    with pytest.raises(ValueError):
+        GreedyFailures(ids, focus_share=1.5)
+    with pytest.raises(ValueError, match="task id"):
+        GreedyFailures([])
+    plain = training_env("approvals", task_sampling="failures", split="train", task_ids=["APR-T0001"])
+    with pytest.raises(TypeError, match="greedy-failures"):
+        plain.focus(["APR-T0001"])
+    plain.close()
+
+
+def test_greedy_failure_training_replays_the_greedy_policy_and_repeats_to_the_byte(tmp_path: Path) -> None:
+    """The learner replays its deterministic policy on every train task at each ``focus_freq``
+    and hands the failures to each env: recorded per replay, and the run is the same with the
+    envs in the learner's process or in workers."""
+    runs = {}
+    for name, kind in (("a", "dummy"), ("c", "subproc")):
+        out = tmp_path / name
+        result = CliRunner().invoke(app, ["train", "--env", "approvals", "--timesteps", "1200", "--n-envs", "2", "--vec-env", kind,
+                                          "--task-sampling", "greedy-failures", "--focus-freq", "300", "--eval-freq", "400",
+                                          "--validation-size", "12", "--no-heldout", "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        summary = loads((out / "summary.json").read_bytes())
+        n_train = len(load_release("approvals").split_ids["train"]) - 12
+        focus = summary["greedy_focus"]
+        assert [f["t"] for f in focus] == sorted({f["t"] for f in focus}) and len(focus) >= 3
+        assert all(f["tasks"] == n_train and 0 <= f["failed"] <= n_train for f in focus)
+        assert focus[0]["failed"] > 0  # an untrained policy fails train tasks: the focus is not empty
+        with zipfile.ZipFile(out / "model.zip") as z:
+            runs[name] = (z.read("policy.pth"), (out / "curve.json").read_bytes(), focus)
+    assert runs["a"] == runs["c"]
+    with pytest.raises(ValueError, match="focus_freq"):
+        TrainConfig(domain="approvals", out=Path("x"), focus_freq=0)
 
 
 def test_uniform_sampling_leaves_the_task_choice_to_the_catalog_env() -> None:

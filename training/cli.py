@@ -405,7 +405,8 @@ def train(
     out: Annotated[Path | None, typer.Option(help="Model folder (default: models/<env>).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the model and the environments.")] = None,
     train_split: Annotated[str | None, typer.Option(help="train (released train minus validation, default) or generated (a fresh task every episode).")] = None,
-    task_sampling: Annotated[str | None, typer.Option("--task-sampling", help="How each env picks its next train task: uniform (default), failures (weighted by 1 - score towards the tasks it has been failing) or unsolved (by the failure rate to the 4th power: the tasks it fails every time).")] = None,
+    task_sampling: Annotated[str | None, typer.Option("--task-sampling", help="How each env picks its next train task: uniform (default), failures (weighted by 1 - score towards the tasks it has been failing), unsolved (by the failure rate to the 4th power: the tasks it fails every time) or greedy-failures (half the draws from the train tasks the deterministic policy failed at its latest replay).")] = None,
+    focus_freq: Annotated[int | None, typer.Option("--focus-freq", min=1, help="With --task-sampling greedy-failures: timesteps between replays of the greedy policy on the train tasks (50k).")] = None,
     self_imitation: Annotated[int | None, typer.Option("--self-imitation", min=0, help="Cross-entropy minibatches per rollout towards the agent's own passed train episodes (tuned, else 0: pure PPO updates).")] = None,
     validation_size: Annotated[int | None, typer.Option(min=1, help="Train tasks held out for model selection (100).")] = None,
     eval_freq: Annotated[int | None, typer.Option(min=1, help="Validate every N timesteps (10k).")] = None,
@@ -441,7 +442,7 @@ def train(
     try:
         config = TrainConfig.for_domain(
             env, out or Path("models") / env, algo=algo, timesteps=timesteps, n_envs=n_envs, seed=seed,
-            train_split=train_split, task_sampling=task_sampling, self_imitation=self_imitation, validation_size=validation_size, eval_freq=eval_freq, patience=patience,
+            train_split=train_split, task_sampling=task_sampling, focus_freq=focus_freq, self_imitation=self_imitation, validation_size=validation_size, eval_freq=eval_freq, patience=patience,
             gamma=gamma, gae_lambda=gae_lambda, clip_range=clip_range, ent_coef=ent_coef, n_steps=n_steps, finish_bias=finish_bias, finish_tools=finish_tool, heldout_eval=heldout,
             tier=tier, reward_mode=reward_mode, call_cost=call_cost, warm_start=warm_start, bc_epochs=bc_epochs,
             learning_rate=learning_rate, vec_env=vec_env, policy=policy, gate_cap=gate_cap)

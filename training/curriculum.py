@@ -35,7 +35,7 @@ import numpy as np
 from backoffice.envs.core.canonical import derive_seed
 
 #: the ways a learner's env picks its next train task (``TrainConfig.task_sampling``)
-TASK_SAMPLINGS = ("uniform", "failures", "unsolved")
+TASK_SAMPLINGS = ("uniform", "failures", "unsolved", "greedy-failures")
 #: the shortfall measures of :class:`FailureWeighted`: ``1 - score`` or ``1 - pass``
 MEASURES = ("score", "pass")
 #: ``task_sampling="unsolved"``'s power: a task failed every time weighs 1, one failed half the
@@ -103,14 +103,63 @@ class FailureWeighted:
             self.shortfall[i] += self.memory * (short - self.shortfall[i])
 
 
-def task_sampler(mode: str, task_ids: Sequence[str]) -> FailureWeighted | None:
+class GreedyFailures:
+    """Draws aimed at the train tasks the *deterministic* policy fails (``task_sampling=
+    "greedy-failures"``): with probability ``focus_share`` uniformly over the focus set, else
+    uniformly over all of ``task_ids`` (so the tasks where the rare action is *not* due stay
+    half the draws). The learner replays its greedy policy on the train tasks every
+    ``TrainConfig.focus_freq`` steps and hands each env the ids it failed (:meth:`focus`); before
+    the first check, and when it fails none, the draws are uniform.
+
+    A stochastic policy slips on most tasks now and then, so its own episodes spread the weight
+    thin (``"unsolved"``); the greedy replay isolates the tasks whose right action is still
+    improbable, such as remittance's refund cases (p ~ 0.01 where due).
+
+    Args:
+        task_ids: the train tasks to draw from (non-empty).
+        focus_share: the probability of a draw from the focus set, in ``[0, 1]``.
+    """
+
+    def __init__(self, task_ids: Sequence[str], focus_share: float = 0.5):
+        if not task_ids:
+            raise ValueError("greedy-failure sampling needs at least one task id")
+        if not 0.0 <= focus_share <= 1.0:
+            raise ValueError(f"focus_share must be in [0, 1], got {focus_share}")
+        self.task_ids = tuple(task_ids)
+        self.focus_share = float(focus_share)
+        self.focused: tuple[str, ...] = ()
+        self.rng = np.random.default_rng(0)
+
+    def seed(self, seed: int) -> None:
+        """Restart the generator (the env's seeded reset); the focus set is kept."""
+        self.rng = np.random.default_rng(derive_seed("task-sampling", seed))
+
+    def focus(self, task_ids: Sequence[str]) -> None:
+        """The tasks the greedy policy failed at the latest check (ids outside ``task_ids``
+        are dropped; the order is the train order, whatever the caller's)."""
+        wanted = set(task_ids)
+        self.focused = tuple(t for t in self.task_ids if t in wanted)
+
+    def pick(self) -> str:
+        """The next task id."""
+        pool = self.focused if self.focused and self.rng.random() < self.focus_share else self.task_ids
+        return pool[int(self.rng.integers(len(pool)))]
+
+    def record(self, task_id: str, score: float, passed: bool | None = None) -> None:
+        """Nothing: the focus comes from the greedy replay, not the env's own episodes."""
+
+
+def task_sampler(mode: str, task_ids: Sequence[str]) -> FailureWeighted | GreedyFailures | None:
     """The task choice of a ``TrainConfig.task_sampling`` mode over ``task_ids``: ``None`` for
     ``"uniform"`` (the catalog env draws itself), :class:`FailureWeighted` by ``1 - score`` for
-    ``"failures"``, and by the running failure rate to the fourth power for ``"unsolved"``."""
+    ``"failures"``, by the running failure rate to the fourth power for ``"unsolved"``, and
+    :class:`GreedyFailures` for ``"greedy-failures"``."""
     if mode not in TASK_SAMPLINGS:
         raise ValueError(f"task_sampling must be one of {TASK_SAMPLINGS}, got {mode!r}")
     if mode == "failures":
         return FailureWeighted(task_ids)
     if mode == "unsolved":
         return FailureWeighted(task_ids, measure="pass", power=UNSOLVED_POWER)
+    if mode == "greedy-failures":
+        return GreedyFailures(task_ids)
     return None

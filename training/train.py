@@ -37,7 +37,7 @@ import numpy as np
 
 from backoffice.envs.core.canonical import derive_seed, dumps
 from backoffice.graders.progress import DISTANCE_VERSION
-from backoffice.training.curriculum import TASK_SAMPLINGS, FailureWeighted, task_sampler
+from backoffice.training.curriculum import TASK_SAMPLINGS, FailureWeighted, GreedyFailures, task_sampler
 from backoffice.training.self_imitation import PassedEpisodes, imitate, merge
 
 if TYPE_CHECKING:
@@ -79,10 +79,14 @@ class TrainConfig:
     #: a fresh generated task every episode (unlimited variety, but generating costs 0.5-10 ms)
     train_split: str = "train"
     #: how a learner's env picks its next train task: ``uniform``, ``failures`` (weighted by
-    #: ``1 - score`` towards the tasks it has been failing) or ``unsolved`` (by the running
-    #: failure rate to the 4th power: the tasks it fails every time), see
-    #: :mod:`backoffice.training.curriculum`; released train tasks only
+    #: ``1 - score`` towards the tasks it has been failing),
+    #: ``unsolved`` (by the running failure rate to the 4th power: the tasks it fails every
+    #: time) or ``greedy-failures`` (half the draws from the train tasks its deterministic
+    #: policy failed at the latest replay), see :mod:`backoffice.training.curriculum`; released
+    #: train tasks only
     task_sampling: str = "uniform"
+    #: ``greedy-failures``: timesteps between replays of the greedy policy on the train tasks
+    focus_freq: int = 50_000
     #: cross-entropy minibatches per rollout towards the agent's own passed train episodes
     #: (:mod:`backoffice.training.self_imitation`; 0: pure PPO updates)
     self_imitation: int = 0
@@ -151,8 +155,8 @@ class TrainConfig:
             raise ValueError(f"self_imitation must be >= 0, got {self.self_imitation}")
         if self.self_imitation and self.algo != "maskable-ppo":
             raise ValueError("self_imitation imitates masked episodes: it needs algo='maskable-ppo'")
-        if self.timesteps < 1 or self.n_envs < 1 or self.eval_freq < 1:
-            raise ValueError("timesteps, n_envs and eval_freq must be >= 1")
+        if self.timesteps < 1 or self.n_envs < 1 or self.eval_freq < 1 or self.focus_freq < 1:
+            raise ValueError("timesteps, n_envs, eval_freq and focus_freq must be >= 1")
         if self.warm_start not in (None, "demos"):
             raise ValueError(f"warm_start must be demos or None, got {self.warm_start!r}")
         if self.warm_start is None and self.bc_epochs is not None:
@@ -214,7 +218,7 @@ class TrainingEnv(gym.Wrapper):
       checks cost 12 % of an early remittance run's CPU.
     """
 
-    def __init__(self, env: gym.Env, tasks: FailureWeighted | None = None, keep_passes: bool = False):
+    def __init__(self, env: gym.Env, tasks: FailureWeighted | GreedyFailures | None = None, keep_passes: bool = False):
         super().__init__(env)
         self.env_seconds = 0.0
         #: ``None``: the catalog env draws its train task uniformly
@@ -240,6 +244,12 @@ class TrainingEnv(gym.Wrapper):
         self.env_seconds += time.perf_counter() - t0
         return out
 
+    def focus(self, task_ids: Sequence[str]) -> None:
+        """Aim a ``greedy-failures`` env's draws at ``task_ids`` (the learner's greedy failures)."""
+        if not isinstance(self.tasks, GreedyFailures):
+            raise TypeError("focus needs task_sampling='greedy-failures'")
+        self.tasks.focus(task_ids)
+
     def step(self, action: Any) -> Any:
         t0 = time.perf_counter()
         obs, reward, terminated, truncated, info = self.env.step(action)
@@ -259,7 +269,8 @@ class TrainingEnv(gym.Wrapper):
 def training_env(domain: str, task_sampling: str = "uniform", keep_passes: bool = False, **kwargs: Any) -> TrainingEnv:
     """A catalog env inside a :class:`TrainingEnv` (picklable factory for ``SubprocVecEnv``);
     ``task_sampling="failures"`` or ``"unsolved"`` gives it a
-    :class:`~backoffice.training.curriculum.FailureWeighted` choice over its ``task_ids``;
+    :class:`~backoffice.training.curriculum.FailureWeighted` choice over its ``task_ids``,
+    ``"greedy-failures"`` a :class:`~backoffice.training.curriculum.GreedyFailures` one;
     ``keep_passes`` keeps its passed episodes for self-imitation."""
     from backoffice.training.catalog import make_catalog_env
 
@@ -319,9 +330,10 @@ def validation_ids(domain: str, n: int) -> list[str]:
     return sorted(ids[:n])
 
 
-def play(model: Any, env: Any, task_ids: Sequence[str], masked: bool = True) -> dict[str, float]:
-    """Run ``model`` deterministically on each task of a catalog env; pure pass rate and score."""
-    passed, score = 0, 0.0
+def play_each(model: Any, env: Any, task_ids: Sequence[str], masked: bool = True) -> list[tuple[str, bool, float]]:
+    """Run ``model`` deterministically on each task of a catalog env: ``(task_id, passed,
+    pure score)`` per task, in order."""
+    out = []
     for tid in task_ids:
         obs, _ = env.reset(options={"task_id": tid})
         while True:
@@ -332,13 +344,19 @@ def play(model: Any, env: Any, task_ids: Sequence[str], masked: bool = True) -> 
             obs, _, terminated, truncated, info = env.step(int(action))
             if terminated or truncated:
                 break
-        passed += bool(info["is_success"])
-        score += float(info["score"])
+        out.append((tid, bool(info["is_success"]), float(info["score"])))
+    return out
+
+
+def play(model: Any, env: Any, task_ids: Sequence[str], masked: bool = True) -> dict[str, float]:
+    """Run ``model`` deterministically on each task of a catalog env; pure pass rate and score."""
+    each = play_each(model, env, task_ids, masked)
     n = max(1, len(task_ids))
-    return {"pass_rate": passed / n, "mean_score": score / n}
+    return {"pass_rate": sum(p for _, p, _ in each) / n, "mean_score": sum(s for _, _, s in each) / n}
 
 
-def _make_callback(config: TrainConfig, val_env: Any, val_ids: Sequence[str], on_progress: Callable[[int], None] | None) -> Any:
+def _make_callback(config: TrainConfig, val_env: Any, val_ids: Sequence[str], on_progress: Callable[[int], None] | None,
+                   focus_env: Any = None, train_ids: Sequence[str] = ()) -> Any:
     from stable_baselines3.common.callbacks import BaseCallback
 
     class TrainingMonitor(BaseCallback):
@@ -354,10 +372,19 @@ def _make_callback(config: TrainConfig, val_env: Any, val_ids: Sequence[str], on
             self.imitation_rng = np.random.default_rng(derive_seed("self-imitation", config.seed))
             #: rollouts followed by self-imitation, and the tasks imitated at the last one
             self.imitation = {"updates": 0, "tasks": 0}
+            self.next_focus = config.focus_freq
+            #: greedy-failures: (timesteps, train tasks the greedy policy failed) per replay
+            self.focus: list[dict[str, int]] = []
 
         def _on_rollout_start(self) -> None:
             # after the last PPO update, before the next rollout: the rollout's log-probs are
             # those of the policy that collects it, as PPO's ratio needs
+            if focus_env is not None and self.num_timesteps >= self.next_focus:
+                self.next_focus += config.focus_freq
+                each = play_each(self.model, focus_env, train_ids, masked=config.algo == "maskable-ppo")
+                failed = [t for t, passed, _ in each if not passed]
+                self.training_env.env_method("focus", failed)
+                self.focus.append({"t": self.num_timesteps, "failed": len(failed), "tasks": len(each)})
             if config.self_imitation:
                 episodes = merge(p.episodes for p in self.training_env.get_attr("passes"))
                 if imitate(self.model, episodes, config.self_imitation, config.batch_size, self.imitation_rng) is not None:
@@ -464,12 +491,14 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
             else DummyVecEnv([make] * config.n_envs))
     venv.seed(config.seed)
     val_env = make_catalog_env(config.domain, split="train", spec=config.spec)
+    # the greedy replay's own env (the validation env's state stays the validation's alone)
+    focus_env = make_catalog_env(config.domain, split="train", spec=config.spec) if config.task_sampling == "greedy-failures" else None
     model = build_model(config, venv, ending_actions(val_env, config.finish_tools))
     cpu_start = os.times()
     warm: dict[str, Any] | None = None
     if config.warm_start == "demos":
         warm = warm_start_from_demos(model, config)
-    monitor = _make_callback(config, val_env, val_ids, on_progress)
+    monitor = _make_callback(config, val_env, val_ids, on_progress, focus_env, train_ids or ())
     started = time.perf_counter()
     try:
         # a clone is a candidate too (validated at t=0): PPO's first updates can undo part of
@@ -516,6 +545,8 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
         summary["warm_start"] = warm
     if config.self_imitation:
         summary["self_imitation"] = monitor.imitation
+    if monitor.focus:
+        summary["greedy_focus"] = monitor.focus
     if config.heldout_eval:
         summary["heldout"] = evaluate_heldout(config.domain, out / "model.zip", out / "heldout.jsonl")
     (out / "summary.json").write_bytes(dumps(summary))
