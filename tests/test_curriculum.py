@@ -1,7 +1,6 @@
 """Failure-weighted task sampling (``task_sampling="failures"``, ``"unsolved"`` and
-``"greedy-failures"``): the tasks a
-learner fails are drawn more often, only train tasks are drawn, and a run stays reproducible to
-the byte."""
+``"greedy-failures"``): the tasks a learner fails are drawn more often, only train tasks are
+drawn, and a run stays reproducible to the byte."""
 
 from __future__ import annotations
 

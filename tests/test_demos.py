@@ -82,12 +82,12 @@ def test_results_skip_only_runs_that_are_up_to_date(tmp_path: Path, monkeypatch:
 
 
 def test_a_run_is_judged_on_its_catalogs_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Remittance's conclusions tier is tuned to 400k steps, its facts tier to 900k, its raw tier
+    """Remittance's conclusions tier is tuned to 400k steps, its facts tier to 1.2M, its raw tier
     and approvals' conclusions tier train the default 200k; ``--timesteps`` overrides every budget."""
     monkeypatch.setattr(results, "MODELS", tmp_path)
     remit = {r.tier: r for r in results.plan(["remittance"]) if r.kind == "ppo" and r.seed == 0}
     assert results.budget(remit["conclusions"]) == 400_000
-    assert results.budget(remit["facts"]) == 900_000
+    assert results.budget(remit["facts"]) == 1_200_000
     assert results.budget(remit["raw"]) == results.budget(results.plan(["approvals"])[0]) == 200_000
     assert results.budget(remit["conclusions"], 1000) == 1000
     run = remit["conclusions"]

@@ -28,7 +28,7 @@ due and not everywhere). Remittance/facts trains with it: with ``gae_lambda`` 0.
 the greedy failures fell from all 300 train tasks to 22 / 32 / 80 at the last replay and
 heldout rose to 94.0 / 90.0 / 76.0 % (seeds 0-2) from 83.5 / 80.5 / 84.5 % uniform; with the
 1.2M budget it trains with now, 94.0 / 94.5 / 94.0 %. The replays (17-23 per run, 300 tasks
-each, up to 11.6 CPU-seconds for a trained policy) cost at most ~4 of a run's 26-28
+each, up to 11.6 CPU-seconds for a trained policy) cost at most ~4 of a run's 26-30
 CPU-minutes.
 
 Everything it reads is graded episodes on train tasks (the env's own, or the greedy replay's):
