@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -130,22 +131,26 @@ def test_the_learner_env_draws_the_tasks_a_wrong_policy_fails_more_often(samplin
     env.close()
 
 
+def _cli_train(out: Path, kind: str, *options: str) -> tuple[dict[str, Any], tuple[bytes, bytes]]:
+    """A short ``backoffice train`` run on approvals (2 envs of ``kind``, 12 validation tasks):
+    its summary, and its policy weights and curve as bytes."""
+    result = CliRunner().invoke(app, ["train", "--env", "approvals", "--n-envs", "2", "--vec-env", kind, *options,
+                                      "--validation-size", "12", "--no-heldout", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    with zipfile.ZipFile(out / "model.zip") as z:
+        return loads((out / "summary.json").read_bytes()), (z.read("policy.pth"), (out / "curve.json").read_bytes())
+
+
 def test_failure_weighted_self_imitating_training_repeats_to_the_byte_in_either_vec_env(tmp_path: Path) -> None:
     """Each env keeps its own task table, generator and passes, and the imitation draws from a
     seeded generator, so the run is the same in the learner's process and in worker processes,
     and the same again when repeated."""
     runs = {}
     for name, kind in (("a", "dummy"), ("b", "dummy"), ("c", "subproc")):
-        out = tmp_path / name
-        result = CliRunner().invoke(app, ["train", "--env", "approvals", "--timesteps", "600", "--n-envs", "2", "--vec-env", kind,
-                                          "--task-sampling", "failures", "--self-imitation", "4", "--eval-freq", "256",
-                                          "--validation-size", "12", "--no-heldout", "--out", str(out)])
-        assert result.exit_code == 0, result.output
-        summary = loads((out / "summary.json").read_bytes())
+        summary, runs[name] = _cli_train(tmp_path / name, kind, "--timesteps", "600", "--task-sampling", "failures",
+                                         "--self-imitation", "4", "--eval-freq", "256")
         assert summary["config"]["task_sampling"] == "failures" and summary["config"]["self_imitation"] == 4
         assert summary["self_imitation"]["updates"] > 0 and summary["self_imitation"]["tasks"] > 0  # it did imitate
-        with zipfile.ZipFile(out / "model.zip") as z:
-            runs[name] = (z.read("policy.pth"), (out / "curve.json").read_bytes())
     assert runs["a"] == runs["b"] == runs["c"]
 
 
@@ -186,19 +191,14 @@ def test_greedy_failure_training_replays_the_greedy_policy_and_repeats_to_the_by
     envs in the learner's process or in workers."""
     runs = {}
     for name, kind in (("a", "dummy"), ("c", "subproc")):
-        out = tmp_path / name
-        result = CliRunner().invoke(app, ["train", "--env", "approvals", "--timesteps", "1200", "--n-envs", "2", "--vec-env", kind,
-                                          "--task-sampling", "greedy-failures", "--focus-freq", "300", "--eval-freq", "400",
-                                          "--validation-size", "12", "--no-heldout", "--out", str(out)])
-        assert result.exit_code == 0, result.output
-        summary = loads((out / "summary.json").read_bytes())
+        summary, weights = _cli_train(tmp_path / name, kind, "--timesteps", "1200", "--task-sampling", "greedy-failures",
+                                      "--focus-freq", "300", "--eval-freq", "400")
         n_train = len(load_release("approvals").split_ids["train"]) - 12
         focus = summary["greedy_focus"]
         assert [f["t"] for f in focus] == sorted({f["t"] for f in focus}) and len(focus) >= 3
         assert all(f["tasks"] == n_train and 0 <= f["failed"] <= n_train for f in focus)
         assert focus[0]["failed"] > 0  # an untrained policy fails train tasks: the focus is not empty
-        with zipfile.ZipFile(out / "model.zip") as z:
-            runs[name] = (z.read("policy.pth"), (out / "curve.json").read_bytes(), focus)
+        runs[name] = (*weights, focus)
     assert runs["a"] == runs["c"]
     with pytest.raises(ValueError, match="focus_freq"):
         TrainConfig(domain="approvals", out=Path("x"), focus_freq=0)
