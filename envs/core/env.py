@@ -226,6 +226,7 @@ class BackofficeEnv(gym.Env[str, Any]):
             raise ValueError(f"reset option scale must be an int >= 1, got {scale!r}")
         if "task_id" in options:
             task_id = str(options["task_id"])
+            self.check_servable(task_id)
             if is_generated_id(task_id):
                 return self._generated_task(int(task_id.rsplit("-G", 1)[1]), scale)
             if scale != 1:
@@ -242,13 +243,27 @@ class BackofficeEnv(gym.Env[str, Any]):
         task = self.release.task(ids[derive_seed("pick", self.split, seed) % len(ids)])
         return task, self.release.snapshot(task.snapshot_id), self.release.checked_hash(task.task_id), None
 
+    def check_servable(self, task_id: str) -> None:
+        """Raise ``ValueError`` unless this env's split serves ``task_id``: a released task only
+        from its own split (a ``train`` env never starts a ``heldout`` task, so no training-only
+        reward or route reads a heldout answer key), a generated task only in a training split
+        (``train`` or ``generated``). Evaluation on heldout tasks builds a heldout env."""
+        if is_generated_id(task_id):
+            if self.split == "heldout":
+                raise ValueError(f"{task_id} is a generated (training) task; this env serves the heldout split only")
+            return
+        split = self.release.task(task_id).split  # KeyError names an unknown id
+        if split != self.split:
+            raise ValueError(f"{task_id} is a {split} task; this env serves the {self.split} split only "
+                             f"(build an env with split={split!r} to run it)")
+
     def _task_id_for(self, alias: str, value: Any) -> str:
         """The released task of this env's split whose ``params[alias]`` is ``value``."""
-        splits = (self.split,) if self.split in self.release.split_ids else tuple(self.release.split_ids)
-        hits = [t for s in splits for t in self.release.split_ids[s] if self.release.task(t).params.get(alias) == value]
+        ids = self.release.split_ids.get(self.split, ())
+        hits = [t for t in ids if self.release.task(t).params.get(alias) == value]
         if len(hits) != 1:
             found = "no task" if not hits else f"{len(hits)} tasks ({', '.join(hits[:5])})"
-            raise ValueError(f"{alias}={value!r} names {found} in the {'/'.join(splits)} split of {self.domain.name}")
+            raise ValueError(f"{alias}={value!r} names {found} in the {self.split} split of {self.domain.name}")
         return hits[0]
 
     def _generated_task(self, index: int, scale: int = 1) -> tuple[Task, Snapshot, str, dict[str, Any]]:

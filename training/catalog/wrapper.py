@@ -29,7 +29,8 @@ class CatalogEnv(gym.Wrapper[np.ndarray, np.int64, str, Any]):
         env: the native env (``BackofficeEnv``), unwrapped or not.
         spec: the domain's :class:`CatalogSpec` instance.
         task_ids: if given, each reset without ``options`` draws its task from these released
-            ids (how training carves a validation set out of ``train``).
+            ids (how training carves a validation set out of ``train``); each must be a task of
+            the native env's split (``ValueError`` otherwise).
 
     ``action_masks()`` is defined here, so ``VecEnv.env_method("action_masks")`` and MaskablePPO
     find it without ``ActionMasker``.
@@ -48,6 +49,8 @@ class CatalogEnv(gym.Wrapper[np.ndarray, np.int64, str, Any]):
         # the feature scale of step_fraction: the catalog's limit, whatever the native env's
         self.agent = CatalogAgent(spec, max_steps=spec.max_steps or native.domain.default_max_steps)
         self.task_ids = tuple(task_ids) if task_ids else ()
+        for task_id in self.task_ids:  # the split is the env's: refuse now, not at some later reset
+            native.check_servable(task_id)
         self.action_space = spaces.Discrete(self.agent.n_actions)
         self.observation_space = spaces.Box(-1.0, 1.0, shape=(self.agent.n_features,), dtype=np.float32)
 
