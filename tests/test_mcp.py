@@ -24,9 +24,10 @@ from backoffice.envs.core.canonical import loads  # noqa: E402
 from backoffice.envs.core.release import Release, load_release  # noqa: E402
 from backoffice.envs.core.replay import replay  # noqa: E402
 from backoffice.envs.core.trace import read_trace  # noqa: E402
-from backoffice.training.mcp_server import EpisodeSession, build_server, make_session  # noqa: E402
+from backoffice.training.mcp_server import EpisodeSession, build_server, make_pool, make_session  # noqa: E402
 from backoffice.training.policies import get_policy  # noqa: E402
 from backoffice.training.rollout import run_episode  # noqa: E402
+from backoffice.training.session import PUBLIC_GRADE_FIELDS, Attempts  # noqa: E402
 from conftest import DOMAINS, domain_params  # noqa: E402
 from toy_domain import DOMAIN as TOY, ToyEnv  # noqa: E402
 
@@ -45,6 +46,12 @@ def native_calls(env: Any, policy: Any, task_id: str) -> tuple[list[dict], list[
     res = run_episode(env, policy, task_id=task_id, keep_observations=True)
     calls = [{"tool": r["tool"], "args": r["args"]} for r in env.trace]
     return calls, res.observations[1:], res.info
+
+
+def agent_grade(info: dict[str, Any], steps: int) -> dict[str, Any]:
+    """What the ``grade`` tool may show an agent of a native terminal ``info``: pass, score and
+    failure codes, nothing else (no check, detail or expected value)."""
+    return {"final": True, "steps": steps, **{k: info["grade"][k] for k in PUBLIC_GRADE_FIELDS}}
 
 
 async def play(client: Client, task_id: str, calls: list[dict]) -> tuple[list[Any], dict[str, Any]]:
@@ -87,8 +94,8 @@ def test_in_process_server_lists_calls_and_grades_like_the_native_env(release: R
                     assert result.content[0].text == obs
                     assert result.is_error == (info["result_status"] == "error")
                     assert result.structured_content["terminated"] == term
-                assert grade["final"] and grade["grade"] == info["grade"]
-                assert grade["end_state_hash"] == info["end_state_hash"] and grade["score"] == info["score"]
+                assert grade == agent_grade(info, len(TOY_CALLS))
+                assert session.grade() == info["grade"]  # the full grade stays the operator's
             after = await client.call_tool("bump", {"counter_id": "C-1"})
             assert after.is_error and loads(after.content[0].text)["code"] == "episode_over"
             assert session.steps == len(TOY_CALLS)  # the refused call was not a step
@@ -123,14 +130,15 @@ def test_no_grade_before_the_end_and_reset_errors(release: Release) -> None:
     anyio.run(main)
 
 
-def test_split_lock_refuses_other_splits_unless_unlocked(release: Release) -> None:
-    locked = EpisodeSession(ToyEnv(release=release, split="heldout"))
-    with pytest.raises(ValueError, match="locked to the heldout split"):
-        locked.reset(task_id="TOY-T0001")
-    with pytest.raises(ValueError, match="locked"):
-        locked.reset(task_id="TOY-G5")
-    unlocked = EpisodeSession(ToyEnv(release=release, split="heldout"), lock_split=False)
-    assert unlocked.reset(task_id="TOY-T0001")["task_id"] == "TOY-T0001"
+def test_the_split_is_the_envs(release: Release) -> None:
+    heldout = EpisodeSession(ToyEnv(release=release, split="heldout"))
+    with pytest.raises(ValueError, match="TOY-T0001 is a train task; this env serves the heldout split only"):
+        heldout.reset(task_id="TOY-T0001")
+    with pytest.raises(ValueError, match="generated .*heldout split only"):
+        heldout.reset(task_id="TOY-G5")
+    train = EpisodeSession(ToyEnv(release=release, split="train"))
+    with pytest.raises(ValueError, match="TOY-H0001 is a heldout task; this env serves the train split only"):
+        train.reset(task_id="TOY-H0001")
 
 
 def test_session_traces_replay(release: Release, tmp_path: Path) -> None:
@@ -141,7 +149,67 @@ def test_session_traces_replay(release: Release, tmp_path: Path) -> None:
     session.env.close()
     records = read_trace(trace)
     assert [r["tool"] for r in records] == [c["tool"] for c in TOY_CALLS]
-    assert records[-1]["grade"] == session.grade()["grade"]
+    assert records[-1]["grade"] == session.grade()
+    assert session.grade_tool() == {"final": True, "steps": len(TOY_CALLS), **{k: records[-1]["grade"][k] for k in PUBLIC_GRADE_FIELDS}}
+
+
+# -- no rehearsal: a heldout task is graded once (or --attempts times), across every session ------
+def test_a_graded_heldout_task_cannot_be_rehearsed(release: Release) -> None:
+    session = EpisodeSession(ToyEnv(release=release, split="heldout"), task_id="TOY-H0001")
+    session.call("submit", {})
+    assert set(session.grade_tool()) == {"final", "steps", *PUBLIC_GRADE_FIELDS}  # no checks, no detail
+    text, err, is_error = session.dispatch("reset", {"task_id": "TOY-H0001"})
+    assert is_error and err["code"] == "attempts_exhausted" and "attempts=1" in err["message"]
+    # a task drawn by seed whose attempt is spent: the reset shows 0 left and every call is refused
+    drawn = next(s for s in range(200) if session.reset(seed=s)["task_id"] == "TOY-H0001")
+    assert session.reset(seed=drawn)["attempts_left"] == 0
+    refused = session.call("bump", {"counter_id": "C-1"})
+    assert refused.is_error and loads(refused.observation)["code"] == "attempts_exhausted" and refused.steps == 0
+    assert session.env.unwrapped.state.get("counters", "C-1")["value"] == 0  # no step was taken
+    # an untouched episode is no attempt: resetting away from it and back is free
+    assert session.reset(task_id="TOY-H0002")["attempts_left"] == 1
+    assert session.reset(task_id="TOY-H0002")["attempts_left"] == 1
+
+
+def test_attempts_are_counted_across_the_sessions_of_a_server(release: Release) -> None:
+    ledger = Attempts(2)  # pass^2
+    first, second = (EpisodeSession(ToyEnv(release=release, split="heldout"), attempts=ledger) for _ in range(2))
+    for s in (first, second):
+        s.reset(task_id="TOY-H0003")
+        s.call("bump", {"counter_id": "C-1"})
+        s.call("submit", {})
+    for s in (first, second, EpisodeSession(ToyEnv(release=release, split="heldout"), attempts=ledger)):
+        assert s.dispatch("reset", {"task_id": "TOY-H0003"})[1]["code"] == "attempts_exhausted"
+    # an abandoned episode that took a step counts too
+    first.reset(task_id="TOY-H0004")
+    first.call("get_counter", {"counter_id": "C-1"})
+    first.reset(task_id="TOY-H0004")
+    first.call("get_counter", {"counter_id": "C-1"})
+    assert first.dispatch("reset", {"task_id": "TOY-H0004"})[1]["code"] == "attempts_exhausted"
+    train = EpisodeSession(ToyEnv(release=release, split="train"))  # training split: unlimited by default
+    for _ in range(3):
+        train.reset(task_id="TOY-T0001")
+        train.call("submit", {})
+    with pytest.raises(ValueError, match="attempts must be"):
+        Attempts(0)
+
+
+@pytest.mark.parametrize("domain", domain_params())
+def test_retry_until_pass_gets_one_graded_episode_per_heldout_task(domain: str) -> None:
+    """The rehearsal attacker: submit at once, read the grade, reset to the same task (on the same
+    session, or a new session of the same server) to try again. Every retry is refused, and the
+    one grade it saw names no check, detail or expected value."""
+    ids = load_release(domain).split_ids["heldout"][:5]
+    pool = make_pool(domain, split="heldout")
+    for i, task_id in enumerate(ids):
+        session = pool.get(f"client-{i}")
+        session.dispatch("reset", {"task_id": task_id})
+        session.dispatch("submit", {})
+        text, grade, _ = session.dispatch("grade", {})
+        assert grade["final"] and set(grade) == {"final", "steps", *PUBLIC_GRADE_FIELDS}
+        assert "expected" not in text and "checks" not in text and "detail" not in text
+        for other in (session, pool.get(f"other-{i}")):
+            assert other.dispatch("reset", {"task_id": task_id})[1]["code"] == "attempts_exhausted"
 
 
 # -- toy domain, over stdio ---------------------------------------------------------------------
@@ -174,7 +242,7 @@ def test_stdio_server_gives_the_native_grade(release: Release, tmp_path: Path) -
                 return grade
 
     grade = anyio.run(main)
-    assert grade["grade"] == info["grade"] and grade["end_state_hash"] == info["end_state_hash"]
+    assert grade == agent_grade(info, len(TOY_CALLS))
 
 
 # -- installed domains ----------------------------------------------------------------------------
@@ -199,12 +267,14 @@ def test_oracle_calls_over_mcp_grade_like_the_native_env(domain: str, tmp_path: 
                     if toolkit[tool.name].writes is not None:
                         assert tool.annotations.read_only_hint is (not toolkit[tool.name].writes)
                 assert names[-2:] == ["reset", "grade"]
-                assert grade["final"] and grade["grade"] == info["grade"] and grade["grade"]["pass"]
-                assert grade["end_state_hash"] == info["end_state_hash"]
+                assert grade == agent_grade(info, len(calls)) and grade["pass"]
 
     anyio.run(main)
     session.env.close()
-    assert all(r.ok for r in replay(read_trace(trace)))
+    records = read_trace(trace)
+    assert all(r.ok for r in replay(records))
+    assert [r["grade"]["checks"] for r in records if "grade" in r] == [
+        native_calls(native, get_policy(domain, "oracle"), t)[2]["grade"]["checks"] for t in ids]  # the operator's record
 
 
 @pytest.mark.skipif(not DOMAINS, reason="needs an installed domain (the CLI loads releases by name)")
@@ -222,7 +292,9 @@ def test_backoffice_mcp_command_over_stdio() -> None:
                 names = {t.name for t in (await client.list_tools()).tools}
                 assert names == {*native.task.allowed_tools, "reset", "grade"}
                 _, grade = await play(client, task_id, calls)
+                again = await client.call_tool("reset", {"task_id": task_id})  # one graded attempt (no --attempts)
+                assert again.is_error and loads(again.content[0].text)["code"] == "attempts_exhausted"
                 return grade
 
     grade = anyio.run(main)
-    assert grade["grade"] == info["grade"] and grade["grade"]["pass"]
+    assert grade == agent_grade(info, len(calls)) and grade["pass"]

@@ -165,7 +165,9 @@ def load_test(pool: SessionPool, make_env: Any, domain: str, ids: list[str], ses
         wall = time.perf_counter() - start
     for i, got in grades.items():
         _, info = plans[ids[i % len(ids)]]
-        assert got["final"] and got["grade"] == info["grade"] and got["end_state_hash"] == info["end_state_hash"]
+        # the agent sees pass, score and failure codes; the full grade is the operator's
+        assert got == {"final": True, "steps": len(plans[ids[i % len(ids)]][0]),
+                       **{k: info["grade"][k] for k in ("pass", "score", "failure_codes")}}
     assert len(grades) == sessions and pool.created == sessions
     latencies.sort()
     return {"wall_s": wall, "calls": len(latencies), "p50_ms": 1000 * latencies[len(latencies) // 2],
@@ -179,7 +181,7 @@ def test_http_fifty_concurrent_sessions_are_isolated_and_grade_like_the_native_e
 
     if DOMAINS:
         domain = DOMAINS[0]
-        pool = make_pool(domain, split="heldout")
+        pool = make_pool(domain, split="heldout", attempts=5)  # 50 sessions over 10 tasks: declared
         ids = list(load_release(domain).split_ids["heldout"][:10])
 
         def make_env() -> Any:
@@ -191,7 +193,7 @@ def test_http_fifty_concurrent_sessions_are_isolated_and_grade_like_the_native_e
         def make_env() -> Any:
             return ToyEnv(release=release, split="heldout")
 
-        pool = SessionPool(lambda: EpisodeSession(make_env()), domain="toy")
+        pool = SessionPool(lambda: EpisodeSession(make_env(), attempts=None), domain="toy")
     numbers = load_test(pool, make_env, domain, ids, sessions=50)
     print(f"\nMCP HTTP load test ({domain}, 50 concurrent sessions):", numbers)
 

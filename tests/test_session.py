@@ -73,7 +73,14 @@ def test_async_sessions_share_the_snapshot_and_not_their_state(release: Release)
         assert s.env.unwrapped.state.get("counters", "C-1")["value"] == 1 + i % 3
 
 
-def test_session_is_locked_to_its_split(release: Release) -> None:
-    with pytest.raises(ValueError, match="locked"):
+def test_session_serves_its_envs_split_only(release: Release) -> None:
+    with pytest.raises(ValueError, match="TOY-T0001 is a train task; this env serves the heldout split only"):
         session(release, task_id="TOY-T0001")
-    assert session(release, task_id="TOY-T0001", lock_split=False).task_id == "TOY-T0001"
+
+
+def test_session_public_grade_is_pass_score_and_failure_codes(release: Release) -> None:
+    s = session(release)
+    with pytest.raises(EpisodeNotOver):
+        s.public_grade()
+    s.call("submit", {})
+    assert s.public_grade() == {k: s.grade()[k] for k in ("pass", "score", "failure_codes")}

@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int | None, typer.Option(help="Seed of the first episode.")] = None,
         trace: Annotated[Path | None, typer.Option(help="Write the trace of every step here (JSONL).")] = None,
         max_steps: Annotated[int | None, typer.Option(help="Truncate episodes after this many steps.")] = None,
-        lock_split: Annotated[bool, typer.Option("--lock-split/--no-lock-split", help="Refuse reset to a task outside --split.")] = True,
+        attempts: Annotated[int | None, typer.Option(help="Episodes each task may be played on this server, all sessions together (pass^k: k). Default: 1 on heldout, unlimited on train.", min=1)] = None,
         http: Annotated[bool, typer.Option("--http", help="Serve MCP over streamable HTTP at http://HOST:PORT/mcp (one episode per MCP session) instead of stdio.")] = False,
         host: Annotated[str, typer.Option(help="With --http: address to bind; loopback only (127.0.0.1, localhost, ::1): the server has no authentication.")] = "127.0.0.1",
         port: Annotated[int, typer.Option(help="With --http: TCP port.", min=1, max=65535)] = 8000,
@@ -32,14 +32,18 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Serve one environment as an MCP server over stdio, or with --http over streamable HTTP
         (tools: the task's own, plus reset and grade; grade answers only once the episode has
-        ended). With --http and --trace, TRACE is a folder: one trace file per MCP session."""
+        ended, with pass, score and failure codes; the full grade goes to --trace). Reset
+        serves --split only, each task at most --attempts times. With --http and --trace, TRACE
+        is a folder: one trace file per MCP session."""
         from backoffice.envs import DOMAINS
         from backoffice.training.mcp_server import LOOPBACK, make_session, serve_stdio
+        from backoffice.training.session import Attempts, default_attempts
 
         if env not in DOMAINS:
             raise typer.BadParameter(f"unknown domain {env!r}; choose from {', '.join(DOMAINS)}")
         if split not in ("train", "heldout"):
             raise typer.BadParameter("split must be train or heldout")
+        ledger = Attempts(attempts if attempts is not None else default_attempts(split))
         if http:
             from backoffice.training.mcp_server import SessionPool, serve_http
 
@@ -52,14 +56,14 @@ def register(app: typer.Typer) -> None:
             def factory():  # one env (and trace file) per MCP session; all share the loaded release
                 path = str(trace / f"session-{next(counter):05d}.jsonl") if trace is not None else None
                 return make_session(env, task_id=task_id, split=split, seed=seed, trace_path=path,
-                                    max_steps=max_steps, lock_split=lock_split)
+                                    max_steps=max_steps, attempts=ledger)
 
             pool = SessionPool(factory, max_sessions=max_sessions, domain=env)
             sys.stderr.write(f"backoffice MCP ({env}, {split}) on http://{host}:{port}/mcp\n")
             serve_http(pool, host=host, port=port)
             return
         session = make_session(env, task_id=task_id, split=split, seed=seed,
-                               trace_path=str(trace) if trace else None, max_steps=max_steps, lock_split=lock_split)
+                               trace_path=str(trace) if trace else None, max_steps=max_steps, attempts=ledger)
         serve_stdio(session)
 
     @app.command("chat")

@@ -12,12 +12,15 @@ a ``task_id``) to start an episode, works through the task's own tools and finis
   ``seed``). Returns the brief, the system prompt of :func:`backoffice.training.llm.system_prompt`
   and the episode's ids. Without ``seed`` a named task uses its own seed, as native rollouts do,
   so the same calls give the same trace, end state and grade;
-- ``grade()``: the terminal grade once the episode has ended (``final: true``); before that only
-  ``{"final": false, "steps": n}``. No check, detail or expected value reaches the agent before
-  its episode ends: a mid-episode grade would hand it the answer key.
+- ``grade()``: once the episode has ended (``final: true``), its ``pass``, ``score`` and
+  ``failure_codes``; before that only ``{"final": false, "steps": n}``. No check detail or
+  expected value ever reaches the agent: they go to the operator's records (the trace's last
+  line, ``Session.grade()``).
 
-The server is locked to its split (``lock_split``, on by default): ``reset`` refuses a task id
-outside it, so an evaluation server on ``train`` cannot be used to rehearse ``heldout`` tasks.
+The server serves its env's split only (``reset`` to a task of another split is refused), and
+each task at most ``attempts`` times (default: once on ``heldout``, unlimited on ``train``;
+``--attempts k`` for pass^k), counted across every session of the server: a task cannot be
+rehearsed until it passes, through a new connection either.
 
 A call after the episode has ended is refused with code ``episode_over`` and is not a step.
 The server starts with an episode already reset (``task_id`` if given, else ``seed`` 0 of the
@@ -31,7 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from backoffice.envs.core.canonical import dumps, loads
-from backoffice.training.session import Session
+from backoffice.training.session import Attempts, AttemptsExhausted, Session, default_attempts
 
 RESET_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -59,20 +62,21 @@ class EpisodeSession(Session):
     ``grade``); every method returns plain data, so the MCP handlers stay thin and tests can
     use it directly (transport-free)."""
 
-    def __init__(self, env: Any, task_id: str | None = None, seed: int | None = None, lock_split: bool = True):
+    def __init__(self, env: Any, task_id: str | None = None, seed: int | None = None,
+                 attempts: int | Attempts | None | str = "default"):
         names = set(env.unwrapped.domain.toolkit.names)
         clash = names & set(CONTROL_TOOLS)
         if clash:
             raise ValueError(f"domain tools {sorted(clash)} clash with the MCP control tools {CONTROL_TOOLS}")
-        super().__init__(env, task_id=task_id, seed=seed, lock_split=lock_split)
+        super().__init__(env, task_id=task_id, seed=seed, attempts=attempts)
 
     def tool_specs(self, format: str = "mcp") -> list[dict[str, Any]]:
         """MCP specs (``name``, ``description``, ``inputSchema``): the episode's tools, then the control tools."""
         specs = list(self.env.unwrapped.tool_specs(format="mcp"))
         specs.append({"name": "reset", "description": "Start a new episode (a released task by task_id, or one drawn by seed). "
                       "Returns the task brief and the system prompt.", "inputSchema": RESET_SCHEMA})
-        specs.append({"name": "grade", "description": "The grade of the episode once it has ended (final: true); "
-                      "before that only {final: false, steps}.",
+        specs.append({"name": "grade", "description": "Once the episode has ended (final: true): its pass, score "
+                      "and failure_codes; before that only {final: false, steps}.",
                       "inputSchema": GRADE_SCHEMA})
         return specs
 
@@ -81,12 +85,13 @@ class EpisodeSession(Session):
         res = self.call(name, arguments)
         return res.observation, res.is_error, {"terminated": res.terminated, "truncated": res.truncated, "steps": res.steps}
 
-    def grade(self) -> dict[str, Any]:
-        """``{"final": True, "steps", "grade", ...}`` once the episode has ended, else only
-        ``{"final": False, "steps"}``: nothing of the grade reaches an agent before its end."""
+    def grade_tool(self) -> dict[str, Any]:
+        """What the agent's ``grade`` tool answers: ``{"final": True, "steps", "pass", "score",
+        "failure_codes"}`` once the episode has ended, else only ``{"final": False, "steps"}``.
+        The full grade (checks, details, expected values) is the operator's: :meth:`grade`
+        and the trace."""
         if self.final is not None:
-            return {"final": True, "steps": self.steps,
-                    **{k: v for k, v in self.final.items() if k in ("grade", "score", "is_success", "end_state_hash", "shaped_reward")}}
+            return {"final": True, "steps": self.steps, **self.public_grade()}
         return {"final": False, "steps": self.steps}
 
     def dispatch(self, name: str, arguments: dict[str, Any] | None) -> tuple[str, Any, bool]:
@@ -107,6 +112,9 @@ class EpisodeSession(Session):
             if problem is None:
                 try:
                     out = self.reset(task_id=task_id, seed=seed)
+                except AttemptsExhausted as exc:
+                    err = {"status": "error", "code": "attempts_exhausted", "message": str(exc)}
+                    return dumps(err).decode(), err, True
                 except (KeyError, ValueError) as exc:
                     problem = str(exc.args[0] if exc.args else exc)
             if problem is not None:
@@ -114,7 +122,7 @@ class EpisodeSession(Session):
                 return dumps(err).decode(), err, True
             return dumps(out).decode(), out, False
         if name == "grade":
-            out = self.grade()
+            out = self.grade_tool()
             return dumps(out).decode(), out, False
         obs, is_error, status = self.step(name, arguments)
         return obs, {"observation": loads(obs), **status}, is_error
@@ -262,13 +270,15 @@ BRIEF_URI = "backoffice://episode/brief"
 
 
 def make_session(domain: str, task_id: str | None = None, split: str = "heldout", seed: int | None = None,
-                 trace_path: str | None = None, max_steps: int | None = None, lock_split: bool = True) -> EpisodeSession:
-    """An :class:`EpisodeSession` over a fresh native env of ``domain`` (locked to ``split``
-    unless ``lock_split`` is false)."""
+                 trace_path: str | None = None, max_steps: int | None = None,
+                 attempts: int | Attempts | None | str = "default") -> EpisodeSession:
+    """An :class:`EpisodeSession` over a fresh native env of ``domain`` on ``split``, with
+    ``attempts`` per task (an int, a ledger shared with other sessions, ``None``: unlimited;
+    default: :func:`~backoffice.training.session.default_attempts`)."""
     from backoffice.envs import make_native
 
     env = make_native(domain, split=split, trace_path=trace_path, max_steps=max_steps)
-    return EpisodeSession(env, task_id=task_id, seed=seed, lock_split=lock_split)
+    return EpisodeSession(env, task_id=task_id, seed=seed, attempts=attempts)
 
 
 def serve_stdio(session: EpisodeSession) -> None:
@@ -289,11 +299,13 @@ def serve_stdio(session: EpisodeSession) -> None:
 
 
 def make_pool(domain: str, split: str = "heldout", task_id: str | None = None, seed: int | None = None,
-              max_steps: int | None = None, lock_split: bool = True, max_sessions: int = 256) -> SessionPool:
+              max_steps: int | None = None, max_sessions: int = 256,
+              attempts: int | None | str = "default") -> SessionPool:
     """A :class:`SessionPool` of fresh native envs of ``domain``: one episode per MCP session
-    (they share the loaded release)."""
+    (they share the loaded release) and one attempts ledger for them all."""
+    ledger = Attempts(default_attempts(split) if attempts == "default" else attempts)  # type: ignore[arg-type]
     return SessionPool(lambda: make_session(domain, task_id=task_id, split=split, seed=seed, max_steps=max_steps,
-                                            lock_split=lock_split), max_sessions=max_sessions, domain=domain)
+                                            attempts=ledger), max_sessions=max_sessions, domain=domain)
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")

@@ -21,12 +21,20 @@ class ReplayResult:
     divergences: list[str] = field(default_factory=list)
 
 
+def split_of(domain: str, task_id: str) -> str:
+    """The split whose env serves ``task_id`` (an env serves its own split only)."""
+    from backoffice.envs.core.release import is_generated_id, load_release
+
+    return "generated" if is_generated_id(task_id) else load_release(domain).task(task_id).split
+
+
 def replay_episode(records: Sequence[Mapping[str, Any]], env: Any = None) -> ReplayResult:
-    """Re-run one episode's calls; compare each step's outcome and the recorded end."""
+    """Re-run one episode's calls; compare each step's outcome and the recorded end. ``env``
+    must serve the task's split (default: a fresh native env of it)."""
     from backoffice.envs import make_native
 
     first = records[0]
-    env = env if env is not None else make_native(first["domain"])
+    env = env if env is not None else make_native(first["domain"], split=split_of(first["domain"], first["task_id"]))
     env.reset(seed=first["seed"], options={"task_id": first["task_id"]})
     divergences: list[str] = []
     info: dict[str, Any] = {}
@@ -59,11 +67,11 @@ def replay(records: Iterable[Mapping[str, Any]]) -> list[ReplayResult]:
     """Replay every episode in ``records`` (trace lines, any number of episodes)."""
     from backoffice.envs import make_native
 
-    envs: dict[str, Any] = {}
+    envs: dict[tuple[str, str], Any] = {}
     out = []
     for ep in episodes(dict(r) for r in records):
-        domain = ep[0]["domain"]
-        if domain not in envs:
-            envs[domain] = make_native(domain)
-        out.append(replay_episode(ep, envs[domain]))
+        key = (ep[0]["domain"], split_of(ep[0]["domain"], ep[0]["task_id"]))
+        if key not in envs:
+            envs[key] = make_native(key[0], split=key[1])
+        out.append(replay_episode(ep, envs[key]))
     return out

@@ -206,7 +206,8 @@ class BackofficeToolEnv:
                 seed = self._seed + self._resets
             self._resets += 1
             if self.session is None:
-                self.session = Session(self._env, task_id=task_id, seed=seed, split=self.split)
+                # the trainer resets, never the model (reset is no tool here): nothing to rehearse
+                self.session = Session(self._env, task_id=task_id, seed=seed, split=self.split, attempts=None)
             else:
                 self.session.reset(task_id=task_id, seed=seed)
             self.final_grade = None
