@@ -379,7 +379,7 @@ class DecisionArgs(ToolArgs):
     request_id: Id = Field(description="Request to decide.")
     outcome: Literal["proceed", "hold", "reject"] = Field(
         description="proceed (approve), hold (waiting for information) or reject. To route a request use escalate.")
-    approver_id: Id | None = Field(None, description="Person id of the approver whose decision it is (required).")
+    approver_id: Id = Field(description="Person id of the approver whose decision it is.")
     basis_ids: BasisIds = Field(default_factory=list, description="Ids the decision rests on: the rule id and the approver's role assignment or delegation id that gives the authority.")
     note: Annotated[str, StringConstraints(max_length=500)] = Field("", description="Short note for the audit trail.")
 
@@ -407,10 +407,7 @@ def _write_decision(ctx: ToolContext, request: Row, outcome: str, approver_id: s
 def record_decision(ctx: ToolContext, args: DecisionArgs) -> dict:
     """Record the named approver's decision on an open request (pending or on_hold) and set its status (approved / on_hold / rejected). Every decision names its approver."""
     request = _open_request(ctx, args.request_id)
-    if args.approver_id is not None:
-        _live(ctx.store, "people", args.approver_id, f"no person {args.approver_id[:64]!r}")
-    if args.approver_id is None:
-        raise ToolError("precondition_failed", "a decision needs approver_id (the person whose decision it is)")
+    _live(ctx.store, "people", args.approver_id, f"no person {args.approver_id[:64]!r}")
     row = _write_decision(ctx, request, args.outcome, args.approver_id, args.basis_ids, args.note, None)
     return {"decision": row, "request_status": DECISION_STATUS[args.outcome]}
 
