@@ -12,7 +12,7 @@ Grade fields and checks (work checks earn the score; gates only cap it when they
                      within the hard limit
     single_decision  (gate) at most one decision or escalation on the request
     outcome_match    (work) the decision's outcome is the expected one; an escalation counts when
-                     it goes to a role that may approve the request
+                     it goes to the rule's required_role_id, the role the procedure names
     downstream       (work, proceed tasks) exactly the request's ledger entry / order release
     side_effects     (gate) downstream rows (``ledger_entries:*``, ``orders:*``) written before a
                      valid proceed decision (all of them when there is none)
@@ -171,12 +171,14 @@ def _approver_check(decisions: list[dict[str, Any]], verdicts: dict[str, auth.As
 
 
 def _outcome_check(decisions: list[dict[str, Any]], exp: Mapping[str, Any]) -> tuple[dict[str, Any], bool, str | None]:
-    """outcome_match: the (last) decision; an escalation also needs a role that may approve."""
+    """outcome_match: the (last) decision; an escalation also goes to the rule's
+    ``required_role_id``, the role the procedure names (another role that could approve is not
+    what the text asks for)."""
     final = decisions[-1] if decisions else None
     outcome = final["outcome"] if final else None
     ok = outcome == exp["outcome"]
     if ok and outcome == "escalate":
-        ok = final["escalated_to"] in exp["accepted_roles"]  # type: ignore[index]
+        ok = final["escalated_to"] == exp["required_role_id"]  # type: ignore[index]
     check = result("outcome_match", "outcome_match", ok, "wrong_outcome",
                    None if ok else {"expected": exp["outcome"], "got": outcome})
     return check, ok, outcome

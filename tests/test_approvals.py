@@ -477,3 +477,30 @@ def test_a_decision_with_an_empty_basis_fails() -> None:
     for task_id in release().split_ids["heldout"][:12]:
         run = _exploit("boundary_values", task_id)
         assert run.applied and not run.grade["pass"] and "basis_missing_or_wrong" in run.grade["failure_codes"], task_id
+
+
+class EscalatesToTheMostSeniorCoveringRole(Oracle):
+    """The attacker of grades v2 item 5: the oracle's decision, but an escalation goes to the most
+    senior role that covers the request type (an approver for it, not the one the procedure names)."""
+
+    def escalation_role(self, rule, request, roles):
+        covering = [r for r in roles if request["type"] in r["request_types"]]
+        return max(covering, key=lambda r: (r["level"], r["amount_limit"], r["id"]))["id"]
+
+
+def test_escalation_goes_to_the_rule_s_required_role_only() -> None:
+    """The procedure says to escalate to the rule's required_role_id; a role that could approve
+    too is not what the text asks for: it fails outcome_match (wrong_outcome)."""
+    env = make_native("approvals", split="heldout")
+    tasks = [t for t in release().split_ids["heldout"]
+             if key(t)["expected"]["outcome"] == "escalate"
+             and set(key(t)["expected"]["accepted_roles"]) - {key(t)["expected"]["required_role_id"]}]
+    assert len(tasks) >= 20
+    failed = 0
+    for task_id in tasks:
+        res = run_episode(env, EscalatesToTheMostSeniorCoveringRole(), task_id=task_id)
+        escalated = next(r["args"]["role_id"] for r in env.trace if r["tool"] == "escalate")
+        if escalated != key(task_id)["expected"]["required_role_id"]:
+            failed += 1
+            assert not res.grade["pass"] and "wrong_outcome" in res.grade["failure_codes"], task_id
+    assert failed >= 20  # the attacker really went elsewhere on most of them
