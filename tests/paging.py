@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from backoffice.envs import get_domain, make_native
-from backoffice.envs.core.build import task_seed
+from backoffice.envs.core.build import task_seed, task_tag
 from backoffice.envs.core.canonical import loads
 from backoffice.envs.core.domain import Generated
 from backoffice.envs.core.store import Store
@@ -35,7 +35,7 @@ def generated(domain: str, index: int, scale: int | None = None) -> Generated:
     {"generate": index})`` builds it), at ``scale`` (``None``: without the scale argument).
     Shared: read it, never mutate it."""
     dom = get_domain(domain)
-    seed, tag = task_seed(domain, "generated", index), dom.defect_tags[index % len(dom.defect_tags)]
+    seed, tag = task_seed(domain, "generated", index), task_tag(dom, "generated", index)
     return dom.generate(seed, tag) if scale is None else dom.generate(seed, tag, scale=scale)
 
 

@@ -259,3 +259,28 @@ def test_a_clone_that_passes_validation_is_kept_without_ppo(tmp_path: Path) -> N
     assert summary["timesteps"] == 0
     assert [v["t"] for v in summary["validation"]] == [0] and summary["best_validation_pass_rate"] == 1.0
     assert summary["heldout"]["pass_rate"] == summary["warm_start"]["bc_heldout_pass_rate"]
+
+
+def test_reevaluate_measures_a_model_of_an_earlier_release_on_this_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    shipped = results.Run("registration", "conclusions", "ppo", 0)
+    if not (shipped.out / "model.zip").exists():
+        pytest.skip("the shipped registration/conclusions model is not in this checkout")
+    monkeypatch.setattr(results, "MODELS", tmp_path)
+    run = results.Run("registration", "conclusions", "ppo", 0)
+    shutil.copytree(results.Path("models") / "registration" / "conclusions" / "ppo-s0", run.out)
+    summary = loads((run.out / "summary.json").read_bytes())
+    summary.update(release="an-earlier-release", model=str(run.out / "model.zip"),
+                   heldout={"episodes": 1, "pass_rate": 0.123, "mean_score": 0.5})
+    summary.pop("trained_release", None)
+    (run.out / "summary.json").write_bytes(dumps(summary))
+    assert results.current_summary(run) is None  # measured on another release: stale as it is
+    new = results.reevaluate(run)
+    assert new is not None and results.current_summary(run) == new
+    assert new["trained_release"] == "an-earlier-release" and new["heldout_before"]["pass_rate"] == 0.123
+    assert new["release"] == results._identity("registration", "conclusions")["release"]
+    assert new["heldout"]["episodes"] == len(load_release("registration").split_ids["heldout"])
+    assert results.reevaluate(run) is None  # current now: nothing to do
+    rows = results.collect_rows(["registration"], ["conclusions"])
+    assert rows[0]["reevaluated"] == 1 and "†" in results.markdown(rows)

@@ -111,6 +111,32 @@ def test_no_outcome_class_dominates_a_split(domain: str) -> None:
         assert n / len(ids) <= MAX_CLASS_SHARE, (split, top, n, len(ids), dict(counts))
 
 
+@pytest.mark.parametrize("depth", [1, 2, 3, 4, 6])
+def test_task_ids_say_nothing_of_the_outcome(domain: str, depth: int) -> None:
+    """The id attacker: a tree fitted on train over what a task id shows (its index, digits and
+    the index mod 2 ... 24) predicts the heldout outcome class no better than the class prior
+    plus 2 points. (On seeds v1.1, where task i got tag i mod #tags, depth 4 reached 57 % on
+    approvals against a 33 % prior, 67 % on registration against 29 %.)"""
+    from backoffice.training.tree_probe import id_probe
+
+    result = id_probe(domain, depth=depth)
+    assert result.gain <= 0.02, result.to_json()
+
+
+def test_the_tag_deal_is_balanced_and_not_a_residue(domain: str) -> None:
+    """Every defect tag is dealt equally often in each released split, and no tag sits on a
+    fixed residue of the index (the v1.1 rule, ``tag = tags[i % #tags]``)."""
+    from backoffice.envs.core.build import task_tag
+
+    dom = get_domain(domain)
+    n = len(dom.defect_tags)
+    for split in ("train", "heldout"):
+        tags = [task_tag(dom, split, i) for i in range(dom.sizes[split])]
+        counts = Counter(tags)
+        assert max(counts.values()) - min(counts.values()) <= 1 and len(counts) == n, counts
+        assert sum(t == dom.defect_tags[i % n] for i, t in enumerate(tags)) < 0.3 * len(tags)
+
+
 def test_allowed_tools_do_not_predict_the_outcome(domain: str) -> None:
     """Guessing the outcome class from the allowed tool set must be no better than the prior."""
     rel = load_release(domain)

@@ -1,8 +1,9 @@
 """Grade-integrity audit of a domain's release: what a blind or rule-ignoring policy achieves.
 
 ``backoffice audit --env all`` prints, per domain and split, the no-op's mean score, every blind
-policy's pass rate and mean score, the largest outcome class, and how many tasks each documented
-rule decides (the tasks the policy ignoring it fails). ``tests/test_integrity.py`` asserts the
+policy's pass rate and mean score, the largest outcome class, how many tasks each documented
+rule decides (the tasks the policy ignoring it fails) and what a tree fitted on train over the
+task ids predicts of the heldout outcome class, beside the class prior. ``tests/test_integrity.py`` asserts the
 bounds; this module measures them for people.
 """
 
@@ -18,6 +19,10 @@ from backoffice.envs import get_domain, make_native
 from backoffice.envs.core.release import load_release
 from backoffice.training.policies import domain_module, get_policy
 from backoffice.training.rollout import run_episode
+from backoffice.training.tree_probe import id_probe
+
+#: the tree depths of the id attacker the audit reports
+ID_TREE_DEPTHS = (1, 2, 4, 6)
 
 
 @dataclass
@@ -31,11 +36,15 @@ class Audit:
     blind: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> (pass rate, mean score)
     rule_binds: dict[str, int] = field(default_factory=dict)  # rule -> tasks the rule-ignoring policy fails
     top_class: tuple[str, float] = ("", 0.0)
+    #: the id attacker (:func:`~backoffice.training.tree_probe.id_probe`) per tree depth: heldout
+    #: accuracy and the class prior
+    id_tree: dict[int, tuple[float, float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"domain": self.domain, "split": self.split, "tasks": self.tasks, "noop_score": self.noop_score,
                 "blind": {k: {"pass_rate": v[0], "mean_score": v[1]} for k, v in self.blind.items()},
-                "rule_binds": dict(self.rule_binds), "top_class": {"name": self.top_class[0], "share": self.top_class[1]}}
+                "rule_binds": dict(self.rule_binds), "top_class": {"name": self.top_class[0], "share": self.top_class[1]},
+                "id_tree": {str(d): {"accuracy": a, "prior": p} for d, (a, p) in self.id_tree.items()}}
 
 
 def audit(domain: str, split: str = "heldout", rules: bool = True,
@@ -62,6 +71,9 @@ def audit(domain: str, split: str = "heldout", rules: bool = True,
     counts = Counter(str(rel.answer_key(t).get("outcome_class")) for t in ids)
     top, n = counts.most_common(1)[0]
     result.top_class = (top, n / len(ids))
+    for depth in ID_TREE_DEPTHS:
+        probe = id_probe(domain, depth=depth)
+        result.id_tree[depth] = (probe.accuracy, probe.prior)
     return result
 
 

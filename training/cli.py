@@ -325,6 +325,9 @@ def audit(
         if r.rule_binds:
             console.print("rule binds (tasks its ignoring policy fails): " +
                           ", ".join(f"{k} {v}" for k, v in r.rule_binds.items()), highlight=False)
+        if r.id_tree:
+            console.print("id tree (fitted on train task ids; heldout class accuracy vs prior): " +
+                          ", ".join(f"depth {d} {a:.1%} vs {p:.1%}" for d, (a, p) in r.id_tree.items()), highlight=False)
 
 
 @app.command()
@@ -478,6 +481,7 @@ def results(
     run_training: Annotated[bool, typer.Option("--train/--no-train", help="Train the runs that are not up to date (else only tabulate).")] = True,
     only: Annotated[list[str] | None, typer.Option("--run", help="Repeatable: train only these runs of each domain and tier (ppo-s0, ppo-s1, warm-s0 ...).")] = None,
     out: Annotated[Path, typer.Option(help="Markdown table written here.")] = Path("results/README_table.md"),
+    reevaluate: Annotated[bool, typer.Option("--reevaluate", help="Measure the models made for the current catalog and settings on an earlier release on this release's heldout split (not retrained; the table marks them) before training what is still stale.")] = False,
 ) -> None:
     """Fill the results table: train every domain x tier run that is not up to date (pure
     MaskablePPO seeds, one warm-started run), compute the baselines, plot the learning curves per
@@ -487,6 +491,12 @@ def results(
 
     domains = list(DOMAINS) if env == "all" else [env]
     runs = res.plan(domains, tier or None)
+    if reevaluate:
+        for run in runs:
+            summary = res.reevaluate(run)
+            if summary is not None:
+                console.print(f"re-evaluated {run.domain}/{run.tier}/{run.kind}-s{run.seed}: heldout "
+                              f"{summary['heldout_before'].get('pass_rate', float('nan')):.1%} -> {summary['heldout']['pass_rate']:.1%}")
     for domain, tier_name in dict.fromkeys((r.domain, r.tier) for r in runs):
         console.print(f"baselines: {domain} / {tier_name}")
         res.baselines(domain, tier_name)

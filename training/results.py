@@ -70,16 +70,17 @@ def _identity(domain: str, tier: str) -> dict[str, str]:
             "release": release_id(domain)}
 
 
-def current_summary(run: Run) -> dict[str, Any] | None:
+def current_summary(run: Run, any_release: bool = False) -> dict[str, Any] | None:
     """The summary of ``run`` if its model was made with the current catalog, release, tuned
     hyperparameters and reward (any budget), else ``None``: a stale run is retrained and never
-    tabulated."""
+    tabulated. ``release`` is the release the summary's heldout figures were measured on (see
+    :func:`reevaluate`); ``any_release`` accepts any."""
     path = run.out / "summary.json"
     if not path.exists() or not (run.out / "model.zip").exists():
         return None
     summary: dict[str, Any] = loads(path.read_bytes())
     ident = _identity(run.domain, run.tier)
-    if summary.get("catalog_hash") != ident["catalog_hash"] or summary.get("release") != ident["release"]:
+    if summary.get("catalog_hash") != ident["catalog_hash"] or (not any_release and summary.get("release") != ident["release"]):
         return None
     config = run_config(run, summary.get("config", {}).get("timesteps", 1))
     if _settings(summary.get("config", {})) != _settings(config):
@@ -88,6 +89,29 @@ def current_summary(run: Run) -> dict[str, Any] | None:
         return None  # trained on an older end-state distance: another reward
     if run.kind == "warm" and (summary.get("validation") or [{}])[0].get("t") != 0:
         return None  # made before the clone was validated (t=0) as a candidate model
+    return summary
+
+
+def reevaluate(run: Run) -> dict[str, Any] | None:
+    """Measure ``run``'s model, made for the current catalog and settings on an earlier release,
+    on the current release's heldout split, and record it in its ``summary.json``: ``release``
+    becomes the current one (what the heldout figures are measured on), ``trained_release`` keeps
+    the release it was trained on and ``heldout_before`` its figures there. The model is not
+    retrained (its training tasks were the earlier release's), and the table marks it. Returns the
+    new summary, or ``None`` if the run is current already or not re-evaluable (missing, or made
+    for another catalog or settings: retrain it)."""
+    from backoffice.training.train import evaluate_heldout
+
+    summary = current_summary(run, any_release=True)
+    release = _identity(run.domain, run.tier)["release"]
+    if summary is None or summary.get("release") == release:
+        return None
+    before = {**summary.get("heldout", {}), "release": summary.get("release")}
+    summary.setdefault("trained_release", summary.get("release"))
+    summary["heldout_before"] = before
+    summary["heldout"] = evaluate_heldout(run.domain, Path(summary["model"]), run.out / "heldout.jsonl")
+    summary["release"] = release
+    (run.out / "summary.json").write_bytes(dumps(summary))
     return summary
 
 
@@ -263,6 +287,8 @@ def collect_rows(domains: Iterable[str], tiers: Iterable[str] | None = None) -> 
             "net": "/".join(sorted({s.get("config", {}).get("policy", "mlp") for s in done})) or None,
             "bc": base.get("bc", warm_done[0]["warm_start"].get("bc_heldout_pass_rate") if warm_done else None),
             "warm": warm_done[0]["heldout"]["pass_rate"] if warm_done and "heldout" in warm_done[0] else None,
+            # runs measured on this release but trained on an earlier one (:func:`reevaluate`)
+            "reevaluated": sum(s.get("trained_release", s.get("release")) != s.get("release") for s in done + warm_done),
         }
         rows.append(row)
     return rows
@@ -283,8 +309,12 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         tree = "–" if r["tree"] is None else f"{_pct(r['tree'])} ({r['tree_leaves']})"
         steps = "–" if r["ppo_steps"] is None else f"{r['ppo_steps'] / 1000:.0f}k"
         cpu = "–" if r["ppo_cpu_minutes"] is None else f"{r['ppo_cpu_minutes']:.1f}"
+        mark = "†" if r.get("reevaluated") else ""
         lines.append(f"| {r['domain']} | {r['tier']} | {_pct(r['random'])} | {_pct(r['mask_only'])} | {tree} | {_pct(r['bc'])} "
-                     f"| {ppo} | {steps} | {cpu} | {r['reward'] or '–'} | {r['net'] or '–'} | {_pct(r['warm'])} | {_pct(r['features'])} | {_pct(r['oracle'])} |")
+                     f"| {ppo}{mark} | {steps} | {cpu} | {r['reward'] or '–'} | {r['net'] or '–'} | {_pct(r['warm'])}{mark} | {_pct(r['features'])} | {_pct(r['oracle'])} |")
+    if any(r.get("reevaluated") for r in rows):
+        lines += ["", "† models trained on an earlier release, measured on this one's heldout split (`backoffice results "
+                      "--reevaluate`); their steps and CPU-minutes are the original training's."]
     return "\n".join(lines)
 
 
@@ -335,5 +365,5 @@ def plot_curves(domain: str, out: Path) -> Path | None:
     return out
 
 
-__all__ = ["Run", "SEEDS", "baselines", "bc_ceiling", "budget", "collect_rows", "current_summary", "markdown", "plan", "plot_curves", "train_run",
+__all__ = ["Run", "SEEDS", "baselines", "bc_ceiling", "budget", "collect_rows", "current_summary", "markdown", "plan", "plot_curves", "reevaluate", "train_run",
            "up_to_date", "validation_curve"]

@@ -1,13 +1,16 @@
 """Build and verify a domain's release from its generator.
 
 Task ``i`` of a split is generated from a seed derived from ``(domain, split, i)``: train and
-heldout draw from different seed streams, and the defect tag cycles through the domain's tags so
-every tag appears equally often. Rebuilding reproduces every file byte for byte.
+heldout draw from different seed streams. The defect tags are dealt to a released split's tasks
+in a seeded random order (:func:`task_tag`), every tag equally often, so a task's id or position
+says nothing of its tag; a generated task draws its tag from a hash of its index. Rebuilding
+reproduces every file byte for byte.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +28,71 @@ def make_task_id(domain: Domain, split: str, index: int) -> str:
 
 #: the version of the released seed states; bumped with an entry in CHANGELOG.md whenever the
 #: grading contract or the generators change what a release means
-RELEASE_VERSION = "v1.1"
+RELEASE_VERSION = "v1.2"
 
 
 def task_seed(domain: str, split: str, index: int) -> int:
     """The generator seed of task ``index`` of ``split`` (disjoint streams per split)."""
     return derive_seed("backoffice-gym", domain, split, index)
+
+
+#: the residues of an index an attacker may read off a task id (index mod 2 ... mod 24)
+ID_MODULI = tuple(range(2, 25))
+#: how many seeded deals of the tags :func:`task_tag` draws before keeping the most balanced
+DEAL_CANDIDATES = 256
+
+
+def index_features(index: int) -> list[int]:
+    """What a task id shows of its index: the index, its four digits and the index mod 2 … 24."""
+    return [index, *(int(d) for d in f"{index:04d}"[-4:]), *(index % m for m in ID_MODULI)]
+
+
+def _imbalance(tags: list[int], n_tags: int) -> float:
+    """Sum over every categorical id feature (digits, residues) of the chi-square statistic of
+    its association with the tag: 0 when every value of every feature holds the same tag mix."""
+    total = 0.0
+    columns = list(zip(*(index_features(i)[1:] for i in range(len(tags)))))
+    for column in columns:
+        table: dict[int, list[int]] = {}
+        for value, tag in zip(column, tags):
+            table.setdefault(value, [0] * n_tags)[tag] += 1
+        for counts in table.values():
+            expected = sum(counts) / n_tags
+            total += sum((c - expected) ** 2 / expected for c in counts)
+    return total
+
+
+@lru_cache(maxsize=64)
+def _deal(domain: str, split: str, size: int, n_tags: int) -> tuple[int, ...]:
+    """The tag (an index into the domain's tags) of each task of a released split.
+
+    Each candidate deal orders the tasks by a keyed hash and deals the tags in turn along that
+    order, so every tag is dealt equally often and no tag follows an index or its residues.
+    Of ``DEAL_CANDIDATES`` such deals the one whose id features (digits, residues) are least
+    associated with the tag is kept (re-randomisation for balance: a chance association of a
+    residue class with a tag is an id that says something)."""
+    best: tuple[float, tuple[int, ...]] | None = None
+    for k in range(DEAL_CANDIDATES):
+        order = sorted(range(size), key=lambda i: derive_seed("tag-deal", domain, split, k, i))
+        tags = [0] * size
+        for rank, i in enumerate(order):
+            tags[i] = rank % n_tags
+        score = _imbalance(tags, n_tags)
+        if best is None or score < best[0]:
+            best = (score, tuple(tags))
+    assert best is not None
+    return best[1]
+
+
+def task_tag(domain: Domain, split: str, index: int) -> str:
+    """The defect tag of task ``index`` of ``split``: in a released split, as :func:`_deal`
+    dealt them (each tag equally often, none tied to an index, its digits or residues); a
+    generated task's tag is a keyed hash of ``(domain, index)``."""
+    tags = domain.defect_tags
+    size = domain.sizes.get(split) if split in SPLITS else None
+    if size is None or not 0 <= index < size:
+        return tags[derive_seed("tag", domain.name, split, index) % len(tags)]
+    return tags[_deal(domain.name, split, size, len(tags))[index]]
 
 
 def make_task(domain: Domain, split: str, index: int, scale: int = 1) -> tuple[Task, Snapshot, dict[str, Any]]:
@@ -42,7 +104,7 @@ def make_task(domain: Domain, split: str, index: int, scale: int = 1) -> tuple[T
     if scale < 1:
         raise ValueError(f"scale must be >= 1, got {scale}")
     seed = task_seed(domain.name, split, index)
-    tag = domain.defect_tags[index % len(domain.defect_tags)]
+    tag = task_tag(domain, split, index)
     gen = domain.generate(seed, tag) if scale == 1 else domain.generate(seed, tag, scale=scale)
     task_id = make_task_id(domain, split, index)
     body = dict(gen.task)
