@@ -19,7 +19,9 @@ Kinds:
     no_change        ``table`` (or each of ``tables``) has no change outside ``except_ids`` / ``except_where``
     tool_called      a call of ``tool`` whose args contain ``args`` (and ``status``, default ok) exists
     tool_not_called  no call of ``tool`` matching ``args`` (any status unless given) happened
-                     (before the first call matching ``before``, when given)
+                     (before the first ok call matching ``before``, when given; a ``before``
+                     with ``after`` counts only once an ok call matching ``after`` was made:
+                     "not before the wait that follows the required approval request")
 """
 
 from __future__ import annotations
@@ -232,9 +234,13 @@ def _tool_called(spec: Mapping[str, Any], ep: Episode) -> tuple[bool, Any]:
 @register_check("tool_not_called")
 def _tool_not_called(spec: Mapping[str, Any], ep: Episode) -> tuple[bool, Any]:
     before = spec.get("before")
+    armed = before is not None and "after" not in before  # the anchor may count from the start
     for rec in ep.trace:
-        if before is not None and call_matches(rec, before, "ok"):
-            return True, None
+        if before is not None:
+            if armed and call_matches(rec, before, "ok"):
+                return True, None
+            if not armed and call_matches(rec, before["after"], "ok"):
+                armed = True
         if call_matches(rec, spec, "any"):
             return False, {"step": rec["step"]}
     return True, None

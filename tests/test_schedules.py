@@ -433,3 +433,26 @@ def test_late_reminder_rule_binds_both_ways() -> None:
                 late[rules["late_reminder"]] = late.get(rules["late_reminder"], 0) + 1
                 assert exp["reminder_send_on"] == (today if rules["late_reminder"] == "send_today" else None)
         assert min(late.get("send_today", 0), late.get("skip", 0)) >= 20, (split, late)
+
+
+def test_asking_the_wrong_role_then_committing_is_a_commit_before_approval() -> None:
+    """Grades v2 item 11: ask another role than the required one, wait for its decision, try to
+    commit (refused). The commit came before the required approval: commit_before_approval is
+    reported, not only unneeded_approval (the check was anchored on any successful wait)."""
+    from backoffice.envs.schedules.tables import ROLES
+    from backoffice.training.policies.schedules import Oracle
+
+    class AsksTheWrongRole(Oracle):
+        def roles_to_ask(self, need, rules):
+            return [next(r for r in ROLES if r != need[1])] if need else []
+
+    rel = load_release("schedules")
+    env = make_native("schedules", split="heldout")
+    needing = [t for t in rel.split_ids["heldout"] if rel.answer_key(t)["expected"]["approval_role"]][:12]
+    assert needing
+    for task_id in needing:
+        g = run_episode(env, AsksTheWrongRole(), task_id=task_id).grade
+        assert {"commit_before_approval", "unneeded_approval"} <= set(g["failure_codes"]), (task_id, g["failure_codes"])
+        assert any(r["tool"] == "wait" and r["result_status"] == "ok" for r in env.trace)  # it did wait
+        g = run_episode(env, get_policy("schedules", "oracle"), task_id=task_id).grade
+        assert g["pass"], task_id  # asking the required role, waiting, then committing holds the gate

@@ -30,7 +30,7 @@ DOMAIN = Domain(
     grade=lazy("backoffice.graders.schedules:grade"),
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
-    generator_version="3",
+    generator_version="4",
     sizes={"train": 490, "heldout": 420},
     default_max_steps=60,
     guardrail_code=GUARDRAIL_CODE,
@@ -99,7 +99,7 @@ class SchedulesEnv(BackofficeEnv):
     when no reminder is expected and none was scheduled), ``sch.mandate_day`` (field_equals),
     ``sch.approval_requested`` (tool_called with the expected role). Gates (earn nothing, a
     failed one caps the score at 0.25): ``sch.paid_untouched``, ``sch.no_commit_before_approval``
-    (tool_not_called before the approver's decision), ``sch.approvals_exact`` (exactly the needed
+    (tool_not_called before the wait that follows the required approval request), ``sch.approvals_exact`` (exactly the needed
     approval request, or none), ``sch.single_new_version`` (one new schedule version at most),
     ``sch.reminders_live`` (no scheduled reminder on a cancelled or changed instalment),
     ``sch.other_accounts_unchanged`` (no_change outside the target account) and the guardrail.
@@ -126,6 +126,9 @@ class SchedulesEnv(BackofficeEnv):
     * v1, issue 15 (same released tasks): list_instalments, list_reminders and list_approvals are
       paginated (``next_cursor`` in their results), list_reminders takes at least one filter, and
       ``generate`` has a ``scale`` option (scale 1 is the release, byte for byte).
+    * seeds v1.2 (generator version 4): ``sch.no_commit_before_approval`` is anchored on the wait
+      that follows the required approval request (asking another role, waiting and trying to
+      commit failed only as ``unneeded_approval``); tags dealt along a seeded shuffle.
     """
 
     domain = DOMAIN

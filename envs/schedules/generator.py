@@ -712,8 +712,12 @@ def _checks(
     if need is not None:
         checks.append({"id": "sch.approval_requested", "kind": "tool_called", "tool": "request_approval",
                        "args": {"policy_id": policy_id, "role": need[1]}, "failure_code": "approval_missing"})
+        # anchored on the wait that follows the *required* request: asking another role and
+        # waiting for it is no approval
         checks.append({"id": "sch.no_commit_before_approval", "kind": "tool_not_called", "tool": "commit_schedule",
-                       "before": {"tool": "wait"}, "failure_code": "commit_before_approval", "gate": True})
+                       "before": {"tool": "wait", "after": {"tool": "request_approval",
+                                                            "args": {"policy_id": policy_id, "role": need[1]}}},
+                       "failure_code": "commit_before_approval", "gate": True})
     checks.append({"id": "sch.other_accounts_unchanged", "kind": "no_change", "tables": list(ACCOUNT_TABLES),
                    "except_where": {"account_id": acc}, "failure_code": "collateral_change", "gate": True})
     return checks
