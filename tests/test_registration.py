@@ -559,3 +559,19 @@ def test_declaration_names_everything_lazily() -> None:
     assert all(t.writes is not None for t in toolkit.tools.values())
     assert {n for n, t in toolkit.tools.items() if t.writes} == {
         "create_patient", "update_patient", "add_coverage", "add_contact", "record_consent", "link_gp", "refer_to_human"}
+
+
+def test_the_brief_names_refer_to_human_as_the_tool_takes_it() -> None:
+    """The brief and the tool agree: refer_to_human takes reason, basis and note, and the brief
+    names all three and the identity-conflict case (which decides a sixth of the tasks)."""
+    import re
+
+    from backoffice.envs.registration.tools import ReferArgs
+
+    rel = load_release("registration")
+    fields = set(ReferArgs.model_fields)
+    for task_id in rel.split_ids["heldout"][:20]:
+        text = rel.task(task_id).brief()["instructions"]
+        named = re.search(r"refer_to_human\(([^)]*)\)", text)
+        assert named and {a.strip() for a in named.group(1).split(",")} == fields, text
+        assert "identifier belongs to another" in text

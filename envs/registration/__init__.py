@@ -37,7 +37,7 @@ DOMAIN = Domain(
     grade=lazy("backoffice.graders.registration:grade"),
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
-    generator_version="2.0.0",
+    generator_version="2.1.0",
     sizes={"train": 400, "heldout": 180},
     default_max_steps=40,
     guardrail_code=GUARDRAIL_CODE,
@@ -126,6 +126,9 @@ class RegistrationEnv(BackofficeEnv):
       (R-IDENTITY-CONFLICT); outcome classes create / update / refer_ambiguous / refer_deceased /
       refer_conflict, none above 35 % of a split; look-alikes in every search; duplicate entries
       graded; formatting-only and value-preserving updates write nothing; work checks and gates.
+    * seeds v1.2 (generator 2.1.0): the brief names refer_to_human's arguments as the tool does
+      (reason, basis, note) and the identity-conflict case beside the ambiguous and deceased
+      ones; tags dealt along a seeded shuffle.
     """
 
     domain = DOMAIN

@@ -1059,6 +1059,7 @@ def _instructions(rng: random.Random, form_id: str, today: str) -> str:
         f"{opener} Today is {today}. Register the patient: search the patient index first and work out whether "
         "they already have a record (never create a duplicate), then create or bring the record up to date and add "
         "the coverage, GP link, contacts and treatment consent the form calls for. Follow the rule file (get_rules). "
-        "If the form matches more than one record or a deceased patient, change nothing and hand it over with "
-        "refer_to_human(reason, note). Call submit when the registration is complete."
+        "If the form matches more than one record or a deceased patient, or its identifier belongs to another "
+        "person's record, change nothing and hand it over with refer_to_human(reason, basis, note). Call submit "
+        "when the registration is complete."
     )
