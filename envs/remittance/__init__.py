@@ -55,7 +55,7 @@ DOMAIN = Domain(
     grade=lazy("backoffice.graders.remittance:grade"),
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
-    generator_version="2",
+    generator_version="3",
     sizes={"train": 400, "heldout": 200},
     default_max_steps=60,
     guardrail_code=GUARDRAIL_CODE,
@@ -144,6 +144,9 @@ class RemittanceEnv(BackofficeEnv):
     * v1 (generator version 2): most payments carry several traps; every ref search finds similar
       claims and the line's claim sits at a uniformly drawn position among the hits; payer
       replies and duplicates of more kinds; whole-trail grading with work checks and gates.
+    * seeds v1.2 (generator version 3): the short-payment policy says what the payer-query
+      alternative takes (wait for the reply, read it with get_case, act on it), as the grade
+      does; tags dealt along a seeded shuffle.
     """
 
     domain = DOMAIN

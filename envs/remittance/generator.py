@@ -80,7 +80,7 @@ POLICY_TEXT = {
     },
     "contractual_codes": "These adjustment codes are contractual: write each one off on the claim with reason contractual and its code, one write-off per code. Any other CO code is not written off: its amount stays open like a short payment.",
     "patient_codes": "Patient-responsibility codes (deductible, coinsurance, copay): move each amount to the patient with transfer_to_patient and its code.",
-    "short_payment_action": "A line that leaves more than the tolerance open is an underpayment: apply what was paid, leave the rest open, and open an underpayment case for the line (a payer query about the line is accepted instead).",
+    "short_payment_action": "A line that leaves more than the tolerance open is an underpayment: apply what was paid, leave the rest open, and open an underpayment case for the line. A payer query about the line (query_payer) is accepted instead, provided you wait for the payer's reply, read it with get_case and act on what it says.",
     "unreferenced_action": {
         "case": "A line that matches no claim stays unapplied; open an unidentified_remittance case for the line.",
         "leave_unapplied": "A line that matches no claim stays unapplied on the payment; open no case (the cash team reviews unapplied cash weekly).",
