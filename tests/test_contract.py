@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -14,7 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import backoffice.envs  # noqa: F401  (registers the ids)
 from backoffice.envs import DOMAINS as ALL_DOMAINS, get_domain, make_native
-from backoffice.envs.core.build import verify_release
+from backoffice.envs.core.build import make_task_id, verify_release
 from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.release import load_release
 from backoffice.envs.core.replay import replay
@@ -346,6 +347,72 @@ def test_unknown_reset_options_raise_and_aliases_name_one_task(domain: str) -> N
             assert info["task_id"] == task_id
         with pytest.raises(ValueError, match=alias):
             env.reset(options={alias: "NO-SUCH-VALUE"})
+
+
+def _refused(env, names: tuple[str, ...], **options) -> str:
+    """The message of the ``ValueError`` that ``env.reset(options=options)`` raises; it names
+    each of ``names`` (the task and both splits) as a word."""
+    with pytest.raises(ValueError) as err:
+        env.reset(options=options)
+    msg = str(err.value)
+    assert all(re.search(rf"\b{re.escape(n)}\b", msg) for n in names), msg
+    return msg
+
+
+def test_an_env_serves_the_tasks_of_its_own_split_only(domain: str) -> None:
+    """The split is the env's: a train env never starts a heldout task (so no training-only
+    reward reads a heldout answer key), a heldout env never a train or a generated one."""
+    rel = load_release(domain)
+    train, held = make_native(domain, split="train"), make_native(domain, split="heldout")
+    generated = make_task_id(get_domain(domain), "generated", 0)
+    for task_id in rel.split_ids["heldout"][::50]:
+        _refused(train, (task_id, "heldout", "train"), task_id=task_id)
+    for task_id in rel.split_ids["train"][::50]:
+        _refused(held, (task_id, "train", "heldout"), task_id=task_id)
+    _refused(held, (generated, "generated", "heldout"), task_id=generated)
+    # each env still starts the tasks it serves (a training split serves generated tasks too)
+    for env, task_id in ((train, rel.split_ids["train"][0]), (train, generated), (held, rel.split_ids["heldout"][0])):
+        assert env.reset(options={"task_id": task_id})[1]["task_id"] == task_id
+
+
+def test_a_training_reward_env_never_starts_a_heldout_task(domain: str) -> None:
+    """``reward_mode="progress"`` reads the answer key at every step: through ``gym.make`` too, its
+    train env refuses a heldout task at reset."""
+    held = load_release(domain).split_ids["heldout"][0]
+    env = gym.make(get_domain(domain).env_id, split="train", reward_mode="progress")
+    try:
+        _refused(env, (held, "heldout", "train"), task_id=held)
+    finally:
+        env.close()
+
+
+def test_a_catalog_env_refuses_task_ids_of_another_split_when_built(domain: str) -> None:
+    if get_domain(domain).catalog is None:
+        pytest.skip(f"{domain} has no catalog")
+    from backoffice.training.catalog import make_catalog_env
+
+    rel = load_release(domain)
+    held, train = rel.split_ids["heldout"][0], rel.split_ids["train"][0]
+    for split, task_ids, names in (("train", [train, held], (held, "heldout", "train")),
+                                   ("heldout", [train], (train, "train", "heldout"))):
+        with pytest.raises(ValueError) as err:
+            make_catalog_env(domain, split=split, task_ids=task_ids)
+        assert all(re.search(rf"\b{re.escape(n)}\b", str(err.value)) for n in names), str(err.value)
+
+
+def test_task_aliases_name_tasks_of_the_envs_split_only(domain: str) -> None:
+    """An alias (sufficiency's ``case_id`` ...) looks in the env's split alone: the value of a
+    heldout task names no task to a train env, that of a train task none to a heldout env."""
+    dom, rel = get_domain(domain), load_release(domain)
+    if domain == "sufficiency":
+        assert "case_id" in dom.task_aliases
+    for alias in dom.task_aliases:
+        for env_split, other in (("train", "heldout"), ("heldout", "train")):
+            env = make_native(domain, split=env_split)
+            for task_id in rel.split_ids[other][::50]:
+                value = rel.task(task_id).params[alias]
+                msg = _refused(env, (alias, env_split), **{alias: value})
+                assert "names no task" in msg, msg
 
 
 def test_terminal_diff_carries_the_content_of_created_rows(domain: str) -> None:
