@@ -83,7 +83,7 @@ def bench_reset(sizes: list[int], quick: bool) -> Table:
 
 
 def recorded_episodes(domain: str, n: int) -> list[tuple[str, list]]:
-    env = make_native(domain)
+    env = make_native(domain, split="heldout")
     ids = env.release.split_ids["heldout"][:n]
     out = []
     for task_id in ids:
@@ -115,7 +115,7 @@ def bench_domains(domains: list[str], quick: bool) -> Table:
     for domain in domains:
         episodes = recorded_episodes(domain, 60 if not quick else 10)
         with tempfile.TemporaryDirectory() as tmp:
-            env = gym.make(backoffice.envs.get_domain(domain).env_id, trace_path=str(Path(tmp) / "trace.jsonl"))
+            env = gym.make(backoffice.envs.get_domain(domain).env_id, split="heldout", trace_path=str(Path(tmp) / "trace.jsonl"))
 
             def run() -> int:
                 n = 0

@@ -4,7 +4,7 @@ Every measurement runs in a fresh interpreter (nothing shared, nothing cached), 
 
 1. imports (``backoffice.envs``, the domain's package, its oracle policy, the rollout) and notes
    RSS (``/proc/self/statm``) and, with ``tracemalloc`` on, the traced bytes;
-2. ``make_native(domain)``; in **eager** mode then touches every snapshot and answer key of the
+2. ``make_native(domain, split="heldout")``; in **eager** mode then touches every snapshot and answer key of the
    release (``rel.snapshot(rel.task(t).snapshot_id)`` and ``rel.answer_key(t)`` for every task):
    what the first env of a process loaded before the release became lazy. That is the baseline,
    measured in the same run;
@@ -61,7 +61,7 @@ oracle = get_policy(domain, "oracle")
 rss1 = rss()
 traced1 = tracemalloc.get_traced_memory()[0] if kind == "trace" else 0
 t0 = time.perf_counter()
-env = make_native(domain)
+env = make_native(domain, split="heldout")  # the env of the split its one task is drawn from
 rel = env.release
 if mode == "eager":
     [rel.snapshot(rel.task(t).snapshot_id) for t in rel.tasks]

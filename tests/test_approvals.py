@@ -19,6 +19,7 @@ from backoffice.graders.approvals import grade
 from backoffice.training.policies import get_policy
 from backoffice.training.policies.approvals import WRONG_POLICIES, Oracle
 from backoffice.training.rollout import run_episode
+from conftest import split_envs
 
 DOMAIN = "approvals"
 
@@ -39,13 +40,11 @@ def key(task_id: str) -> dict[str, Any]:
 
 @cache
 def run(policy: str, task_id: str) -> dict[str, Any]:
-    env = _env()
+    env = _env(task_id)
     return run_episode(env, get_policy(DOMAIN, policy), task_id=task_id).grade
 
 
-@cache
-def _env() -> Any:
-    return make_native(DOMAIN)
+_env = split_envs(DOMAIN)  # _env(task_id): a native env of the task's split
 
 
 # -- wrong policies: each triggers its code wherever the mistake is possible ---------------------
@@ -109,9 +108,8 @@ class TrustsAnyRole(Oracle):
 
 
 def test_trusting_any_role_fails_most_tasks() -> None:
-    env = _env()
     ids = release().split_ids["heldout"]
-    passed = sum(run_episode(env, TrustsAnyRole(), task_id=t).grade["pass"] for t in ids)
+    passed = sum(run_episode(_env(t), TrustsAnyRole(), task_id=t).grade["pass"] for t in ids)
     assert passed / len(ids) < 0.5
 
 
@@ -264,8 +262,8 @@ def test_separation_of_duties_and_caps() -> None:
 
 
 def _oracle_episode(tag: str, outcome: str) -> tuple[Any, list[dict[str, Any]], str]:
-    env = _env()
     task_id = next(t for t in all_ids() if key(t)["defect_tags"][0] == tag and key(t)["outcome_class"] == outcome)
+    env = _env(task_id)
     run_episode(env, get_policy(DOMAIN, "oracle"), task_id=task_id)
     return env, env.trace, task_id
 
@@ -381,7 +379,7 @@ def _exploit(hook_name: str, task_id: str) -> Any:
     from backoffice.training.exploits import run_exploit
     from backoffice.training.policies.approvals import EXPLOITS
 
-    return run_exploit(_env(), Oracle(), EXPLOITS[hook_name], task_id)
+    return run_exploit(_env(task_id), Oracle(), EXPLOITS[hook_name], task_id)
 
 
 @pytest.mark.parametrize("outcome", ["proceed", "hold", "reject", "escalate"])
@@ -412,9 +410,8 @@ def test_a_duplicate_hold_fails() -> None:
 def test_escalating_with_the_rule_alone_fails_every_escalation() -> None:
     from backoffice.training.policies.approvals import RULE_POLICIES
 
-    env = _env()
     for task_id in [t for t in release().split_ids["heldout"] if key(t)["outcome_class"] == "escalate"][:15]:
-        g = run_episode(env, RULE_POLICIES["blocking_fact_cited"](), task_id=task_id).grade
+        g = run_episode(_env(task_id), RULE_POLICIES["blocking_fact_cited"](), task_id=task_id).grade
         assert g["failure_codes"] == ["basis_missing_or_wrong"], task_id
         assert g["score"] == 0.5
 

@@ -172,7 +172,7 @@ def test_per_snapshot_reads_follow_the_episodes_writes() -> None:
     and the next episode on the same snapshot sees the snapshot again."""
     rel = load_release("approvals")
     task_id = rel.split_ids["heldout"][0]
-    env = make_native("approvals", max_steps=10_000)
+    env = make_native("approvals", split="heldout", max_steps=10_000)
 
     def call(tool: str, **args: Any) -> dict[str, Any]:
         env.step({"tool": tool, "args": args})
@@ -215,7 +215,7 @@ def test_the_grade_is_the_same_when_its_judgements_are_remembered() -> None:
     import backoffice.graders.approvals as grader
 
     rel = load_release("approvals")
-    env = make_native("approvals")
+    env = make_native("approvals", split="heldout")
     for name in ("oracle", "wrong:invalid_approver", "wrong:basis_missing_or_wrong"):
         for task_id in rel.split_ids["heldout"][:12]:
             first = run_episode(env, get_policy("approvals", name), task_id=task_id).grade

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -14,13 +15,13 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import backoffice.envs  # noqa: F401  (registers the ids)
 from backoffice.envs import DOMAINS as ALL_DOMAINS, get_domain, make_native
-from backoffice.envs.core.build import verify_release
+from backoffice.envs.core.build import make_task_id, verify_release
 from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.release import load_release
 from backoffice.envs.core.replay import replay
 from backoffice.training.policies import get_policy
 from backoffice.training.rollout import run_episode
-from conftest import DOMAINS, domain_params, release_ids
+from conftest import DOMAINS, domain_params, release_ids, split_envs
 
 pytestmark = pytest.mark.parametrize("domain", domain_params())
 
@@ -28,10 +29,10 @@ pytestmark = pytest.mark.parametrize("domain", domain_params())
 @cache
 def oracle_runs(domain: str) -> dict:
     """Oracle over the whole release, with observations and sent actions kept."""
-    env = make_native(domain)
+    env_for = split_envs(domain)
     out = {}
     for task_id in release_ids(domain):
-        policy = get_policy(domain, "oracle")
+        env, policy = env_for(task_id), get_policy(domain, "oracle")
         res = run_episode(env, policy, task_id=task_id, keep_observations=True)
         out[task_id] = (res, env.trace)
     return out
@@ -84,10 +85,10 @@ def test_oracle_passes_every_released_task(domain: str) -> None:
 
 
 def test_noop_fails_every_task_that_needs_action(domain: str) -> None:
-    env, rel = make_native(domain), load_release(domain)
+    env_for, rel = split_envs(domain), load_release(domain)
     needing = [t for t in release_ids(domain) if rel.answer_key(t).get("needs_action", True)]
     assert needing
-    passed = [t for t in needing if run_episode(env, get_policy(domain, "noop"), task_id=t).grade["pass"]]
+    passed = [t for t in needing if run_episode(env_for(t), get_policy(domain, "noop"), task_id=t).grade["pass"]]
     assert not passed, f"no-op passes {len(passed)} tasks that need an action: {passed[:5]}"
 
 
@@ -97,13 +98,13 @@ def test_each_failure_code_is_triggered_by_its_wrong_policy(domain: str) -> None
     dom = get_domain(domain)
     wrong = domain_module(domain).WRONG_POLICIES
     assert set(dom.failure_codes) <= set(wrong), f"no wrong policy for {sorted(set(dom.failure_codes) - set(wrong))}"
-    env = make_native(domain)
+    env_for = split_envs(domain)
     oracle_codes = {c for r, _ in oracle_runs(domain).values() for c in r.grade["failure_codes"]}
     assert not oracle_codes
     for code in dom.failure_codes:
         hits = 0
         for task_id in release_ids(domain):
-            res = run_episode(env, get_policy(domain, f"wrong:{code}"), task_id=task_id)
+            res = run_episode(env_for(task_id), get_policy(domain, f"wrong:{code}"), task_id=task_id)
             assert set(res.grade["failure_codes"]) <= set(dom.failure_codes), res.grade["failure_codes"]
             if code in res.grade["failure_codes"]:
                 hits += 1
@@ -143,9 +144,10 @@ def test_release_rebuilds_byte_for_byte(domain: str) -> None:
 
 
 def test_reset_reports_manifest_hash_and_restores_it(domain: str) -> None:
-    env, rel = make_native(domain), load_release(domain)
+    env_for, rel = split_envs(domain), load_release(domain)
     entries = {e["task_id"]: e for e in rel.manifest["tasks"]}
     for task_id in release_ids(domain)[::25]:
+        env = env_for(task_id)
         _, info = env.reset(options={"task_id": task_id})
         assert info["snapshot_hash"] == entries[task_id]["snapshot_hash"] == env.state.content_hash()
         assert {t: env.state.count(t) for t in env.state.snapshot.table_names} == entries[task_id]["row_counts"]
@@ -185,8 +187,9 @@ def test_no_answer_key_value_reaches_an_observation(domain: str) -> None:
 
 
 def test_pure_grade_is_independent_of_reward_mode(domain: str) -> None:
-    sparse, shaped = make_native(domain, reward_mode="sparse"), make_native(domain, reward_mode="shaped")
+    sparse_for, shaped_for = split_envs(domain, reward_mode="sparse"), split_envs(domain, reward_mode="shaped")
     for i, task_id in enumerate(release_ids(domain)[::20]):
+        sparse, shaped = sparse_for(task_id), shaped_for(task_id)
         name = "oracle" if i % 2 else "random"
         res_a = run_episode(sparse, get_policy(domain, name, seed=i), task_id=task_id)
         actions = [{"tool": r["tool"], "args": r["args"]} if r["tool"] and r["args"] is not None else "x" for r in sparse.trace]
@@ -271,15 +274,17 @@ _DETERMINISM_SCRIPT = r"""
 import sys
 from backoffice.envs import make_native
 from backoffice.envs.core.canonical import dumps
+from backoffice.envs.core.release import load_release
 from backoffice.training.policies import get_policy
 from backoffice.training.rollout import run_episode
 domain, trace_path, ids = sys.argv[1], sys.argv[2], sys.argv[3:]
-env = make_native(domain, trace_path=trace_path)
+envs = {s: make_native(domain, split=s, trace_path=trace_path) for s in ("train", "heldout")}  # an env per split
 for i, task_id in enumerate(ids):
     for name in ("oracle", "random"):
-        res = run_episode(env, get_policy(domain, name, seed=i), task_id=task_id)
+        res = run_episode(envs[load_release(domain).task(task_id).split], get_policy(domain, name, seed=i), task_id=task_id)
         sys.stdout.buffer.write(dumps(res.info) + b"\n")
-env.close()
+for env in envs.values():
+    env.close()
 """
 
 
@@ -299,10 +304,10 @@ def test_two_processes_write_identical_traces_and_grades(domain: str, tmp_path) 
 
 def test_replay_reproduces_hash_and_grade(domain: str, tmp_path) -> None:
     path = tmp_path / "trace.jsonl"
-    env = make_native(domain, trace_path=str(path))
+    env_for = split_envs(domain, trace_path=str(path))  # both splits' envs append to one trace
     for i, task_id in enumerate(release_ids(domain)[::40]):
-        run_episode(env, get_policy(domain, "oracle" if i % 2 else "random", seed=i), task_id=task_id)
-    env.close()
+        run_episode(env_for(task_id), get_policy(domain, "oracle" if i % 2 else "random", seed=i), task_id=task_id)
+    env_for.close()
     from backoffice.envs.core.trace import read_trace
 
     results = replay(read_trace(path))
@@ -344,9 +349,76 @@ def test_unknown_reset_options_raise_and_aliases_name_one_task(domain: str) -> N
             env.reset(options={alias: "NO-SUCH-VALUE"})
 
 
+def _refused(env, names: tuple[str, ...], **options) -> str:
+    """The message of the ``ValueError`` that ``env.reset(options=options)`` raises; it names
+    each of ``names`` (the task and both splits) as a word."""
+    with pytest.raises(ValueError) as err:
+        env.reset(options=options)
+    msg = str(err.value)
+    assert all(re.search(rf"\b{re.escape(n)}\b", msg) for n in names), msg
+    return msg
+
+
+def test_an_env_serves_the_tasks_of_its_own_split_only(domain: str) -> None:
+    """The split is the env's: a train env never starts a heldout task (so no training-only
+    reward reads a heldout answer key), a heldout env never a train or a generated one."""
+    rel = load_release(domain)
+    train, held = make_native(domain, split="train"), make_native(domain, split="heldout")
+    generated = make_task_id(get_domain(domain), "generated", 0)
+    for task_id in rel.split_ids["heldout"][::50]:
+        _refused(train, (task_id, "heldout", "train"), task_id=task_id)
+    for task_id in rel.split_ids["train"][::50]:
+        _refused(held, (task_id, "train", "heldout"), task_id=task_id)
+    _refused(held, (generated, "generated", "heldout"), task_id=generated)
+    # each env still starts the tasks it serves (a training split serves generated tasks too)
+    for env, task_id in ((train, rel.split_ids["train"][0]), (train, generated), (held, rel.split_ids["heldout"][0])):
+        assert env.reset(options={"task_id": task_id})[1]["task_id"] == task_id
+
+
+def test_a_training_reward_env_never_starts_a_heldout_task(domain: str) -> None:
+    """``reward_mode="progress"`` reads the answer key at every step: through ``gym.make`` too, its
+    train env refuses a heldout task at reset."""
+    held = load_release(domain).split_ids["heldout"][0]
+    env = gym.make(get_domain(domain).env_id, split="train", reward_mode="progress")
+    try:
+        _refused(env, (held, "heldout", "train"), task_id=held)
+    finally:
+        env.close()
+
+
+def test_a_catalog_env_refuses_task_ids_of_another_split_when_built(domain: str) -> None:
+    if get_domain(domain).catalog is None:
+        pytest.skip(f"{domain} has no catalog")
+    from backoffice.training.catalog import make_catalog_env
+
+    rel = load_release(domain)
+    held, train = rel.split_ids["heldout"][0], rel.split_ids["train"][0]
+    for split, task_ids, names in (("train", [train, held], (held, "heldout", "train")),
+                                   ("heldout", [train], (train, "train", "heldout"))):
+        with pytest.raises(ValueError) as err:
+            make_catalog_env(domain, split=split, task_ids=task_ids)
+        assert all(re.search(rf"\b{re.escape(n)}\b", str(err.value)) for n in names), str(err.value)
+
+
+def test_task_aliases_name_tasks_of_the_envs_split_only(domain: str) -> None:
+    """An alias (sufficiency's ``case_id`` ...) looks in the env's split alone: the value of a
+    heldout task names no task to a train env, that of a train task none to a heldout env."""
+    dom, rel = get_domain(domain), load_release(domain)
+    if domain == "sufficiency":
+        assert "case_id" in dom.task_aliases
+    for alias in dom.task_aliases:
+        for env_split, other in (("train", "heldout"), ("heldout", "train")):
+            env = make_native(domain, split=env_split)
+            for task_id in rel.split_ids[other][::50]:
+                value = rel.task(task_id).params[alias]
+                msg = _refused(env, (alias, env_split), **{alias: value})
+                assert "names no task" in msg, msg
+
+
 def test_terminal_diff_carries_the_content_of_created_rows(domain: str) -> None:
-    env = make_native(domain)
+    env_for = split_envs(domain)
     for task_id in release_ids(domain)[:: max(1, len(release_ids(domain)) // 20)]:
+        env = env_for(task_id)
         res = run_episode(env, get_policy(domain, "oracle"), task_id=task_id)
         for table, d in res.info["diff"].items():
             assert sorted(d["created_rows"]) == d["created"] and sorted(d["deleted_rows"]) == d["deleted"]
@@ -365,7 +437,8 @@ def test_task_aliases_are_unique_within_each_split(domain: str) -> None:
 def test_every_tool_declares_whether_it_writes_and_read_tools_never_do(domain: str) -> None:
     """``writes=False`` is a promise: replaying the oracle, every read call it made (and the same
     calls again at every later step) leaves the content hash unchanged."""
-    env = make_native(domain, max_steps=10_000)
+    env_for = split_envs(domain, max_steps=10_000)
+    env = env_for(release_ids(domain)[0])
     tools = env.domain.toolkit.tools
     undeclared = sorted(n for n, t in tools.items() if t.writes is None)
     assert not undeclared, f"tools without writes=: {undeclared}"
@@ -374,6 +447,7 @@ def test_every_tool_declares_whether_it_writes_and_read_tools_never_do(domain: s
     mcp = {s["name"]: s for s in env.domain.toolkit.specs(format="mcp")}
     assert all(mcp[n]["annotations"]["readOnlyHint"] == (not tools[n].writes) for n in tools)
     for task_id in release_ids(domain)[:: max(1, len(release_ids(domain)) // 12)]:
+        env = env_for(task_id)
         res = run_episode(env, get_policy(domain, "oracle"), task_id=task_id)
         actions = [{"tool": r["tool"], "args": r["args"]} for r in env.trace if not tools[r["tool"]].terminal]
         read_calls = [a for a in actions if a["tool"] in reads]

@@ -299,7 +299,7 @@ def test_eval_cli_rejects_an_unknown_judge() -> None:
 def _toy_make_native(root: Path):
     def make_native(name: str, **kwargs: object):
         assert name == "toy"
-        return evaltoy.make_env(str(root), "toy", "train")
+        return evaltoy.make_env(str(root), "toy", str(kwargs.get("split", "train")))
     return make_native
 
 

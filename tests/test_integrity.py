@@ -43,7 +43,7 @@ def _ids(domain: str, split: str) -> tuple[str, ...]:
 
 @cache
 def _grades(domain: str, policy: str, split: str = "heldout") -> tuple[dict, ...]:
-    env = make_native(domain)
+    env = make_native(domain, split=split)
     out = []
     for task_id in _ids(domain, split):
         res = run_episode(env, _policy(domain, policy), task_id=task_id)
@@ -91,7 +91,7 @@ def test_score_is_one_exactly_when_pass(domain: str) -> None:
 def test_a_failed_gate_caps_the_score(domain: str) -> None:
     from backoffice.graders.grade import GATE_CAP
 
-    env = make_native(domain)
+    env = make_native(domain, split="heldout")
     capped = 0
     for name in sorted(domain_module(domain).WRONG_POLICIES):
         for task_id in _ids(domain, "heldout")[:30]:
@@ -158,12 +158,12 @@ def test_every_documented_rule_binds(domain: str) -> None:
     policies = domain_module(domain).RULE_POLICIES
     assert rules, "declare the domain's documented rules in Domain.rules"
     assert set(policies) == set(rules)
-    env = make_native(domain)
+    envs = {split: make_native(domain, split=split) for split in ("train", "heldout")}
     for rule in rules:
         for split in ("train", "heldout"):
             failed = 0
             for task_id in _ids(domain, split):  # stop once the rule is proven to bind
-                failed += not run_episode(env, _policy(domain, f"rule:{rule}"), task_id=task_id).grade["pass"]
+                failed += not run_episode(envs[split], _policy(domain, f"rule:{rule}"), task_id=task_id).grade["pass"]
                 if failed >= MIN_RULE_BINDS:
                     break
             assert failed >= MIN_RULE_BINDS, f"ignoring rule {rule!r} fails only {failed} {split} tasks"
@@ -172,7 +172,7 @@ def test_every_documented_rule_binds(domain: str) -> None:
 @cache
 def _exploit_runs(domain: str, category: str) -> tuple[ex.ExploitRun, ...]:
     hook = domain_module(domain).EXPLOITS[category]
-    env = make_native(domain, max_steps=200)
+    env = make_native(domain, split="heldout", max_steps=200)
     return tuple(run_exploit_task(env, domain, hook, t) for t in _ids(domain, "heldout"))
 
 

@@ -32,6 +32,7 @@ from backoffice.graders.registration_judge import ModelJudge, judge_episode, rub
 from backoffice.training.policies import get_policy
 from backoffice.training.policies.registration import WRONG_POLICIES, Oracle
 from backoffice.training.rollout import run_episode
+from conftest import split_envs
 
 DOMAIN = "registration"
 
@@ -46,15 +47,13 @@ def all_ids() -> tuple[str, ...]:
     return rel.split_ids["train"] + rel.split_ids["heldout"]
 
 
-@cache
-def env():
-    return make_native(DOMAIN)
+env = split_envs(DOMAIN)  # env(task_id): a native env of the task's split
 
 
 @cache
 def run_all(policy_name: str) -> dict[str, dict[str, Any]]:
     """Grades of a policy over the whole release."""
-    return {t: run_episode(env(), get_policy(DOMAIN, policy_name), task_id=t).grade for t in all_ids()}
+    return {t: run_episode(env(t), get_policy(DOMAIN, policy_name), task_id=t).grade for t in all_ids()}
 
 
 def key(task_id: str) -> dict[str, Any]:
@@ -353,7 +352,7 @@ def test_verified_address_needs_cited_evidence() -> None:
         rec = snap.table("patients")[k["patient_id"]]
         has_evidence = any(e["field"] == "address" and e["intake_form_id"] == k["intake_form_id"] for e in snap.table("evidence").values())
         if "address" in rec["verified"] and has_evidence and k["expected_fields"]["address_line"] != rec["address_line"]:
-            g = run_episode(env(), DropsEvidence(), task_id=task_id).grade
+            g = run_episode(env(task_id), DropsEvidence(), task_id=task_id).grade
             assert "verified_overwritten" in g["failure_codes"] and "R-VERIFIED-FIELD" in g["rule_violations"]
             tried += 1
     assert tried >= 5
@@ -381,15 +380,15 @@ class TerseReferral(Oracle):
 def test_judge_scores_the_note_but_never_changes_pass() -> None:
     refer_ids = [t for t in all_ids() if key(t)["decision"] == "refer"][:20]
     for task_id in refer_ids:
-        good = run_episode(env(), Oracle(), task_id=task_id)
-        bad = run_episode(env(), TerseReferral(), task_id=task_id)
+        good = run_episode(env(task_id), Oracle(), task_id=task_id)
+        bad = run_episode(env(task_id), TerseReferral(), task_id=task_id)
         assert good.grade["pass"] and bad.grade["pass"]
         assert dumps(good.grade) == dumps(bad.grade)  # the note is not part of the grade
         assert good.info["judge"]["score"] == 1.0
         assert bad.info["judge"]["score"] < 0.5
         assert "judge" not in good.grade
     create_id = _first(lambda k: k["decision"] == "create")
-    assert run_episode(env(), Oracle(), task_id=create_id).info.get("judge") is None  # no note, no judge
+    assert run_episode(env(create_id), Oracle(), task_id=create_id).info.get("judge") is None  # no note, no judge
 
 
 def test_rubric_criteria() -> None:
@@ -431,12 +430,12 @@ def test_model_judge_is_optional_and_uses_its_transport(monkeypatch: pytest.Monk
     assert broken.judge("x", {}) is None  # a failed call is "not run", never an error
 
     task_id = _first(lambda k: k["decision"] == "refer")
-    res = run_episode(env(), Oracle(), task_id=task_id)
+    res = run_episode(env(task_id), Oracle(), task_id=task_id)
     from backoffice.envs.core.domain import Episode
 
     rel = release()
     e = _reset(task_id)
-    for rec in env().trace:
+    for rec in env(task_id).trace:
         e.step({"tool": rec["tool"], "args": rec["args"]})
     episode = Episode(e.task, rel.answer_key(task_id), e.state.snapshot, e.state, e.state.diff(), e.trace)
     judged = judge_episode(episode, configured)
@@ -532,7 +531,7 @@ def test_duplicate_entries_fail_the_whole_trail() -> None:
     from backoffice.training.policies.registration import RecordsConsentTwice
 
     task_id = _first(lambda k: k["decision"] == "update" and not k["minor"])
-    g = run_episode(env(), RecordsConsentTwice(), task_id=task_id).grade
+    g = run_episode(env(task_id), RecordsConsentTwice(), task_id=task_id).grade
     assert not g["pass"] and "duplicate_entry" in g["failure_codes"] and g["score"] <= 0.25
 
 

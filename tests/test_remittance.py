@@ -20,6 +20,7 @@ from backoffice.envs.remittance.tables import item_status, norm, osa_distance, s
 from backoffice.training.policies import get_policy
 from backoffice.training.policies.remittance import EXPLOITS, WRONG_POLICIES, ChurningPolicy, LeaveOpenOracle, Oracle, ReversingPolicy
 from backoffice.training.rollout import EpisodeResult, run_episode
+from conftest import split_envs
 
 DOMAIN = "remittance"
 
@@ -34,15 +35,12 @@ def _ids() -> tuple[str, ...]:
     return rel.split_ids["train"] + rel.split_ids["heldout"]
 
 
-@cache
-def _env():
-    return make_native(DOMAIN)
+_env = split_envs(DOMAIN)  # _env(task_id): a native env of the task's split
 
 
 @cache
 def _runs(name: str) -> dict[str, EpisodeResult]:
-    env = _env()
-    return {t: run_episode(env, get_policy(DOMAIN, name), task_id=t) for t in _ids()}
+    return {t: run_episode(_env(t), get_policy(DOMAIN, name), task_id=t) for t in _ids()}
 
 
 def _key(task_id: str) -> dict[str, Any]:
@@ -121,23 +119,21 @@ def test_each_defect_tag_is_trapped_at_least_20_times_per_split() -> None:
 
 # -- accepted alternatives -----------------------------------------------------------------------
 def test_either_policy_accepts_both_write_off_and_leave_open() -> None:
-    env = _env()
     either = [t for t in _ids() if "small-balance-written-off" in _names(_key(t)) and "small-balance-left-open" in _names(_key(t))]
     assert len(either) >= 10
     for t in either:
-        a = run_episode(env, Oracle(), task_id=t).grade
-        b = run_episode(env, LeaveOpenOracle(), task_id=t).grade
+        a = run_episode(_env(t), Oracle(), task_id=t).grade
+        b = run_episode(_env(t), LeaveOpenOracle(), task_id=t).grade
         assert a["pass"] and b["pass"]
         assert a["matched_alternative"] != b["matched_alternative"]
         assert "written-off" in a["matched_alternative"] and "left-open" in b["matched_alternative"]
 
 
 def test_strict_tolerance_policies_reject_the_other_choice() -> None:
-    env = _env()
     strict_leave = [t for t in _ids() if "small-balance-left-open" in _names(_key(t)) and "written-off" not in _names(_key(t))]
     assert strict_leave
     for t in strict_leave[:20]:
-        grade = run_episode(env, get_policy(DOMAIN, "wrong:wrong_write_off"), task_id=t).grade
+        grade = run_episode(_env(t), get_policy(DOMAIN, "wrong:wrong_write_off"), task_id=t).grade
         assert "wrong_write_off" in grade["failure_codes"] and grade["matched_alternative"] is None
 
 
@@ -148,13 +144,13 @@ def test_short_payment_accepts_a_case_or_a_payer_query() -> None:
 
 # -- reversals: may pass, never change the pure grade, cost shaped reward ---------------------------
 def test_reversing_policy_passes_with_reversals_and_lower_shaped_reward() -> None:
-    shaped = make_native(DOMAIN, reward_mode="shaped")
+    shaped = split_envs(DOMAIN, reward_mode="shaped")
     checked = 0
     for t in _ids()[::7]:
         if not _key(t)["first_hit_trap"]:
             continue
-        fixed = run_episode(shaped, ReversingPolicy(), task_id=t)
-        clean = run_episode(shaped, Oracle(), task_id=t)
+        fixed = run_episode(shaped(t), ReversingPolicy(), task_id=t)
+        clean = run_episode(shaped(t), Oracle(), task_id=t)
         assert fixed.grade["pass"] and clean.grade["pass"]
         assert fixed.grade["score"] == clean.grade["score"]
         assert fixed.grade["process_metrics"]["reversals"] == 1
@@ -192,9 +188,10 @@ def _payer_reply_tasks() -> list[str]:
 
 
 def test_payer_reply_arrives_only_after_wait_and_decides_the_outcome() -> None:
-    env = make_native(DOMAIN)
+    env_for = split_envs(DOMAIN)
     kinds = set()
     for t in _payer_reply_tasks():
+        env = env_for(t)
         env.reset(options={"task_id": t})
         pid = env.task.params["payment_id"]
         lines = _step(env, "get_payment", payment_id=pid)["result"]["lines"]
@@ -228,9 +225,8 @@ def test_guessing_an_ambiguous_line_without_asking_fails() -> None:
                 return [h for h in hits if self.same_claim(h, line, payer_id)][0]
             return item
 
-    env = _env()
     for t in _payer_reply_tasks():
-        grade = run_episode(env, Guesser(), task_id=t).grade
+        grade = run_episode(_env(t), Guesser(), task_id=t).grade
         assert not grade["pass"] and "missed_case" in grade["failure_codes"]
 
 
@@ -368,10 +364,9 @@ def test_every_grade_has_work_and_doing_nothing_earns_nothing() -> None:
 
 
 def test_trail_split_allocation_and_churn_fail_but_fixing_a_wrong_one_passes() -> None:
-    env = _env()
     tasks = [t for t in _release().split_ids["heldout"] if _key(t)["reference_outcomes"][0]["allocations"]][:15]
     for t in tasks:
-        churn = run_episode(env, ChurningPolicy(), task_id=t).grade
+        churn = run_episode(_env(t), ChurningPolicy(), task_id=t).grade
         assert not churn["pass"] and churn["failure_codes"] == ["allocation_churn"], (t, churn["failure_codes"])
         assert churn["score"] <= 0.25
 
@@ -392,9 +387,8 @@ def test_payer_replies_must_be_waited_for_and_read() -> None:
                     return  # stops before reading: submits with the reply unread
                 obs = yield action
 
-    env = _env()
     for t in _payer_reply_tasks()[:10]:
-        grade = run_episode(env, NoRead(), task_id=t).grade
+        grade = run_episode(_env(t), NoRead(), task_id=t).grade
         assert not grade["pass"] and "payer_reply_unprocessed" in grade["failure_codes"]
 
 
@@ -406,10 +400,9 @@ def test_exploit_hooks_fail_or_are_refused_and_careful_variants_pass(category: s
     hook = EXPLOITS[category]
     if hook is None:
         pytest.skip(f"{category}: not applicable to remittance")
-    env = _env()
     injected = 0
     for t in _release().split_ids["heldout"][::4]:
-        run = run_exploit(env, Oracle(), hook, t)
+        run = run_exploit(_env(t), Oracle(), hook, t)
         injected += bool(run.injected)
         if category in MUST_FAIL:
             assert not run.grade["pass"] or not run.applied, (t, run.injected)

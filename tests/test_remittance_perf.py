@@ -21,6 +21,7 @@ from backoffice.envs.remittance.search import ItemSearch
 from backoffice.envs.remittance.tables import live_rows_in
 from backoffice.training.policies.remittance import ReversingPolicy
 from backoffice.training.rollout import run_episode
+from conftest import split_envs
 
 DOMAIN = "remittance"
 
@@ -41,9 +42,10 @@ def _by_id(rows: Any) -> list[dict[str, Any]]:
 
 def test_live_rows_in_equals_rows_on_stores_with_inserts_updates_deletes_and_rollbacks() -> None:
     rng = random.Random(15)
-    env = make_native(DOMAIN)
+    env_for = split_envs(DOMAIN)
     tables = ("allocations", "cases", "adjustments", "open_items")
     for t in _release_ids()[::50]:
+        env = env_for(t)
         run_episode(env, ReversingPolicy(), task_id=t)  # cases, adjustments, reversed allocations, patient items
         store: Store = env.state
         for step in range(40):
@@ -79,8 +81,9 @@ def test_live_rows_in_equals_rows_on_stores_with_inserts_updates_deletes_and_rol
 
 
 def test_get_policies_pages_equal_page_over_the_store_for_every_cursor_and_limit() -> None:
-    env = make_native(DOMAIN, max_steps=5000)
+    env_for = split_envs(DOMAIN, max_steps=5000)
     for t in _release_ids()[::100]:
+        env = env_for(t)
         env.reset(options={"task_id": t})
         ids = env.state.ids("policies")
         for cursor in (None, "", "~", "A", "POL", *ids):
@@ -120,8 +123,9 @@ def test_search_memo_answers_equal_fresh_answers(memo: int, monkeypatch: pytest.
     """However small the query memo, remembered answers (and evictions) change no hit."""
     monkeypatch.setattr(search_module, "QUERY_MEMO", memo)
     rng = random.Random(memo)
-    env = make_native(DOMAIN)
+    env_for = split_envs(DOMAIN)
     for t in _release_ids()[::60]:
+        env = env_for(t)
         env.reset(options={"task_id": t})
         items = list(env.state.iter_rows("open_items"))
         queries = [it[f] for it in items[:6] for f in ("claim_ref", "invoice", "patient_name")] + ["CLM", "clm-1", ""]

@@ -24,6 +24,7 @@ from backoffice.envs.remittance.tables import osa_distance
 from backoffice.training.catalog.remittance import ACTIONS, RemittanceCatalog
 from backoffice.training.policies.base import call
 from backoffice.training.policies.remittance import Oracle, ReversingPolicy, all_pages
+from conftest import split_envs
 from paging import no_scans, play, step
 
 DOMAIN = "remittance"
@@ -218,10 +219,11 @@ def _queries(env: Any, rng: random.Random) -> list[str]:
 
 
 def test_search_tool_equals_the_old_scan_on_live_stores_with_patient_items() -> None:
-    env = make_native(DOMAIN)
+    env_for = split_envs(DOMAIN)
     rng = random.Random(11)
     checked = 0
     for t in _release_ids()[::40]:
+        env = env_for(t)
         env.reset(options={"task_id": t})
         # move part of a claim to the patient: a patient item joins the searched rows
         line = env.state.rows("remittance_lines", payment_id=env.task.params["payment_id"])[0]
@@ -243,8 +245,9 @@ def test_search_tool_equals_the_old_scan_on_live_stores_with_patient_items() -> 
 
 # -- pagination (every list tool of every domain: test_scale.py) ------------------------------------
 def test_at_released_size_every_list_fits_in_one_page() -> None:
-    env = make_native(DOMAIN)
+    env_for = split_envs(DOMAIN)
     for t in _release_ids()[::25]:
+        env = env_for(t)
         env.reset(options={"task_id": t})
         for tool in ("get_policies", "list_payments", "list_cases"):
             assert step(env, tool)["result"]["next_cursor"] is None

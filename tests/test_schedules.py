@@ -15,6 +15,7 @@ from backoffice.envs.schedules.generator import ALLOWED_TOOLS, generate
 from backoffice.envs.schedules.tables import approval_needed, due_date, parts_meeting_minimum, reminder_send_on, split_amounts
 from backoffice.training.policies import get_policy
 from backoffice.training.rollout import run_episode
+from conftest import split_envs, task_split
 
 D = "schedules"
 
@@ -31,8 +32,8 @@ def all_ids() -> tuple[str, ...]:
 
 @cache
 def codes_of(policy: str) -> dict[str, tuple[str, ...]]:
-    env = make_native(D)
-    return {t: tuple(run_episode(env, get_policy(D, policy), task_id=t).grade["failure_codes"]) for t in all_ids()}
+    env_for = split_envs(D)
+    return {t: tuple(run_episode(env_for(t), get_policy(D, policy), task_id=t).grade["failure_codes"]) for t in all_ids()}
 
 
 # -- rules arithmetic ----------------------------------------------------------------------
@@ -114,7 +115,7 @@ def test_allowed_tools_are_the_same_everywhere_and_checks_use_the_generic_kinds(
 def test_checks_are_work_or_gate_and_noop_earns_nothing() -> None:
     """A check that doing nothing passes vacuously is a gate; every grade has work to do."""
     rel = release()
-    env = make_native(D)
+    env = make_native(D, split="heldout")
     from backoffice.training.policies.base import NoopPolicy
 
     for t in rel.split_ids["heldout"]:
@@ -282,7 +283,7 @@ def _run_with(task_id: str, hook):
     from backoffice.training.exploits import run_exploit
     from backoffice.training.policies.schedules import Oracle
 
-    return run_exploit(make_native(D, max_steps=200), Oracle(), hook, task_id).grade
+    return run_exploit(make_native(D, split=task_split(D, task_id), max_steps=200), Oracle(), hook, task_id).grade
 
 
 def test_an_unneeded_or_second_approval_request_fails_as_a_gate() -> None:
@@ -320,7 +321,7 @@ def test_blind_policies_and_rule_policies_contract() -> None:
     assert set(P.RULE_POLICIES) == set(DOMAIN.rules)
     assert set(P.EXPLOITS) == {"extra_decision", "extra_request", "repeated_write", "boundary_values",
                                "value_preserving_update", "formatting_only"}
-    env = make_native(D, max_steps=200)
+    env = make_native(D, split="heldout", max_steps=200)
     ids = release().split_ids["heldout"]
     for name, cls in P.BLIND_POLICIES.items():
         grades = [run_episode(env, cls(), task_id=t).grade for t in ids]
@@ -382,8 +383,8 @@ def test_every_rule_binds_and_no_outcome_class_dominates() -> None:
     from backoffice.training.policies import schedules as P
 
     rel = release()
-    env = make_native(D, max_steps=200)
     for split in ("train", "heldout"):
+        env = make_native(D, split=split, max_steps=200)
         ids = rel.split_ids[split]
         classes: dict[str, int] = {}
         for t in ids:

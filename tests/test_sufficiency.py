@@ -16,6 +16,7 @@ from backoffice.envs.sufficiency.rules import assess, failed_conditions, normali
 from backoffice.training.policies import get_policy
 from backoffice.training.policies.sufficiency import WRONG_POLICIES, Oracle
 from backoffice.training.rollout import run_episode
+from conftest import split_envs
 
 DOMAIN = "sufficiency"
 
@@ -226,8 +227,8 @@ def test_list_results_never_expose_the_reply_script() -> None:
 # -- the answer key and per-round scoring ---------------------------------------------------------
 @cache
 def _oracle_grades() -> dict[str, dict[str, Any]]:
-    env = make_native(DOMAIN)
-    return {t: run_episode(env, get_policy(DOMAIN, "oracle"), task_id=t).grade for t in _ids()}
+    env_for = split_envs(DOMAIN)
+    return {t: run_episode(env_for(t), get_policy(DOMAIN, "oracle"), task_id=t).grade for t in _ids()}
 
 
 def test_oracle_rounds_match_the_answer_key() -> None:
@@ -279,14 +280,14 @@ def test_document_that_expires_while_waiting_must_be_requested_again() -> None:
         rds = k["expected"]["rounds"]
         return len(rds) > 1 and bool(set(rds[0]["satisfied_items"]) & set(rds[1]["missing_items"]))
 
-    env = make_native(DOMAIN)
+    env_for = split_envs(DOMAIN)
     tasks = [t for t in _ids() if expires_later(_key(t))]
     assert len(tasks) >= 20
     for task_id in tasks[:10]:
         rds = _key(task_id)["expected"]["rounds"]
         item = sorted(set(rds[0]["satisfied_items"]) & set(rds[1]["missing_items"]))[0]
         assert item in _oracle_grades()[task_id]["rounds"][1]["requested_items"]
-        grade = run_episode(env, _StaleReviewer(), task_id=task_id).grade
+        grade = run_episode(env_for(task_id), _StaleReviewer(), task_id=task_id).grade
         assert "under_request" in grade["failure_codes"] and item in grade["under_request"]
 
 
@@ -326,11 +327,11 @@ def test_every_failure_code_has_a_wrong_policy() -> None:
 
 @pytest.mark.parametrize("code", sorted(WRONG_POLICIES))
 def test_wrong_policy_triggers_its_code_wherever_possible(code: str) -> None:
-    env, rel = make_native(DOMAIN), _release()
+    env_for, rel = split_envs(DOMAIN), _release()
     possible = 0
     for task_id in _ids():
         key, snap = _key(task_id), rel.snapshot(rel.task(task_id).snapshot_id)
-        grade = run_episode(env, get_policy(DOMAIN, f"wrong:{code}"), task_id=task_id).grade
+        grade = run_episode(env_for(task_id), get_policy(DOMAIN, f"wrong:{code}"), task_id=task_id).grade
         assert code not in _oracle_grades()[task_id]["failure_codes"]
         if POSSIBLE[code](key, snap):
             possible += 1
@@ -492,7 +493,7 @@ def test_issue_13_holes_are_closed() -> None:
 
 def test_checks_are_work_or_gates() -> None:
     """Prohibitions are gates; what the task needs done is work; doing nothing scores 0."""
-    env = make_native(DOMAIN)
+    env = make_native(DOMAIN, split="heldout")
     always_gate = {"premature_release", "over_request", "ignored_held_record", "duplicate_request",
                    "irrelevant_attachment", "one_decision", "guardrail"}
     for task_id in _release().split_ids["heldout"][:60]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -243,20 +243,16 @@ def replay_file(trace: Path) -> list[dict]:
     ``divergences``."""
     import re
 
-    from backoffice.envs import make_native
-    from backoffice.envs.core.replay import replay_episode
+    from backoffice.envs.core.replay import replay_env, replay_episode
     from backoffice.envs.core.trace import episodes, read_trace
 
-    envs: dict[str, object] = {}
+    envs: dict[tuple[str, str], Any] = {}  # an env per domain and split (an env serves only its split)
     out = []
     for ep in episodes(read_trace(trace)):
-        domain = ep[0]["domain"]
-        if domain not in envs:
-            envs[domain] = make_native(domain)
-        env = envs[domain]
+        env = replay_env(envs, ep[0]["domain"], ep[0]["task_id"])
         res = replay_episode(ep, env)
         divergences = list(res.divergences)
-        replayed = len(env.trace)  # type: ignore[attr-defined]
+        replayed = len(env.trace)
         if replayed != len(ep):
             divergences.append(f"step {replayed}: replay ended after {replayed} steps, the record has {len(ep)}")
         steps = [int(m.group(1)) for d in divergences if (m := re.match(r"step (\d+):", d))]

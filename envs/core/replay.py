@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from backoffice.envs.core.release import is_generated_id
 from backoffice.envs.core.trace import episodes
 
 _INVALID = "<not an action>"  # any malformed action replays as an invalid one
@@ -21,20 +22,25 @@ class ReplayResult:
     divergences: list[str] = field(default_factory=list)
 
 
-def split_of(domain: str, task_id: str) -> str:
-    """The split whose env serves ``task_id`` (an env serves its own split only)."""
-    from backoffice.envs.core.release import is_generated_id, load_release
+def replay_env(envs: dict[tuple[str, str], Any], domain: str, task_id: str) -> Any:
+    """A native env of ``domain`` that serves ``task_id``, from ``envs`` (keyed by domain and
+    split; built on first use): an env serves only the released tasks of its own split, so a
+    trace of train and heldout episodes replays on an env per split (a generated task on train)."""
+    from backoffice.envs import make_native
 
-    return "generated" if is_generated_id(task_id) else load_release(domain).task(task_id).split
+    if (domain, "train") not in envs:
+        envs[domain, "train"] = make_native(domain)
+    split = "train" if is_generated_id(task_id) else envs[domain, "train"].release.task(task_id).split
+    if (domain, split) not in envs:
+        envs[domain, split] = make_native(domain, split=split)
+    return envs[domain, split]
 
 
 def replay_episode(records: Sequence[Mapping[str, Any]], env: Any = None) -> ReplayResult:
-    """Re-run one episode's calls; compare each step's outcome and the recorded end. ``env``
-    must serve the task's split (default: a fresh native env of it)."""
-    from backoffice.envs import make_native
-
+    """Re-run one episode's calls; compare each step's outcome and the recorded end. Without
+    ``env``, on a native env of the task's own split."""
     first = records[0]
-    env = env if env is not None else make_native(first["domain"], split=split_of(first["domain"], first["task_id"]))
+    env = env if env is not None else replay_env({}, first["domain"], first["task_id"])
     env.reset(seed=first["seed"], options={"task_id": first["task_id"]})
     divergences: list[str] = []
     info: dict[str, Any] = {}
@@ -64,14 +70,10 @@ def replay_episode(records: Sequence[Mapping[str, Any]], env: Any = None) -> Rep
 
 
 def replay(records: Iterable[Mapping[str, Any]]) -> list[ReplayResult]:
-    """Replay every episode in ``records`` (trace lines, any number of episodes)."""
-    from backoffice.envs import make_native
-
+    """Replay every episode in ``records`` (trace lines, any number of episodes), each on an env
+    of its domain and its task's split."""
     envs: dict[tuple[str, str], Any] = {}
     out = []
     for ep in episodes(dict(r) for r in records):
-        key = (ep[0]["domain"], split_of(ep[0]["domain"], ep[0]["task_id"]))
-        if key not in envs:
-            envs[key] = make_native(key[0], split=key[1])
-        out.append(replay_episode(ep, envs[key]))
+        out.append(replay_episode(ep, replay_env(envs, ep[0]["domain"], ep[0]["task_id"])))
     return out
