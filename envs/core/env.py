@@ -274,7 +274,9 @@ class BackofficeEnv(gym.Env[str, Any]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start an episode: a named task (``options={"task_id": ...}`` or a domain alias such as
         ``{"case_id": ...}``), a generated one (``options={"generate": n}``) or one drawn from the
-        split by ``seed``. An unknown option key raises ``ValueError`` naming the accepted keys.
+        split by ``seed``. An unknown option key raises ``ValueError`` naming the accepted keys;
+        so does a task this env's split does not serve (a released task of another split, a
+        generated task on a heldout env: see :meth:`check_servable`).
 
         ``info["snapshot_hash"]`` is the content hash of the restored state, computed (once per
         loaded snapshot) and checked against the release manifest."""
