@@ -307,7 +307,8 @@ def _fresh(task_id: str | None = None) -> Any:
 
 
 @pytest.mark.parametrize("action,code", [
-    ({"tool": "record_decision", "args": {"request_id": "REQ-0000", "outcome": "hold"}}, "not_found"),
+    ({"tool": "record_decision", "args": {"request_id": "REQ-0000", "outcome": "hold", "approver_id": "EMP-0001"}}, "not_found"),
+    ({"tool": "record_decision", "args": {"request_id": "REQ-0000", "outcome": "hold"}}, "invalid_args"),  # approver_id is required
     ({"tool": "get_person", "args": {"person_id": "EMP-0000"}}, "not_found"),
     ({"tool": "lookup_role_holders", "args": {"role_id": "R-000"}}, "not_found"),
     ({"tool": "release_order", "args": {"order_id": "PO-00000"}}, "not_found"),
@@ -336,12 +337,12 @@ def test_tool_preconditions() -> None:
         return info
 
     assert step("lookup_delegations", person_id=exp["approver_id"], as_of="2026-13-45")["error_code"] == "invalid_args"
-    assert step("record_decision", request_id=rid, outcome="proceed")["error_code"] == "precondition_failed"
+    assert step("record_decision", request_id=rid, outcome="proceed")["error_code"] == "invalid_args"  # no approver_id
     assert step("post_ledger_entry", request_id=rid, account="ACC-1", amount=5)["error_code"] == "precondition_failed"
     assert step("escalate", request_id=rid, role_id="R-000")["error_code"] == "not_found"
     assert step("release_order", order_id=order)["result_status"] == "ok"
     assert step("release_order", order_id=order)["error_code"] == "conflict"
-    assert step("record_decision", request_id=rid, outcome="hold", basis_ids=[exp["rule_id"]])["error_code"] == "precondition_failed"
+    assert step("record_decision", request_id=rid, outcome="hold", basis_ids=[exp["rule_id"]])["error_code"] == "invalid_args"
     assert step("record_decision", request_id=rid, outcome="hold", approver_id=exp["approver_id"],
                 basis_ids=[exp["rule_id"]])["result_status"] == "ok"
     assert step("record_decision", request_id=rid, outcome="proceed", approver_id=exp["approver_id"])["result_status"] == "ok"

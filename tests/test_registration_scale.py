@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from backoffice.envs.core.build import make_task
+from backoffice.envs.core.build import make_task, task_tag
 from backoffice.envs.core.release import load_release
 from backoffice.envs.core.store import Store
 from backoffice.envs.registration import DOMAIN as REGISTRATION
-from backoffice.envs.registration.generator import DEFECT_TAGS, generate
+from backoffice.envs.registration.generator import generate
 from backoffice.envs.registration.tables import name_variants
 from backoffice.envs.registration.tools import search_hits, search_order, search_score, swapped_dates
 from backoffice.training.catalog.registration import RegistrationCatalog
@@ -96,7 +96,7 @@ def test_scale_one_is_the_released_generator() -> None:
     rel = release()
     for task_id in rel.split_ids["train"][:9]:
         task = rel.task(task_id)
-        tag = DEFECT_TAGS[int(task_id[-4:]) % len(DEFECT_TAGS)]
+        tag = task_tag(REGISTRATION, "train", int(task_id[-4:]))
         gen = generate(task.seed, tag, scale=1)
         assert {k: len(v) for k, v in gen.snapshot.items()} == rel.snapshot(task_id).row_count()
 

@@ -266,9 +266,16 @@ def _entry(domain: str) -> Scaled:
     return TABLE[domain]
 
 
-def _indices(domain: str, extra: int = 0) -> range:
-    """One generated task per defect tag, then ``extra`` more."""
-    return range(len(get_domain(domain).defect_tags) + extra)
+def _indices(domain: str, extra: int = 0) -> list[int]:
+    """One generated task per defect tag (the first index drawing it), then the ``extra`` next."""
+    from backoffice.envs.core.build import task_tag
+
+    dom, first, i = get_domain(domain), {}, 0
+    while len(first) < len(dom.defect_tags):
+        first.setdefault(task_tag(dom, "generated", i), i)
+        i += 1
+    picked = sorted(first.values())
+    return picked + [j for j in range(i + extra) if j not in picked][:extra]
 
 
 def _without(record: Mapping[str, Any], fields: tuple[str, ...]) -> bytes:

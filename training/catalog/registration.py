@@ -149,8 +149,8 @@ class RegistrationCatalog(CatalogSpec):
         ActionDef("add_coverage[card]", "add_coverage",
                   "Add the form's payer to the current record with the member id written on the card."),
         ActionDef("add_coverage[roster]", "add_coverage",
-                  "Add the form's payer to the current record with the member id of the first member lookup_member "
-                  "found."),
+                  "Add the form's payer to the current record with the member id of the active member lookup_member "
+                  "found whose given name agrees with the record's."),
         ActionDef("link_gp", "link_gp", "Link the current record to the form's GP practice."),
         ActionDef("add_contact[guardian]", "add_contact", "Add the form's guardian as a guardian contact."),
         ActionDef("add_contact[next_of_kin]", "add_contact", "Add the form's next of kin as a next-of-kin contact."),
@@ -196,7 +196,7 @@ class RegistrationCatalog(CatalogSpec):
                               "are the current record's"),
         FeatureDef("roster_checked", "1 once lookup_member answered for the current record's family name and date "
                                      "of birth"),
-        FeatureDef("roster_ok", "1 if lookup_member's first member is active and its given name agrees with the "
+        FeatureDef("roster_ok", "1 if lookup_member found an active member whose given name agrees with the "
                                 "current record's (observed variants allowed)"),
         FeatureDef("coverage_missing", "1 if the form names a payer and the current record holds no active coverage "
                                        "of it with the card's or the roster's member id (on file or added)"),
@@ -289,8 +289,16 @@ class RegistrationCatalog(CatalogSpec):
         return self.rosters.get((fold(rec.get("family_name")), str(rec.get("dob")))) if rec else None
 
     def _roster_member(self) -> dict[str, Any] | None:
-        roster = self._roster()
-        return roster[0] if roster else None
+        """The member lookup_member found for the current record: the first active one whose
+        given name agrees with the record's (observed variants allowed), else the first listed
+        (which then fails :meth:`_roster_ok`). A look-alike (same family name and date of birth)
+        may be listed before it."""
+        roster, rec = self._roster(), self.rec
+        if not roster:
+            return None
+        given = str((rec or {}).get("given_name", ""))
+        return next((m for m in roster if m.get("status") == "active"
+                     and given_equivalent(str(m.get("given_name", "")), given, self.variants)), roster[0])
 
     def _roster_ok(self) -> bool:
         m, rec = self._roster_member(), self.rec
@@ -343,7 +351,8 @@ class RegistrationCatalog(CatalogSpec):
     def to_call(self, action: int) -> dict[str, Any] | None:  # noqa: C901 - one grounding per action
         """The call of an action, by its name (every tier's): a slot ``[j]`` after
         ``add_coverage[roster]`` / ``record_consent[guardian]`` cites the j-th roster member /
-        contact, without one the first member / the guardian contact (:meth:`_guardian_contact_id`)."""
+        contact, without one the member of :meth:`_roster_member` / the guardian contact
+        (:meth:`_guardian_contact_id`)."""
         name = self.actions[action].name
         f = self._form
         if name == "get_intake_form":
@@ -399,8 +408,12 @@ class RegistrationCatalog(CatalogSpec):
             if name == "add_coverage[card]":
                 member = _member(f("member_id"))
             else:
-                j, roster = _slot_of(name, "add_coverage[roster]") or 0, self._roster() or []
-                member = _member(roster[j].get("member_id")) if j < len(roster) else ""
+                j, roster = _slot_of(name, "add_coverage[roster]"), self._roster() or []
+                if j is None:  # no slot: the member whose given name agrees (conclusions tier)
+                    found = self._roster_member()
+                    member = _member(found.get("member_id")) if found else ""
+                else:
+                    member = _member(roster[j].get("member_id")) if j < len(roster) else ""
             if not (f("payer_id") and member):
                 return None
             return {"tool": "add_coverage", "args": {"patient_id": pid, "payer_id": f("payer_id"), "member_id": member}}
