@@ -65,12 +65,12 @@ def parse_call(line: str) -> tuple[str, Any]:
         return name, {}
     if rest[0] in "{[\"":
         try:
-            args = loads(rest)
+            parsed = loads(rest)
         except Exception as exc:
             raise ArgsError(f"the arguments are not valid JSON ({exc})") from None
-        if not isinstance(args, dict):
-            raise ArgsError(f"the arguments must be a JSON object, got {type(args).__name__}")
-        return name, args
+        if not isinstance(parsed, dict):
+            raise ArgsError(f"the arguments must be a JSON object, got {type(parsed).__name__}")
+        return name, parsed
     try:
         tokens = shlex.split(rest)
     except ValueError as exc:
@@ -171,12 +171,9 @@ class Play:
             if unwrapped.release.task(task_id).split != self.split:
                 self.say(f"{task_id} is not in the {self.split} split (this session plays {self.split}; see --split)")
                 return None
-        elif seed is None:
-            seed = 0
-        kwargs = unwrapped.reset_args(task_id) if task_id is not None else {"seed": seed, "options": None}
+        kwargs = unwrapped.reset_args(task_id) if task_id is not None else {"seed": seed or 0, "options": None}
         if task_id is None:  # the task the seed draws, before starting it (so a refused one leaves no trace)
-            probe = unwrapped._pick_task(int(seed), {})[0]
-            task_id = probe.task_id
+            task_id = unwrapped._pick_task(int(seed or 0), {})[0].task_id
         if self.split == "heldout" and self.graded[task_id] >= self.attempts:
             self.say(f"{task_id} (heldout) was graded {self.graded[task_id]} time(s) in this session, as many as declared "
                      f"(--attempts {self.attempts}): it is not graded again")

@@ -61,7 +61,7 @@ function h(tag, attrs) {
       if (v === null || v === undefined || v === false) continue;
       if (k === 'class') el.className = v;
       else if (k.slice(0, 2) === 'on') el.addEventListener(k.slice(2), v);
-      else if (k === 'data') { for (var d in v) el.dataset[d] = String(v[d]); }
+      else if (k === 'data') { for (var d in v) if (v[d] !== null && v[d] !== undefined) el.dataset[d] = String(v[d]); }
       else el.setAttribute(k, v === true ? '' : String(v));
     }
   }
@@ -177,7 +177,7 @@ function grid(title, rows, rowFields, cell, onClick, id) {
 }
 var RATE = {
   text: function (r) { return [pct(r.pass_rate) + ' (' + r.episodes + ')', h('br'), h('span', {class: 'muted small'}, 'score ' + fix(r.mean_score))]; },
-  data: function (r) { return {passRate: r.pass_rate, meanScore: r.mean_score, episodes: r.episodes, passed: r.passed, meanSteps: r.mean_steps}; }
+  data: function (r) { return {domain: r.domain, agent: r.agent, passRate: r.pass_rate, meanScore: r.mean_score, episodes: r.episodes, passed: r.passed, meanSteps: r.mean_steps}; }
 };
 function renderOverview() {
   var R = D.report, M = D.meta;
@@ -222,7 +222,7 @@ function renderOverview() {
     if (!rows || !rows.length) return;
     add(box, grid('Pass rate by ' + x[1], rows, ['domain', x[0]], {
       text: RATE.text,
-      data: function (r) { var d = RATE.data(r); d.domain = r.domain; d.agent = r.agent; d.value = r[x[0]]; return d; }
+      data: function (r) { var d = RATE.data(r); d.value = r[x[0]]; return d; }
     }, function (r) { var f = {domain: r.domain, agent: r.agent}; if (x[2]) f[x[2]] = r[x[0]]; setFilters(f); }, 'bo-grid-' + x[0].replace('_', '-')));
   });
   if (D.plots.length) {

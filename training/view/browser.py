@@ -48,9 +48,10 @@ class Chromium:
     """One headless Chromium with one page attached (see the module docstring)."""
 
     def __init__(self, binary: str | None = None, width: int = 1280, height: int = 900, timeout: float = 30.0):
-        self.binary = binary or find_chromium()
-        if self.binary is None:
+        found = binary or find_chromium()
+        if found is None:
             raise BrowserError("no Chromium found (set $CHROMIUM or apt-get install chromium)")
+        self.binary: str = found
         self.width, self.height, self.timeout = width, height, timeout
         self.exceptions: list[str] = []
         self.console: list[str] = []
