@@ -245,7 +245,7 @@ def test_an_episode_page_shows_every_step_check_and_change(runs: dict[str, Any],
         assert [(s[0], s[1]) for s in steps] == [(t["step"], t["tool"]) for t in trace]
         assert [s[2].startswith("ok") for s in steps] == [t["result_status"] == "ok" for t in trace]
         checks = browser.eval("Array.from(document.querySelectorAll('#bo-checks tr[data-check]')).map(function (tr) {"
-                              " return [tr.dataset.check, tr.dataset.pass === '1', tr.dataset.gate === '1', tr.children[2].textContent]; })")
+                              " return [tr.dataset.check, tr.dataset.pass === '1', tr.dataset.gate === '1', tr.children[1].textContent]; })")
         assert checks == [[c["id"], c["pass"], c["gate"], "gate" if c["gate"] else "work"] for c in rec["checks"]]
         diff = read_located(rec["diff_location"])
         changed = sorted(t for t, d in diff.items() if d["created"] or d["updated"] or d["deleted"])
@@ -259,11 +259,17 @@ def test_an_episode_page_shows_every_step_check_and_change(runs: dict[str, Any],
         assert "training reward, apart from the score" in browser.eval("document.querySelector('[data-field=shaped]').textContent")
         assert browser.eval("document.querySelector('[data-field=judge]') !== null")
         assert rec["task_id"] in browser.eval("document.getElementById('bo-brief').textContent")
+    # the screenshot: a failed episode, its checks beside its diff
+    wrong = next(r for r in recs if r["agent"] == "wrong:self_approval" and "self_approval" in r["failure_codes"])
+    _open_episode(browser, runs["page"], wrong["run_id"], wrong["task_id"])
     shot = browser.screenshot(tmp_path / "episode.png")
     assert shot.stat().st_size > 10_000
-    if os.environ.get("BACKOFFICE_VIEW_PNG"):
-        browser.eval("window.scrollTo(0, 0)")
-        browser.screenshot(os.environ["BACKOFFICE_VIEW_PNG"])
+    print(f"screenshot: {shot}")
+    if os.environ.get("BACKOFFICE_VIEW_PNG"):  # the README's docs/viewer.png, in 64 colours
+        from PIL import Image
+
+        out = browser.screenshot(os.environ["BACKOFFICE_VIEW_PNG"])
+        Image.open(out).convert("RGB").quantize(64).save(out, optimize=True)
     assert browser.exceptions == []
 
 

@@ -34,7 +34,10 @@ tr.step-error td { background: #fff5f5; } tr.differs td { background: var(--hi);
 .badge { display: inline-block; padding: 0 8px; border-radius: 10px; color: #fff; font-size: 12px; font-weight: 600; }
 .badge.pass { background: var(--ok); color: #fff; } .badge.fail { background: var(--bad); color: #fff; }
 .plots img { max-width: 100%; border: 1px solid var(--line); margin: 4px 8px 4px 0; }
-.cols { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
+.cols { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 16px; }
+.cols > div { overflow-x: auto; }
+#bo-checks { width: 100%; } #bo-checks td.detail { min-width: 200px; }
+.summary { display: flex; flex-wrap: wrap; gap: 0 16px; align-items: flex-start; }
 .kv td:first-child { color: var(--muted); white-space: nowrap; }
 .arrow { color: var(--muted); padding: 0 4px; }
 summary { cursor: pointer; }
@@ -314,12 +317,13 @@ function judgeText(j) {
 }
 function summary(i, d) {
   var r = d.record;
-  return kv([
+  return h('div', {class: 'summary'}, kv([
     ['result', [badge(r.pass), ' score ', h('b', null, fix(r.score)), ' (the pure grade)'], {field: 'score', value: r.score}],
     ['failure codes', (r.failure_codes || []).join(', ') || '-'],
     ['steps', String(r.steps)],
     ['shaped reward', [fix(r.shaped_reward), h('span', {class: 'muted'}, ' training reward, apart from the score')], {field: 'shaped', value: r.shaped_reward}],
-    ['judge', judgeText(r.judge), {field: 'judge'}],
+    ['judge', judgeText(r.judge), {field: 'judge'}]
+  ]), kv([
     ['run / agent', r.run_id + ' / ' + r.agent + ' (version ' + r.agent_version + ')'],
     ['task / split', r.task_id + ' / ' + r.split],
     ['seed / attempt', String(r.seed_str !== undefined ? r.seed_str : r.seed) + ' / ' + String(r.attempt || 0)],
@@ -327,7 +331,7 @@ function summary(i, d) {
     r.outcome_class !== undefined ? ['outcome class', String(r.outcome_class)] : null,
     r.requirement_types ? ['requirement types', [].concat(r.requirement_types).join(', ')] : null,
     ['end state hash', String(r.end_state_hash)]
-  ]);
+  ]));
 }
 function problems(d) {
   var out = d.problems.map(function (p) { return h('div', {class: 'problem bo-problem'}, p); });
@@ -381,11 +385,12 @@ function diffView(diff) {
   return box;
 }
 function checksTable(checks) {
-  return h('table', {id: 'bo-checks'}, h('tr', null, ['check', 'kind', 'work / gate', 'result', 'failure code', 'detail'].map(function (c) { return h('th', null, c); })),
+  return h('table', {id: 'bo-checks'}, h('tr', null, ['check', 'type', 'result', 'failure code', 'detail'].map(function (c) { return h('th', null, c); })),
     (checks || []).map(function (c) {
-      return h('tr', {data: {check: c.id, pass: c.pass ? 1 : 0, gate: c.gate ? 1 : 0}}, h('td', null, h('b', null, String(c.id))), h('td', null, String(c.kind)),
+      return h('tr', {data: {check: c.id, pass: c.pass ? 1 : 0, gate: c.gate ? 1 : 0}},
+        h('td', null, h('b', null, String(c.id)), c.kind !== c.id ? h('div', {class: 'small muted'}, String(c.kind)) : null),
         h('td', null, c.gate ? 'gate' : 'work'), h('td', null, passCell(c.pass)), h('td', null, c.failure_code === null ? '' : String(c.failure_code)),
-        h('td', null, c.detail === null || c.detail === undefined ? h('span', {class: 'muted'}, '-') : fold(c.detail, 300)));
+        h('td', {class: 'detail'}, c.detail === null || c.detail === undefined ? h('span', {class: 'muted'}, '-') : fold(c.detail, 300)));
     }));
 }
 function siblings(i) {
@@ -397,7 +402,9 @@ function briefView(key) {
   if (key === null) return h('p', {class: 'muted', id: 'bo-brief'}, 'brief not available (the task is not in an installed release)');
   var b = briefs()[key];
   if (b === null || typeof b !== 'object') return h('div', {id: 'bo-brief'}, fold(b));
-  return h('table', {class: 'kv', id: 'bo-brief'}, Object.keys(b).sort().map(function (k) { return h('tr', null, h('td', null, k), h('td', null, fold(b[k], 600))); }));
+  var head = typeof b.instructions === 'string' ? b.instructions : JSON.stringify(b);
+  return h('details', {id: 'bo-brief'}, h('summary', null, head.length > 180 ? head.slice(0, 180) + ' ...' : head),
+    h('table', {class: 'kv'}, Object.keys(b).sort().map(function (k) { return h('tr', null, h('td', null, k), h('td', null, fold(b[k], 600))); })));
 }
 function renderEpisode(i) {
   var app = document.getElementById('app'), d = details()[i];
@@ -414,12 +421,12 @@ function renderEpisode(i) {
     add(app, h('p', null, 'Same task: ', s, ' ', h('button', {id: 'bo-compare', onclick: function () { location.hash = '#cmp/' + i + '/' + s.value; }}, 'side by side')));
   }
   add(app, [h('h2', null, 'Brief'), briefView(d.brief)]);
+  add(app, h('div', {class: 'cols'},
+    h('div', null, h('h2', null, 'Checks (' + (r.checks || []).length + ')'), checksTable(r.checks)),
+    h('div', null, h('h2', null, 'End-state diff'),
+      d.diff ? diffView(d.diff) : h('p', {class: 'muted'}, d.has_diff_location ? 'the diff could not be read (see above)' : 'no diff recorded'))));
   add(app, h('h2', null, 'Steps' + (d.trace ? ' (' + d.trace.length + ')' : '')));
   add(app, d.trace ? stepsTable(d.trace) : h('p', {class: 'muted'}, d.has_trace_location ? 'the trace could not be read (see above)' : 'no trace recorded'));
-  add(app, h('h2', null, 'End-state diff'));
-  add(app, d.diff ? diffView(d.diff) : h('p', {class: 'muted'}, d.has_diff_location ? 'the diff could not be read (see above)' : 'no diff recorded'));
-  add(app, h('h2', null, 'Checks (' + (r.checks || []).length + ')'));
-  add(app, checksTable(r.checks));
   add(app, [h('h2', null, 'Process metrics'), fold(r.process_metrics, 2000)]);
   document.body.dataset.view = 'episode';
   window.scrollTo(0, 0);
