@@ -374,3 +374,42 @@ def test_fifty_thousand_records_load_and_filter_without_a_script_error(tmp_path:
     assert browser.eval("document.querySelectorAll('#bo-checks tr[data-check]').length") == 6
     assert browser.eval("window.__boErrors.length") == 0 and browser.exceptions == []
     print(f"50,000 records: page {page.stat().st_size / 1e6:.1f} MB built in {built:.1f} s, loaded in {loaded:.1f} s, filtered in {filtered:.2f} s")
+
+
+def test_cli_view_writes_the_page_and_serves_it(runs: dict[str, Any], tmp_path: Path) -> None:
+    import socket
+    import urllib.request
+
+    out = tmp_path / "cli.html"
+    res = subprocess.run([*CLI, "view", *map(str, runs["files"]), "--out", str(out), "--no-plots"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert f"page: {out}" in res.stdout and out.read_text().startswith("<!DOCTYPE html>")
+    assert "http" not in out.read_text().split('id="bo-data"')[0].replace("http-equiv", "")  # no network reference in the head
+    bad = subprocess.run([*CLI, "view", str(tmp_path / "nope.jsonl")], capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "no such file" in bad.stdout + bad.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([*CLI, "view", str(runs["files"][0]), "--out", str(tmp_path / "served.html"), "--no-plots", "--serve", "--port", str(port)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        assert lines[1].startswith(f"serving http://127.0.0.1:{port}/served.html"), lines
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/served.html", timeout=30) as resp:
+            assert resp.read() == (tmp_path / "served.html").read_bytes()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_notebook_shows_the_page_in_an_iframe(runs: dict[str, Any]) -> None:
+    import html
+
+    from backoffice.training.view import notebook
+
+    shown = notebook(runs["files"][:1])
+    text = shown.data
+    assert text.startswith("<div><iframe") and 'sandbox="allow-scripts"' in text
+    doc = html.unescape(text.split('srcdoc="', 1)[1].rsplit('"></iframe></div>', 1)[0])
+    assert doc.startswith("<!DOCTYPE html>") and 'id="bo-data"' in doc

@@ -88,8 +88,8 @@ def notebook(files: Sequence[str | Path], trace: str | Path | None = None, heigh
     from IPython.display import HTML
 
     doc = page(files, trace)
-    return HTML(f'<iframe style="width:100%;height:{int(height)}px;border:0" sandbox="allow-scripts" '
-                f'srcdoc="{html.escape(doc, quote=True)}"></iframe>')
+    return HTML(f'<div><iframe style="width:100%;height:{int(height)}px;border:0" sandbox="allow-scripts" '
+                f'srcdoc="{html.escape(doc, quote=True)}"></iframe></div>')
 
 
 def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8765, ready: Any = None) -> None:
