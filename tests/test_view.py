@@ -163,6 +163,13 @@ def test_data_names_trace_problems_and_keeps_records_without_a_trace(runs: dict[
                               for r in load_records([runs["files"][0]])[:3]))
     assert all(d["trace"] and d["diff"] and not d["problems"] for d in build([gone], trace=moved)["details"])
     assert all(d["problems"] for d in build([gone])["details"])
+    # a relative path (an eval run from the folder above) is found beside the records file
+    (runs["root"] / "sub").mkdir(exist_ok=True)
+    rel = runs["root"] / "sub" / "rel.jsonl"
+    rel.write_bytes(b"".join(dumps({**r, "trace_location": {**r["trace_location"], "path": "t/trace.jsonl"},
+                                    "diff_location": {**r["diff_location"], "path": "t/diffs.jsonl"}}) + b"\n"
+                             for r in load_records([runs["files"][0]])[:3]))
+    assert all(d["trace"] and d["diff"] and not d["problems"] for d in build([rel])["details"])
 
 
 # -- in the browser -------------------------------------------------------------------------

@@ -171,7 +171,7 @@ class Play:
             if unwrapped.release.task(task_id).split != self.split:
                 self.say(f"{task_id} is not in the {self.split} split (this session plays {self.split}; see --split)")
                 return None
-        kwargs = unwrapped.reset_args(task_id) if task_id is not None else {"seed": seed or 0, "options": None}
+        kwargs = unwrapped.reset_args(task_id, seed) if task_id is not None else {"seed": seed or 0, "options": None}
         if task_id is None:  # the task the seed draws, before starting it (so a refused one leaves no trace)
             task_id = unwrapped._pick_task(int(seed or 0), {})[0].task_id
         if self.split == "heldout" and self.graded[task_id] >= self.attempts:

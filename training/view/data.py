@@ -35,12 +35,14 @@ class Loaded:
     records: list[Record]
     sources: list[str]
     problems: list[str] = field(default_factory=list)
+    #: per record, the file it was read from (relative trace paths are looked up beside it)
+    origins: list[Path] = field(default_factory=list)
 
 
 def load(files: Sequence[str | Path]) -> Loaded:
     """Read evaluation files exactly as ``backoffice report`` does (a torn last line ignored,
     unreadable lines skipped), but name every unreadable line as a problem."""
-    seen: dict[Any, Record] = {}
+    seen: dict[Any, tuple[Record, Path]] = {}
     problems: list[str] = []
     for f in files:
         path = Path(f)
@@ -59,8 +61,8 @@ def load(files: Sequence[str | Path]) -> Loaded:
             except Exception as exc:
                 problems.append(f"{path}:{number}: unreadable record skipped ({exc})")
                 continue
-            seen.setdefault(job_key(rec), rec)
-    return Loaded(list(seen.values()), [str(f) for f in files], problems)
+            seen.setdefault(job_key(rec), (rec, path))
+    return Loaded([r for r, _ in seen.values()], [str(f) for f in files], problems, [p for _, p in seen.values()])
 
 
 class _Files:
@@ -70,10 +72,14 @@ class _Files:
         self.trace = trace
         self.handles: dict[Path, IO[bytes] | None] = {}
 
-    def resolve(self, written: str, kind: str) -> tuple[Path | None, list[Path]]:
-        """The file a location's ``path`` names: as written if it exists, else under ``--trace``."""
+    def resolve(self, written: str, kind: str, origin: Path | None = None) -> tuple[Path | None, list[Path]]:
+        """The file a location's ``path`` names: as written if it exists (a relative path: from the
+        working directory, else from the records file's folder or the folders above it, where
+        the evaluation may have run), else under ``--trace``."""
         p = Path(written)
         tried = [p]
+        if not p.is_absolute() and origin is not None:
+            tried += [base / p for base in list(origin.resolve().parents)[:3]]
         if self.trace is not None:
             if self.trace.suffix == ".jsonl":
                 tried.append(trace_files(self.trace)[0 if kind == "trace" else 1])
@@ -103,17 +109,17 @@ class _Files:
                 fh.close()
 
 
-def _trace_of(rec: Mapping[str, Any], files: _Files) -> tuple[list[Any] | None, str | None]:
+def _trace_of(rec: Mapping[str, Any], files: _Files, origin: Path | None = None) -> tuple[list[Any] | None, str | None]:
     loc = rec.get("trace_location")
     if not loc:
         return None, None
     try:
-        path, tried = files.resolve(str(loc["path"]), "trace")
+        path, tried = files.resolve(str(loc["path"]), "trace", origin)
         offset, count = int(loc["offset"]), int(loc["lines"])
     except (KeyError, TypeError, ValueError) as exc:
         return None, f"trace_location is malformed ({exc!r})"
     if path is None:
-        return None, f"trace file not found: {' , '.join(map(str, tried))}"
+        return None, f"trace file not found: {', '.join(map(str, dict.fromkeys(tried)))}"
     out: list[Any] = []
     for i, line in enumerate(files.read(path, offset, count)):
         if not line.endswith(b"\n"):
@@ -130,17 +136,17 @@ def _trace_of(rec: Mapping[str, Any], files: _Files) -> tuple[list[Any] | None, 
     return out, None
 
 
-def _diff_of(rec: Mapping[str, Any], files: _Files) -> tuple[Any, str | None]:
+def _diff_of(rec: Mapping[str, Any], files: _Files, origin: Path | None = None) -> tuple[Any, str | None]:
     loc = rec.get("diff_location")
     if not loc:
         return None, None
     try:
-        path, tried = files.resolve(str(loc["path"]), "diff")
+        path, tried = files.resolve(str(loc["path"]), "diff", origin)
         offset = int(loc["offset"])
     except (KeyError, TypeError, ValueError) as exc:
         return None, f"diff_location is malformed ({exc!r})"
     if path is None:
-        return None, f"diff file not found: {' , '.join(map(str, tried))}"
+        return None, f"diff file not found: {', '.join(map(str, dict.fromkeys(tried)))}"
     line = files.read(path, offset, 1)[0]
     try:
         row = loads(line)
@@ -228,7 +234,7 @@ def build(files: Sequence[str | Path], trace: str | Path | None = None, loaded: 
     details: list[dict[str, Any]] = []
     trace_problems = 0
     try:
-        for rec in records:
+        for rec, origin in zip(records, loaded.origins):
             cols["domain"].append(lookup["domain"][str(rec.get("domain"))])
             cols["agent"].append(lookup["agent"][str(rec.get("agent"))])
             cols["split"].append(lookup["split"][str(rec.get("split"))])
@@ -242,8 +248,8 @@ def build(files: Sequence[str | Path], trace: str | Path | None = None, loaded: 
             cols["tags"].append(sorted({lookup["tag"][c] for c in _listed(rec.get("defect_tags"))}))
             outcome = _listed(rec.get("outcome_class"))
             cols["outcome"].append(lookup["outcome"][outcome[0]] if outcome else -1)
-            steps, trace_problem = _trace_of(rec, files_)
-            diff, diff_problem = _diff_of(rec, files_)
+            steps, trace_problem = _trace_of(rec, files_, origin)
+            diff, diff_problem = _diff_of(rec, files_, origin)
             problems = [p for p in (trace_problem, diff_problem) if p]
             trace_problems += bool(problems)
             # 0: no trace recorded, 1: trace read, 2: a problem
