@@ -198,6 +198,7 @@ def test_overview_numbers_equal_backoffice_report_json(runs: dict[str, Any], bro
     assert report["pass_hat_k"] and sorted((c["domain"], c["agent"], int(c["k"]), float(c["value"])) for c in k) == sorted(
         (r["domain"], r["agent"], r["k"], r["pass_hat_k"]) for r in report["pass_hat_k"])
     assert browser.eval("document.querySelectorAll('.plots img').length") == 2
+    browser.wait_for("Array.from(document.querySelectorAll('.plots img')).every(function (i) { return i.complete && i.naturalWidth > 300; })")
     assert browser.eval("document.getElementById('bo-trace-problems').textContent").startswith("2 episode(s)")
     assert browser.eval("window.__pwned") is None
     assert HOSTILE_AGENT in browser.eval("document.getElementById('bo-grid-domain-agent').textContent")
