@@ -73,13 +73,19 @@ class Chromium:
             os.set_inheritable(3, True)
             os.set_inheritable(4, True)
 
+        self._log = open(Path(self.profile) / "chromium.log", "wb")  # closed in __exit__
         self.proc = subprocess.Popen(
             [self.binary, *FLAGS, f"--user-data-dir={self.profile}", f"--window-size={self.width},{self.height}", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=fds, close_fds=False)
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, preexec_fn=fds, close_fds=False)
         os.close(to_child_r)
         os.close(from_child_w)
         try:
-            target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+            try:
+                target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+            except (BrowserError, OSError) as exc:  # OSError: a broken pipe, the browser has gone
+                self._log.flush()
+                tail = (Path(self.profile) / "chromium.log").read_bytes()[-2000:].decode(errors="replace")
+                raise BrowserError(f"{self.binary} did not start: {exc}; its output ends with:\n{tail}") from None
             self._session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
             for domain in ("Page", "Runtime"):
                 self.send(f"{domain}.enable")
@@ -101,6 +107,7 @@ class Chromium:
             if self.proc.poll() is None:
                 self.proc.kill()
                 self.proc.wait()
+            self._log.close()
             for fd in (self._to_child, self._from_child):
                 try:
                     os.close(fd)
