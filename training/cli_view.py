@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
     def play_cmd(
         env: Annotated[str, typer.Option("--env", help="Domain to play.")],
         task_id: Annotated[str | None, typer.Option("--task-id", help="Task to play (of --split).")] = None,
-        seed: Annotated[int | None, typer.Option(help="Draw the task from --split by this seed (default 0 without --task-id).")] = None,
+        seed: Annotated[int | None, typer.Option(help="Draw the task from --split by this seed (default 0); with --task-id, that episode's seed (default: the task's own).")] = None,
         split: Annotated[str, typer.Option(help="train (default) or heldout.")] = "train",
         attempts: Annotated[int, typer.Option(min=1, help="Graded attempts per heldout task in this session (declared; default 1).")] = 1,
         trace: Annotated[Path | None, typer.Option(help="Trace file (JSONL; default: runs/play/<domain>-<time>.jsonl). Replays with `backoffice replay`.")] = None,
