@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 
-.PHONY: install demo lint typecheck test bench seeds results clean
+.PHONY: install demo lint typecheck chromium test bench seeds results clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -35,9 +35,19 @@ typecheck: $(STAMP)
 	for d in envs graders training; do ln -sfn $(CURDIR)/$$d $(MYPY_PATH)/backoffice/$$d; done
 	MYPYPATH=$(MYPY_PATH) $(BIN)/mypy -p backoffice.envs -p backoffice.graders -p backoffice.training
 
+## Headless Chromium for the viewer's browser tests (tests/test_view.py): installed from Debian's
+## registry when /usr/bin/chromium (or $$CHROMIUM) is missing and we are root; otherwise a note.
+chromium:
+	@if [ -z "$$CHROMIUM" ] && [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing chromium (apt-get)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium missing and not root: install it (apt-get install chromium) or set CHROMIUM=/path; the browser tests will fail"; fi; \
+	fi
+
 ## Lint and type check, then the whole test suite (2 workers; each domain's tests stay on one worker).
-test: lint typecheck
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+## BACKOFFICE_REQUIRE_BROWSER: the browser tests fail, not skip, without Chromium.
+test: lint typecheck chromium
+	BACKOFFICE_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py

@@ -1,4 +1,4 @@
-"""The ``backoffice`` command line: evaluate, report, replay, train, build and verify seeds."""
+"""The ``backoffice`` command line: evaluate, report, view, play, replay, train, build and verify seeds."""
 
 from __future__ import annotations
 
@@ -570,6 +570,10 @@ def new_domain_cmd(
 from backoffice.training.cli_llm import register as _register_llm  # noqa: E402
 
 _register_llm(app)
+
+from backoffice.training.cli_view import register as _register_view  # noqa: E402
+
+_register_view(app)
 
 
 if __name__ == "__main__":  # pragma: no cover

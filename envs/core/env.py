@@ -56,7 +56,7 @@ class BackofficeEnv(gym.Env[str, Any]):
     """
 
     domain: ClassVar[Domain]
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "render_fps": 4}
     #: the ``max_episode_steps`` of a Gymnasium ``TimeLimit`` around this env (set by
     #: :class:`MatchTimeLimit`): episodes then truncate, with their grade, on that same step
     time_limit: int | None = None
@@ -319,6 +319,8 @@ class BackofficeEnv(gym.Env[str, Any]):
             cached = self._brief_cache.setdefault(task.task_id, (dumps_ascii(brief), brief))
         obs, self._last_result = cached
         self._last_obs = obs
+        if self.render_mode == "human":
+            self.render()
         info = {
             "task_id": task.task_id, "seed": episode_seed, "split": task.split,
             "episode_id": self._episode_id, "snapshot_hash": snapshot_hash,
@@ -414,6 +416,8 @@ class BackofficeEnv(gym.Env[str, Any]):
             if self._done:
                 self._trace_writer.flush()
         self._last_obs = obs
+        if self.render_mode == "human":
+            self.render()
         return obs, float(reward), terminated, truncated, info
 
     def _grade(self, judge: bool = False) -> tuple[dict[str, Any], dict[str, Any], str, dict[str, Any] | None]:
@@ -458,9 +462,24 @@ class BackofficeEnv(gym.Env[str, Any]):
         return self._grade()[0]
 
     def render(self) -> str | None:
-        if self.render_mode == "ansi":
-            return self._last_obs
-        return None
+        """``render_mode="ansi"``: a text view of the last step (the tool, its arguments, a summary of
+        the result, the step count; after ``reset`` the task, its brief and tools) instead of raw
+        JSON; ``"human"`` prints it (after every ``reset`` and ``step`` too). See
+        :mod:`backoffice.envs.core.render`."""
+        if self.render_mode not in ("ansi", "human"):
+            return None
+        from backoffice.envs.core.render import render_reset, render_step
+
+        if self._task is None:
+            text = f"{self.domain.name}: no episode yet (call reset)\n"
+        elif self._trace:
+            text = render_step(self.domain.name, self._task.task_id, self._trace[-1], self._limit, self._done)
+        else:
+            text = render_reset(self.domain.name, self._task.task_id, self._last_result, self._limit, self._task.allowed_tools)
+        if self.render_mode == "human":
+            print(text, end="", flush=True)
+            return None
+        return text
 
     def close(self) -> None:
         if self._trace_writer is not None:
