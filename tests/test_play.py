@@ -162,7 +162,7 @@ def test_a_heldout_task_is_graded_once_per_session_unless_declared(tmp_path: Pat
     assert "Checks" not in before
     child.expect("another task")
     child.sendline(tid)
-    child.expect(f"{tid} \\(heldout\\) was graded 1 time\\(s\\) in this session")
+    child.expect(f"{tid} \\(heldout\\) was played 1 time\\(s\\) in this session")
     child.expect("another task")
     child.sendline(make_native(DOMAIN).release.split_ids["train"][0])  # a train task is not in this session's split
     child.expect("is not in the heldout split")
@@ -179,7 +179,7 @@ def test_a_heldout_task_is_graded_once_per_session_unless_declared(tmp_path: Pat
         child.expect(f"graded attempt {attempt} of 2")
         child.expect("another task")
         child.sendline(tid)
-    child.expect("was graded 2 time")
+    child.expect("was played 2 time")
     child.expect("another task")
     child.sendline("")
     child.expect(pexpect.EOF)

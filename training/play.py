@@ -25,12 +25,12 @@ import shlex
 import sys
 import textwrap
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from backoffice.envs.core.canonical import dumps, loads
+from backoffice.training.session import Attempts
 from backoffice.envs.core.release import is_generated_id
 
 HELP = """\
@@ -123,14 +123,12 @@ class Play:
 
         if split not in ("train", "heldout"):
             raise ValueError("split must be train or heldout")
-        if attempts < 1:
-            raise ValueError("attempts must be >= 1")
         self.domain, self.split, self.attempts = domain, split, attempts
+        #: the attempts ledger every agent-facing session keeps (heldout only: train is practice)
+        self.ledger = Attempts(attempts if split == "heldout" else None)
         self.trace_path = Path(trace_path) if trace_path is not None else None
         self.env = make_native(domain, split=split, max_steps=max_steps, trace_path=None if trace_path is None else str(trace_path))
         self.read, self.out, self.width = read, out or sys.stdout, width
-        #: heldout task id -> graded episodes in this session
-        self.graded: Counter[str] = Counter()
         self.grades: list[dict[str, Any]] = []
 
     # -- output -----------------------------------------------------------------------------
@@ -174,8 +172,8 @@ class Play:
         kwargs = unwrapped.reset_args(task_id, seed) if task_id is not None else {"seed": seed or 0, "options": None}
         if task_id is None:  # the task the seed draws, before starting it (so a refused one leaves no trace)
             task_id = unwrapped._pick_task(int(seed or 0), {})[0].task_id
-        if self.split == "heldout" and self.graded[task_id] >= self.attempts:
-            self.say(f"{task_id} (heldout) was graded {self.graded[task_id]} time(s) in this session, as many as declared "
+        if self.ledger.left(task_id) == 0:
+            self.say(f"{task_id} (heldout) was played {self.attempts} time(s) in this session, as many as declared "
                      f"(--attempts {self.attempts}): it is not graded again")
             return None
         return self.env.reset(**kwargs)
@@ -226,6 +224,8 @@ class Play:
             except ArgsError as exc:
                 self.say(f"(not sent) {exc}")
                 continue
+            if step == 0:
+                self.ledger.spend(info["task_id"])  # an attempt is an episode that took a step
             obs, _, terminated, truncated, step_info = self.env.step({"tool": tool, "args": args})
             step += 1
             self.show_result(obs, step_info)
@@ -266,8 +266,8 @@ class Play:
         self.say(f"score: {float(grade['score']):.3f}")
         self.say(f"failure_codes: {', '.join(grade['failure_codes']) or '-'}")
         if self.split == "heldout":
-            self.graded[task_id] += 1
-            self.say(f"(heldout: graded attempt {self.graded[task_id]} of {self.attempts}; the checks' details are not shown)")
+            used = self.attempts - (self.ledger.left(task_id) or 0)
+            self.say(f"(heldout: graded attempt {used} of {self.attempts}; the checks' details are not shown)")
         else:
             self.say("\nChecks")
             for c in grade["checks"]:
