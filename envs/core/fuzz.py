@@ -425,7 +425,7 @@ def fuzz(domain: str, calls: int, seed: int = 0, *, generated: int = 3, replay: 
                 if progress is not None and pending >= 100:
                     progress(pending)
                     pending = 0
-            env._trace_writer.flush()  # type: ignore[union-attr]
+            env._trace_writer.flush()
             with open(path, "rb") as fh:
                 data = fh.read()
             digest.update(data)

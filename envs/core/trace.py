@@ -43,6 +43,7 @@ TRACE_FIELDS = (
 #: refuses it unread (:data:`backoffice.envs.core.spaces.ACTION_MAX_BYTES`), so its content
 #: never matters; kept equal to that limit by a test
 LONG_ACTION = 65_536
+_SCALARS = frozenset((str, int, bool, type(None)))
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what orjson writes as a JSON number
 _TAGS = frozenset((
@@ -55,16 +56,23 @@ def is_plain_json(value: Any) -> bool:
     """Whether ``value`` is exactly JSON data, so that orjson's reading of it is lossless: ``str``,
     ``int``, ``bool``, ``None``, finite ``float``, and ``list``/``dict`` (string keys) of
     those, exact types only (no subclasses, tuples, NaN or infinities). Strings that are not
-    valid Unicode and ints beyond 64 bits pass here; orjson refuses them."""
+    valid Unicode and ints beyond 64 bits pass here; orjson refuses them. (Checked on every
+    step's arguments, so the flat case is one loop.)"""
     kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
+    if kind is dict:
+        for k, v in value.items():
+            if type(k) is not str or (type(v) not in _SCALARS and not is_plain_json(v)):
+                return False
+        return True
+    if kind in _SCALARS:
         return True
     if kind is float:
         return math.isfinite(value)
-    if kind is dict:
-        return all(type(k) is str and is_plain_json(v) for k, v in value.items())
     if kind is list:
-        return all(is_plain_json(v) for v in value)
+        for v in value:
+            if type(v) not in _SCALARS and not is_plain_json(v):
+                return False
+        return True
     return False
 
 
