@@ -231,13 +231,15 @@ class CallMaker:
             return same + [v for v in self.by_key.get("id", ()) if family and v.startswith(family)]
         if same:
             return same
+        if name.endswith("_id") and "id" in self.by_key:  # some row's own id
+            return list(self.by_key["id"])
+        if "date" in name or "YYYY-MM-DD" in text:
+            return [v[:10] for v in self.strings if _DATE.fullmatch(v[:10])]
+        if "YYYY-MM" in text or name == "period":
+            return [v[:7] for v in self.strings if _DATE.fullmatch(v[:10])]
         prefixes = _PREFIX.findall(text)
         if prefixes:
             return [v for v in self.strings if v.startswith(tuple(p + "-" for p in prefixes))]
-        if "date" in name or "YYYY-MM-DD" in text:
-            return [v for v in self.strings if _DATE.fullmatch(v[:10])]
-        if "YYYY-MM" in text or name == "period":
-            return [v[:7] for v in self.strings if _DATE.fullmatch(v[:10])]
         return []
 
     # -- mutations -------------------------------------------------------------------------------
