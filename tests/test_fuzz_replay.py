@@ -255,3 +255,22 @@ def test_replay_uses_the_recorded_step_limit(tmp_path) -> None:
     res = replay(lines)
     assert res[0].ok, res[0].divergences[:3]
     assert "1/1 episodes reproduced" in _cli_replay(path)
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["untraced", "traced"])
+def test_a_tool_name_with_a_lone_surrogate_is_malformed_and_grades(traced: bool, tmp_path) -> None:
+    """It was ``unknown_tool`` with the name in the trace: the trace writer and the grade (its
+    ``process_metrics``) raised out of ``step()`` on it."""
+    domain = DOMAINS[0]
+    path = tmp_path / "t.jsonl"
+    env = make_native(domain, trace_path=str(path) if traced else None)
+    env.reset(seed=1)
+    *_, info = env.step({"tool": "sub\ud800mit", "args": {}})
+    assert info["error_code"] == "invalid_action" and env.trace[-1]["tool"] is None
+    *_, terminated, _, info = env.step(SUBMIT)
+    assert terminated and "<invalid>" in info["grade"]["process_metrics"]["tool_calls"]
+    env.close()
+    if traced:
+        lines = read_trace(path)
+        assert lines[0]["sent"] == {"tool": {"$str": "sub\\ud800mit"}, "args": {}}
+        assert all(r.ok for r in replay(lines))
