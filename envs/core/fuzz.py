@@ -401,7 +401,7 @@ def fuzz(domain: str, calls: int, seed: int = 0, *, generated: int = 3, replay: 
                     obs, _, terminated, truncated, info = env.step(action)
                 except Exception as exc:  # the worst outcome: record it and end the episode
                     report.raised += 1
-                    report.add_problem(f"{episode} step {env.step_limit and len(env.trace) + 1}: step raised {type(exc).__name__}: {exc}")
+                    report.add_problem(f"{episode} step {len(env.trace) + 1}: step raised {type(exc).__name__}: {exc}")
                     break
                 done = terminated or truncated
                 rec = env.trace[-1]
