@@ -239,8 +239,8 @@ def report(
 
 def replay_file(trace: Path) -> list[dict]:
     """Replay every episode of a trace file; per episode: ``episode_id``, ``task_id``,
-    ``steps``, ``ok``, ``first_step`` (the first step that diverged, if a step did) and
-    ``divergences``."""
+    ``steps``, ``ok``, ``first_step`` (the first step that diverged, if a step did), ``call``
+    (that step's ``tool`` and ``args``, and ``sent`` when the line has it) and ``divergences``."""
     import re
 
     from backoffice.envs.core.replay import replay_env, replay_episode
@@ -257,7 +257,8 @@ def replay_file(trace: Path) -> list[dict]:
             divergences.append(f"step {replayed}: replay ended after {replayed} steps, the record has {len(ep)}")
         steps = [int(m.group(1)) for d in divergences if (m := re.match(r"step (\d+):", d))]
         first = min(steps) if steps else None
-        call = next(({"tool": r["tool"], "args": r["args"]} for r in ep if r["step"] == first), None)
+        call = next(({"tool": r["tool"], "args": r["args"], **({"sent": r["sent"]} if "sent" in r else {})}
+                     for r in ep if r["step"] == first), None)
         out.append({"episode_id": res.episode_id, "task_id": res.task_id, "steps": len(ep), "ok": not divergences,
                     "first_step": first, "call": call, "divergences": divergences})
     return out

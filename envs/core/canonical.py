@@ -26,6 +26,17 @@ def loads(data: bytes | str) -> Any:
     return orjson.loads(data)
 
 
+def valid_text(text: str) -> bool:
+    """Whether ``text`` is valid Unicode (no lone surrogates), so that JSON can hold it."""
+    if text.isascii():
+        return True
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group(0))
     if code < 0x10000:

@@ -18,12 +18,13 @@ from backoffice.envs.core.release import Release, Task, is_generated_id, load_re
 from backoffice.envs.core.spaces import OBS_MAX_LENGTH, ToolCallSpace, observation_space, parse_action
 from backoffice.envs.core.store import Snapshot, Store
 from backoffice.envs.core.tools import ToolContext, error
-from backoffice.envs.core.trace import TraceWriter
+from backoffice.envs.core.trace import TraceWriter, encode_sent, is_plain_json
 from backoffice.graders.grade import work_share
 from backoffice.graders.progress import distance
 
 _dumps = orjson.dumps
 _SORT = orjson.OPT_SORT_KEYS
+_NOT_SENT = object()  # a step whose ``tool`` and ``args`` replay as they are
 
 SPLITS = ("train", "heldout", "generated")
 REWARD_MODES = ("sparse", "shaped", "progress")
@@ -288,6 +289,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         options = options or {}
         episode_seed = int(seed) if seed is not None else int(self.np_random.integers(2**31 - 1))
         task, snapshot, snapshot_hash, key = self._pick_task(episode_seed, options)
+        self._scale = options.get("scale", 1)
         if self._store is None:
             self._store = Store(snapshot)
         else:
@@ -330,7 +332,11 @@ class BackofficeEnv(gym.Env[str, Any]):
         return obs, info
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """Apply one tool call. Bad input becomes an error observation, never an exception."""
+        """Apply one tool call. Bad input becomes an error observation, never an exception.
+
+        The trace line records the call as sent: ``tool`` and ``args``, and ``sent`` (the
+        tagged action, :func:`~backoffice.envs.core.trace.encode_sent`) when those two would
+        not send it again, so a replay reproduces every step."""
         if self._done or self._task is None:
             raise RuntimeError("the episode is over (or never started): call reset()")
         store = self._store
@@ -347,13 +353,19 @@ class BackofficeEnv(gym.Env[str, Any]):
             except Exception:
                 problem = "args are not representable as JSON"
         payload: bytes | None = None
+        # the action as sent, when ``tool`` and ``args`` would not send it again: a malformed
+        # one, or arguments orjson reads lossily (NaN, tuples, subclasses)
+        sent: Any = _NOT_SENT
         if problem is not None:
             result = error("invalid_action", problem)
             changed: list[str] = []
             tool = tool if isinstance(tool, str) and len(tool) <= 200 else None
             args = None
             args_json = b"null"
+            sent = encode_sent(action)
         else:
+            if not is_plain_json(args):
+                sent = encode_sent(action)
             self._ctx.step = steps
             args = dict(args)
             result, payload, changed = self._call(self._ctx, tool, args, self._allowed)  # type: ignore[arg-type]
@@ -378,6 +390,8 @@ class BackofficeEnv(gym.Env[str, Any]):
             "result_status": status, "error_code": code,
             "changed_ids": changed, "result": result.get("result") if ok else result,
         }
+        if sent is not _NOT_SENT:
+            record["sent"] = sent
         self._trace.append(record)
         shaping = self._step_shaping(record)
         if ok:
@@ -390,6 +404,9 @@ class BackofficeEnv(gym.Env[str, Any]):
             shaping += self.domain.terminal_shaping(grade if self.gate_cap else {**grade, "score": work_share(grade["checks"])})
             record["end_state_hash"] = end_hash
             record["grade"] = grade
+            record["max_steps"] = self._limit  # what replay needs to end where this episode did
+            if self._scale != 1:
+                record["scale"] = self._scale
             # type-stable for Gymnasium's vector info merging (it types each key by the first
             # env that reports it): scalars are always float/bool, and ``judge`` is present
             # only when a judge scored free text (always a dict), never ``None``

@@ -1,4 +1,4 @@
-"""Replay a trace against its tasks and confirm the end-state hash and the grade."""
+"""Replay a trace against its tasks and confirm every step, the end-state hash and the grade."""
 
 from __future__ import annotations
 
@@ -7,9 +7,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from backoffice.envs.core.release import is_generated_id
-from backoffice.envs.core.trace import episodes
+from backoffice.envs.core.trace import decode_sent, episodes, has_opaque
 
-_INVALID = "<not an action>"  # any malformed action replays as an invalid one
+_INVALID = "<not an action>"  # a malformed action of an old trace that kept no tool name
+#: what replay sends as the arguments of a malformed call of an old trace (one written before
+#: ``sent``): any arguments that are not an object are malformed the same way
+_NOT_ARGS = "<not an object>"
+#: the fields of each step a replay must reproduce
+STEP_FIELDS = ("tool", "result_status", "error_code", "changed_ids", "clock")
 
 
 @dataclass
@@ -36,26 +41,53 @@ def replay_env(envs: dict[tuple[str, str], Any], domain: str, task_id: str) -> A
     return envs[domain, split]
 
 
+def action_of(record: Mapping[str, Any]) -> Any:
+    """The action a trace line records, as replay sends it: ``sent`` decoded when the line has
+    it, else ``{"tool", "args"}``. A malformed call of a trace written before ``sent`` replays
+    with its tool name (if one was kept) and arguments that are not an object, which the env
+    rejects the same way (``invalid_action``)."""
+    if "sent" in record:
+        return decode_sent(record["sent"])
+    tool, args = record.get("tool"), record.get("args")
+    if record.get("error_code") == "invalid_action" or args is None:
+        return {"tool": tool, "args": _NOT_ARGS} if isinstance(tool, str) and tool else _INVALID
+    return {"tool": tool, "args": args}
+
+
 def replay_episode(records: Sequence[Mapping[str, Any]], env: Any = None) -> ReplayResult:
-    """Re-run one episode's calls; compare each step's outcome and the recorded end. Without
-    ``env``, on a native env of the task's own split."""
-    first = records[0]
+    """Re-run one episode's calls; compare each step's outcome (:data:`STEP_FIELDS`) and the
+    recorded end (hash and grade). The episode is reset with the recorded task, seed and, when
+    the terminal line names them, step limit (``max_steps``) and ``scale``; without ``env``, on a
+    native env of the task's own split."""
+    first, last = records[0], records[-1]
     env = env if env is not None else replay_env({}, first["domain"], first["task_id"])
-    env.reset(seed=first["seed"], options={"task_id": first["task_id"]})
+    options: dict[str, Any] = {"task_id": first["task_id"]}
+    if last.get("scale", 1) != 1:
+        options["scale"] = last["scale"]
+    saved = env.max_steps, getattr(env, "time_limit", None)
+    if "max_steps" in last:
+        env.max_steps, env.time_limit = int(last["max_steps"]), None
+    try:
+        env.reset(seed=first["seed"], options=options)
+    finally:
+        env.max_steps, env.time_limit = saved
     divergences: list[str] = []
     info: dict[str, Any] = {}
     for rec in records:
-        action = {"tool": rec["tool"], "args": rec["args"]} if rec["tool"] is not None and rec["args"] is not None else _INVALID
-        if rec["error_code"] == "invalid_action":
-            action = _INVALID
+        try:
+            action = action_of(rec)
+        except Exception as exc:  # a hand-edited or foreign line
+            divergences.append(f"step {rec['step']}: the recorded call cannot be rebuilt ({type(exc).__name__}: {exc})")
+            break
         _, _, terminated, truncated, info = env.step(action)
         got = env._trace[-1]
-        for name in ("result_status", "error_code", "changed_ids", "clock"):
-            if got[name] != rec[name]:
-                divergences.append(f"step {rec['step']}: {name} recorded {rec[name]!r}, replayed {got[name]!r}")
+        bad = [name for name in STEP_FIELDS if got.get(name) != rec.get(name)]
+        for name in bad:
+            divergences.append(f"step {rec['step']}: {name} recorded {rec.get(name)!r}, replayed {got.get(name)!r}")
+        if bad and has_opaque(rec.get("sent")):
+            divergences.append(f"step {rec['step']}: the call held a value no trace can rebuild ($opaque in 'sent')")
         if terminated or truncated:
             break
-    last = records[-1]
     end_hash = info.get("end_state_hash")
     grade = info.get("grade")
     if "end_state_hash" in last:

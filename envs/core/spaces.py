@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from backoffice.envs.core.canonical import loads
+from backoffice.envs.core.canonical import loads, valid_text
 
 #: Observations are canonical ASCII JSON, so printable ASCII (space .. tilde) is enough.
 OBS_CHARSET = "".join(chr(c) for c in range(32, 127))
@@ -98,11 +98,12 @@ def parse_action(action: Any) -> tuple[str | None, Any, str | None]:
     """Split an action into ``(tool, args, problem)``; ``problem`` is ``None`` when well formed.
 
     Accepts ``{"tool": str, "args": dict}`` (``args`` may be omitted) or the same as JSON
-    ``str``/``bytes``. Never raises.
+    ``str``/``bytes``; a ``tool`` that is not valid Unicode text (lone surrogates) is
+    malformed, reported with no tool. Never raises.
     """
     if type(action) is dict and action.keys() <= _ACTION_KEYS:  # the common case, checked fast
         tool, args = action.get("tool"), action.get("args", {})
-        if type(tool) is str and tool and type(args) is dict:
+        if type(tool) is str and tool and tool.isascii() and type(args) is dict:
             return tool, args, None
     if isinstance(action, (str, bytes)):
         if len(action) > ACTION_MAX_BYTES:
@@ -118,6 +119,8 @@ def parse_action(action: Any) -> tuple[str | None, Any, str | None]:
     extra = [k for k in action if k not in ("tool", "args")]
     if not isinstance(tool, str) or not tool:
         return None, None, "action needs a non-empty string 'tool'"
+    if not valid_text(tool):  # lone surrogates: no JSON text holds such a name
+        return None, None, "'tool' is not valid Unicode text"
     if extra:
         return tool, args, "action has keys other than 'tool' and 'args'"
     if isinstance(args, (str, bytes)):  # a model's arguments text that did not parse

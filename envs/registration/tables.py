@@ -251,7 +251,8 @@ def identifier_check_digit(first9: str) -> int | None:
 
 
 def identifier_valid(text: str | None) -> bool:
-    """Whether ``text`` (spaces allowed) is a 10-digit identifier with a correct check digit."""
+    """Whether ``text`` (spaces allowed) is a 10-digit identifier (ASCII digits) with a correct
+    check digit."""
     if type(text) is str:
         return _identifier_valid_str(text)
     return _identifier_valid(text)
@@ -264,9 +265,15 @@ def _identifier_valid_str(text: str) -> bool:
 
 def _identifier_valid(text: str | None) -> bool:
     d = digits(text)
-    if len(d) != 10 or len(d) != len(str(text or "").replace(" ", "")):
-        return False
+    if len(d) != 10 or not d.isascii() or len(d) != len(str(text or "").replace(" ", "")):
+        return False  # ``digits`` keeps every script's decimal digits; an identifier has ASCII ones
     return identifier_check_digit(d[:9]) == int(d[9])
+
+
+def is_ascii_digits(text: str) -> bool:
+    """Whether ``text`` is one or more ASCII digits 0-9 (``str.isdigit`` alone also passes other
+    scripts' digits and superscripts such as ``"³"``, which ``int`` refuses)."""
+    return text.isascii() and text.isdigit()
 
 
 def luhn_digit(body: str) -> int:
@@ -283,7 +290,7 @@ def luhn_digit(body: str) -> int:
 
 
 def member_id_valid(member_id: str | None, prefix: str) -> bool:
-    """Whether ``member_id`` is ``prefix`` + 8 digits with a correct Luhn check digit."""
+    """Whether ``member_id`` is ``prefix`` + 8 ASCII digits with a correct Luhn check digit."""
     if type(member_id) is str and type(prefix) is str:
         return _member_id_valid_str(member_id, prefix)
     return _member_id_valid(member_id, prefix)
@@ -296,7 +303,7 @@ def _member_id_valid_str(member_id: str, prefix: str) -> bool:
 
 def _member_id_valid(member_id: str | None, prefix: str) -> bool:
     text = str(member_id or "").strip().upper()
-    if not text.startswith(prefix) or len(text) != len(prefix) + 8 or not text[len(prefix):].isdigit():
+    if not text.startswith(prefix) or len(text) != len(prefix) + 8 or not is_ascii_digits(text[len(prefix):]):
         return False
     body = text[len(prefix):]
     return luhn_digit(body[:7]) == int(body[7])

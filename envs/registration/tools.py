@@ -27,6 +27,7 @@ from backoffice.envs.registration.tables import (
     digits,
     fold,
     identifier_valid,
+    is_ascii_digits,
     is_transposition,
     member_id_valid,
     name_variants,
@@ -334,7 +335,7 @@ def verify_member_id(ctx: ToolContext, args: MemberArgs) -> dict:
     mid = args.member_id.strip().upper()
     if not member_id_valid(mid, payer["member_prefix"]):
         body = mid[len(payer["member_prefix"]):]
-        shape_ok = mid.startswith(payer["member_prefix"]) and len(body) == 8 and body.isdigit()
+        shape_ok = mid.startswith(payer["member_prefix"]) and len(body) == 8 and is_ascii_digits(body)
         return {"member_id": mid, "valid": False, "reason": "check_digit_failed" if shape_ok else "wrong_format"}
     found = ctx.store.rows("member_roster", payer_id=args.payer_id, member_id=mid)
     if not found:

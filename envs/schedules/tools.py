@@ -372,8 +372,11 @@ def add_instalment(ctx: ToolContext, args: AddInstalmentArgs) -> dict:
 
 @lru_cache(maxsize=4096)
 def _is_period(text: str) -> bool:
-    """Whether a 7-character ``text`` is ``YYYY-MM`` with a month 01-12 (pure, cached)."""
-    return text[:4].isdigit() and text[4] == "-" and text[5:].isdigit() and 1 <= int(text[5:]) <= 12
+    """Whether a 7-character ``text`` is ``YYYY-MM`` (ASCII digits) with a month 01-12 (pure,
+    cached). ``str.isdigit`` alone also passes other scripts' digits and superscripts, which
+    ``int`` refuses."""
+    return (text.isascii() and text[:4].isdigit() and text[4] == "-" and text[5:].isdigit()
+            and 1 <= int(text[5:]) <= 12)
 
 
 class InstalmentArgs(ToolArgs):
