@@ -370,6 +370,7 @@ def test_an_env_serves_the_tasks_of_its_own_split_only(domain: str) -> None:
     for task_id in rel.split_ids["train"][::50]:
         _refused(held, (task_id, "train", "heldout"), task_id=task_id)
     _refused(held, (generated, "generated", "heldout"), task_id=generated)
+    _refused(held, ("generated", "heldout"), generate=0)  # nor by the generate option
     # each env still starts the tasks it serves (a training split serves generated tasks too)
     for env, task_id in ((train, rel.split_ids["train"][0]), (train, generated), (held, rel.split_ids["heldout"][0])):
         assert env.reset(options={"task_id": task_id})[1]["task_id"] == task_id

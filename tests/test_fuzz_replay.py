@@ -27,10 +27,10 @@ FUZZ_CALLS = 4000
 SUBMIT = {"tool": "submit", "args": {}}
 
 
-def _traced(domain: str, tmp_path, actions, **reset):
-    """Play ``actions`` in a traced env; returns ``(live infos, trace lines)``."""
+def _traced(domain: str, tmp_path, actions, split: str = "train", **reset):
+    """Play ``actions`` in a traced env of ``split``; returns ``(live infos, trace lines)``."""
     path = tmp_path / f"{domain}.jsonl"
-    env = make_native(domain, trace_path=str(path))
+    env = make_native(domain, split=split, trace_path=str(path))
     env.reset(**(reset or {"seed": 1}))
     infos = []
     for action in actions:
@@ -150,9 +150,19 @@ def test_schedules_commit_with_an_int_key_replays(tmp_path) -> None:
     assert [r.ok for r in res] == [True] and res[0].grade == infos[-1]["grade"]
 
 
+def _world_with(patient_id: str, payer_id: str = "PAY-MER") -> str:
+    """The first heldout registration task whose world holds ``patient_id`` and ``payer_id`` (the
+    issue's case was REG-H0128 of seeds v1.1)."""
+    from backoffice.envs.core.release import load_release
+
+    rel = load_release("registration")
+    return next(t for t in rel.split_ids["heldout"] if rel.snapshot(rel.task(t).snapshot_id).table("patients").get(patient_id)
+                is not None and payer_id in rel.snapshot(rel.task(t).snapshot_id).table("payers"))
+
+
 def test_registration_consent_with_an_infinite_contact_id_replays(tmp_path) -> None:
     call = {"tool": "record_consent", "args": {"patient_id": "PAT-0010", "given_by": "self", "contact_id": math.inf}}
-    infos, lines = _traced("registration", tmp_path, [call, SUBMIT], options={"task_id": "REG-H0128"})
+    infos, lines = _traced("registration", tmp_path, [call, SUBMIT], split="heldout", options={"task_id": _world_with("PAT-0010")})
     assert infos[0]["error_code"] == "invalid_args"
     assert lines[0]["args"]["contact_id"] is None  # orjson's reading, as before
     assert lines[0]["sent"]["args"]["contact_id"] == {"$float": "inf"}
@@ -204,8 +214,8 @@ def test_schedules_period_in_other_digits_is_invalid_args(tmp_path) -> None:
 
 
 def test_registration_member_id_and_identifier_in_other_digits_are_refused() -> None:
-    env = make_native("registration")
-    env.reset(options={"task_id": "REG-H0128"})
+    env = make_native("registration", split="heldout")
+    env.reset(options={"task_id": _world_with("PAT-0010")})
     for member_id in ("MR32³1²⁸⁹⁴", "MR٣٢٣١٢٨٩٤", "MR３２３１２８９４"):
         _, _, _, _, info = env.step({"tool": "verify_member_id", "args": {"payer_id": "PAY-MER", "member_id": member_id}})
         assert info["result_status"] == "ok", member_id

@@ -235,6 +235,8 @@ class BackofficeEnv(gym.Env[str, Any]):
             task = self.release.task(task_id)
             snap = self.release.snapshot(task.snapshot_id)
             return task, snap, self.release.checked_hash(task_id), None
+        if "generate" in options and self.split == "heldout":
+            raise ValueError("reset option generate starts a generated (training) task; this env serves the heldout split only")
         if self.split == "generated" or "generate" in options:
             index = int(options.get("generate", derive_seed("generated", seed) % 1_000_000_000))
             return self._generated_task(index, scale)

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from backoffice.envs.core.canonical import dumps, loads
-from backoffice.envs.core.replay import replay_episode
+from backoffice.envs.core.replay import replay_env, replay_episode
 from backoffice.envs.core.trace import read_trace
 
 #: keys every terminal ``info`` holds, and every grade
@@ -373,17 +373,20 @@ def fuzz(domain: str, calls: int, seed: int = 0, *, generated: int = 3, replay: 
     path = os.path.join(folder, f"{domain}-{seed}.jsonl")
     if os.path.exists(path):
         os.remove(path)
-    env = make_native(domain, trace_path=path)
-    replayer = make_native(domain)
-    toolkit = env.domain.toolkit
+    # an env serves its own split only: one per split (generated tasks on train), all tracing
+    # to ``path`` (appended, flushed per episode), and the replay's own env per split
+    envs = {split: make_native(domain, split=split, trace_path=path) for split in ("train", "heldout")}
+    replayers: dict[tuple[str, str], Any] = {}
+    toolkit = envs["train"].domain.toolkit
     read_only = {t.name for t in toolkit.tools.values() if t.writes is False}
     maker = CallMaker(toolkit, rng)
-    pool = _task_pool(env, rng, generated)
+    pool = _task_pool(envs["train"], rng, generated)
     digest = hashlib.blake2b(digest_size=16)
     pending = 0
     try:
         while report.calls < calls:
             split, options = _draw_task(pool, rng)
+            env = envs["heldout" if split == "heldout" else "train"]
             obs, info = env.reset(seed=int(rng.integers(2**31 - 1)), options=options)
             report.episodes += 1
             report.splits[split] += 1
@@ -432,6 +435,7 @@ def fuzz(domain: str, calls: int, seed: int = 0, *, generated: int = 3, replay: 
                 data = fh.read()
             digest.update(data)
             if replay and done:
+                replayer = replay_env(replayers, domain, info["task_id"])
                 res = replay_episode(read_trace(path), replayer)
                 report.replayed += 1
                 if not res.ok or len(replayer.trace) != len(env.trace):
@@ -439,8 +443,8 @@ def fuzz(domain: str, calls: int, seed: int = 0, *, generated: int = 3, replay: 
                     report.add_problem(f"{episode}: replay diverged: {res.divergences[:3]}")
             os.truncate(path, 0)
     finally:
-        env.close()
-        replayer.close()
+        for each in (*envs.values(), *replayers.values()):
+            each.close()
         if os.path.exists(path):
             os.remove(path)
         if own_dir:
