@@ -92,21 +92,23 @@ def current_summary(run: Run, any_release: bool = False) -> dict[str, Any] | Non
     return summary
 
 
-def reevaluate(run: Run) -> dict[str, Any] | None:
+def reevaluate(run: Run, force: bool = False) -> dict[str, Any] | None:
     """Measure ``run``'s model, made for the current catalog and settings on an earlier release,
     on the current release's heldout split, and record it in its ``summary.json``: ``release``
     becomes the current one (what the heldout figures are measured on), ``trained_release`` keeps
     the release it was trained on and ``heldout_before`` its figures there. The model is not
     retrained (its training tasks were the earlier release's), and the table marks it. Returns the
-    new summary, or ``None`` if the run is current already or not re-evaluable (missing, or made
-    for another catalog or settings: retrain it)."""
+    new summary, or ``None`` if the run is current already (unless ``force``: measure it again,
+    e.g. after a change in how the catalog grounds an action) or not re-evaluable (missing, or
+    made for another catalog or settings: retrain it)."""
     from backoffice.training.train import evaluate_heldout
 
     summary = current_summary(run, any_release=True)
     release = _identity(run.domain, run.tier)["release"]
-    if summary is None or summary.get("release") == release:
+    if summary is None or (summary.get("release") == release and not force):
         return None
-    before = {**summary.get("heldout", {}), "release": summary.get("release")}
+    before = summary.get("heldout_before") if summary.get("release") == release else None
+    before = before or {**summary.get("heldout", {}), "release": summary.get("release")}
     summary.setdefault("trained_release", summary.get("release"))
     summary["heldout_before"] = before
     summary["heldout"] = evaluate_heldout(run.domain, Path(summary["model"]), run.out / "heldout.jsonl")
