@@ -59,5 +59,7 @@ results: $(STAMP)
 seeds: $(STAMP)
 	$(BIN)/backoffice seeds build
 
+## Removes what the tools made (the venv, runs/, caches); never a tracked file: the shipped models
+## under models/ stay (`backoffice train` writes to runs/<env> by default).
 clean:
-	rm -rf $(VENV) runs models .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache .hypothesis

@@ -4,6 +4,9 @@ docs describe."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import gymnasium as gym
 import pytest
 
@@ -27,3 +30,149 @@ def test_a_failed_first_reset_leaves_a_gym_make_env_usable(env_id: str) -> None:
             break
     assert terminated or truncated
     env.close()
+
+
+# -- the command line: a one-line message that names the fix, a non-zero exit --------------
+needs_approvals = pytest.mark.skipif("approvals" not in DOMAINS, reason="needs the approvals release")
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run ``backoffice ARGS`` in this process the way the console script does (through the
+    app's ``__call__``, which turns known failures into one line); ``(exit code, stdout, stderr)``."""
+    from backoffice.training.cli import app
+
+    with pytest.raises(SystemExit) as exc:
+        app(list(args), prog_name="backoffice")
+    captured = capsys.readouterr()
+    code = exc.value.code
+    return (code if isinstance(code, int) else (0 if code is None else 1)), captured.out, captured.err
+
+
+def one_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.startswith("backoffice: ")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+@needs_approvals
+def test_eval_out_a_folder_and_a_missing_folder(capsys, tmp_path: Path) -> None:
+    code, _, err = cli(capsys, "eval", "--env", "approvals", "--policy", "noop", "--limit", "1", "--out", str(tmp_path))
+    assert code == 2 and "is a folder: give a JSONL file" in one_line(err)
+    target = tmp_path / "not" / "yet" / "x.jsonl"
+    code, _, err = cli(capsys, "eval", "--env", "approvals", "--policy", "noop", "--limit", "1", "--out", str(target))
+    assert code == 0 and f"creating the folder {target.parent}" in err and target.exists()
+
+
+def test_openai_policy_without_a_key(capsys, monkeypatch) -> None:
+    pytest.importorskip("openai")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    code, _, err = cli(capsys, "eval", "--env", DOMAINS[0], "--policy", "openai:gpt-4o", "--limit", "1")
+    assert code == 2 and "OPENAI_API_KEY" in one_line(err)
+
+
+def test_a_model_judge_without_its_endpoint_is_an_error(capsys, monkeypatch) -> None:
+    for var in ("BACKOFFICE_JUDGE_ENDPOINT", "BACKOFFICE_JUDGE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    code, _, err = cli(capsys, "eval", "--env", DOMAINS[0], "--judge", "model:gpt-4o-mini", "--limit", "1")
+    line = one_line(err)
+    assert code == 2 and "$BACKOFFICE_JUDGE_ENDPOINT" in line and "--judge rubric" in line
+
+
+@needs_approvals
+def test_two_evals_on_one_out(capsys, tmp_path: Path) -> None:
+    import fcntl
+
+    out = tmp_path / "x.jsonl"
+    with open(out, "ab") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # what a running evaluation holds
+        code, _, err = cli(capsys, "eval", "--env", "approvals", "--policy", "noop", "--limit", "1", "--out", str(out))
+    assert code == 1 and "is being written by another evaluation" in one_line(err)
+
+
+@needs_approvals
+def test_resume_retries_errored_episodes_unless_kept(capsys, tmp_path: Path) -> None:
+    from backoffice.training.evaluate import load_records
+
+    out = tmp_path / "x.jsonl"
+    assert cli(capsys, "eval", "--env", "approvals", "--policy", "noop", "--limit", "2", "--out", str(out))[0] == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    errored = {**lines[0], "pass": False, "score": 0.0, "error": {"type": "APIConnectionError", "message": "dead", "step": 0}}
+    out.write_text("".join(json.dumps(r) + "\n" for r in (errored, lines[1])))
+    assert cli(capsys, "eval", "--env", "approvals", "--policy", "noop", "--limit", "2", "--out", str(out), "--keep-errors")[0] == 0
+    assert len(out.read_text().splitlines()) == 2  # kept: nothing ran
+    assert cli(capsys, "eval", "--env", "approvals", "--policy", "noop", "--limit", "2", "--out", str(out))[0] == 0
+    assert len(out.read_text().splitlines()) == 3  # the errored episode ran again
+    records = load_records([out])
+    assert len(records) == 2 and not any(r.get("error") for r in records)
+    assert cli(capsys, "eval", "--env", "approvals", "--policy", "noop", "--limit", "2", "--out", str(out))[0] == 0
+    assert len(out.read_text().splitlines()) == 3  # graded episodes are never rerun
+
+
+@needs_approvals
+def test_report_refuses_corrupt_and_mistyped_lines_and_notes_duplicates(capsys, tmp_path: Path) -> None:
+    good = tmp_path / "a.jsonl"
+    assert cli(capsys, "eval", "--env", "approvals", "--policy", "noop", "--limit", "3", "--out", str(good))[0] == 0
+    lines = good.read_text().splitlines()
+    for name, bad, where in (("torn", "{not json", "unreadable record"), ("yes", json.dumps({**json.loads(lines[1]), "pass": "yes"}),
+                                                                          "field 'pass' is 'yes', not a boolean")):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("\n".join([lines[0], bad, lines[2]]) + "\n")
+        code, _, err = cli(capsys, "report", str(path), "--no-plots")
+        assert code == 1 and f"{path}:2: " in one_line(err) and where in err
+    copy = tmp_path / "b.jsonl"
+    copy.write_text(lines[0] + "\n")
+    code, out, err = cli(capsys, "report", str(good), str(copy), "--json")
+    assert code == 0 and json.loads(out)["episodes"] == 3
+    assert f"{copy}: 1 record(s) repeat an episode already read in {good}" in " ".join(err.split())
+
+
+@needs_approvals
+def test_replay_on_a_records_file(capsys, tmp_path: Path) -> None:
+    out = tmp_path / "x.jsonl"
+    assert cli(capsys, "eval", "--env", "approvals", "--policy", "noop", "--limit", "1", "--out", str(out))[0] == 0
+    code, _, err = cli(capsys, "replay", str(out))
+    line = one_line(err)
+    assert code == 1 and f"{out}:1: not a trace line" in line and "eval --trace" in line
+
+
+def test_train_refuses_the_tracked_models_folder(capsys) -> None:
+    shipped = Path(__file__).parent.parent / "models" / "approvals" / "conclusions" / "ppo-s0"
+    if "approvals" not in DOMAINS or not (shipped / "model.zip").exists():
+        pytest.skip("needs the shipped approvals model")
+    before = (shipped / "model.zip").stat().st_mtime_ns
+    code, _, err = cli(capsys, "train", "--env", "approvals", "--out", str(shipped), "--timesteps", "1")
+    assert code == 2 and "tracked by git" in one_line(err) and "--out runs/approvals" in err
+    assert (shipped / "model.zip").stat().st_mtime_ns == before
+
+
+@pytest.mark.parametrize("argv,modules,extra", [
+    (["train", "--env", "approvals", "--timesteps", "1"], ("torch", "stable_baselines3", "sb3_contrib"), "train"),
+    (["mcp", "--env", "approvals"], ("anyio", "mcp", "mcp.server", "mcp.server.stdio"), "llm"),
+])
+def test_a_missing_extra_is_named(capsys, monkeypatch, tmp_path: Path, argv: list[str], modules: tuple[str, ...], extra: str) -> None:
+    if "approvals" not in DOMAINS:
+        pytest.skip("needs the approvals release")
+    import sys
+
+    for name in modules:
+        monkeypatch.setitem(sys.modules, name, None)  # import of NAME halted: as if not installed
+    for name in [m for m in sys.modules if m.startswith("backoffice.training.train")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli(capsys, *argv)
+    assert code == 2 and f"needs the '{extra}' extra" in one_line(err) and f".[{extra}]" in err
+
+
+def test_make_clean_deletes_no_tracked_file() -> None:
+    import shutil
+    import subprocess
+
+    root = Path(__file__).parent.parent
+    if shutil.which("make") is None or not (root / ".git").exists():
+        pytest.skip("needs make and a git checkout")
+    recipe = subprocess.run(["make", "-n", "clean"], cwd=root, capture_output=True, text=True, check=True).stdout
+    paths = [w for line in recipe.splitlines() if line.startswith("rm ") for w in line.split()[1:] if not w.startswith("-")]
+    assert paths and "models" not in paths
+    tracked = subprocess.run(["git", "ls-files", "--", *paths], cwd=root, capture_output=True, text=True, check=True).stdout
+    assert tracked == ""
