@@ -176,3 +176,25 @@ def test_make_clean_deletes_no_tracked_file() -> None:
     assert paths and "models" not in paths
     tracked = subprocess.run(["git", "ls-files", "--", *paths], cwd=root, capture_output=True, text=True, check=True).stdout
     assert tracked == ""
+
+
+@needs_approvals
+def test_a_model_trained_in_python_evaluates_through_the_cli(capsys, tmp_path: Path) -> None:
+    pytest.importorskip("sb3_contrib")
+    from sb3_contrib import MaskablePPO
+
+    from backoffice.training.catalog import make_catalog_env
+    from backoffice.training.sb3_policy import save_model
+
+    bare = tmp_path / "bare" / "model.zip"
+    env = make_catalog_env("approvals", split="train")
+    model = MaskablePPO("MlpPolicy", env, n_steps=16, batch_size=16, seed=0, device="cpu")
+    bare.parent.mkdir()
+    model.save(str(bare))  # what a newcomer does first: no catalog.json beside it
+    code, _, err = cli(capsys, "eval", "--env", "approvals", "--policy", f"sb3:{bare}", "--limit", "1")
+    assert code == 2 and "save_model(" in " ".join(err.split())
+    path = save_model(model, tmp_path / "m" / "model.zip", "approvals")
+    env.close()
+    out = tmp_path / "x.jsonl"
+    code, _, _ = cli(capsys, "eval", "--env", "approvals", "--policy", f"sb3:{path}", "--limit", "2", "--out", str(out))
+    assert code == 0 and len(out.read_text().splitlines()) == 2
