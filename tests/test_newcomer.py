@@ -198,3 +198,19 @@ def test_a_model_trained_in_python_evaluates_through_the_cli(capsys, tmp_path: P
     out = tmp_path / "x.jsonl"
     code, _, _ = cli(capsys, "eval", "--env", "approvals", "--policy", f"sb3:{path}", "--limit", "2", "--out", str(out))
     assert code == 0 and len(out.read_text().splitlines()) == 2
+
+
+@needs_approvals
+def test_trl_final_score_reward_alone_counts_the_score_once() -> None:
+    import inspect
+
+    from backoffice.training.integrations.trl import final_score_reward, tool_env_class, tool_methods
+
+    with_env_reward, without = tool_env_class("approvals"), tool_env_class("approvals", env_reward=False)
+    env = without()
+    assert not hasattr(env, "get_reward") and hasattr(with_env_reward(), "get_reward")
+    assert [m.__name__ for m in tool_methods(env)] == [m.__name__ for m in tool_methods(with_env_reward())]
+    assert "get_reward" not in dict(inspect.getmembers(env, inspect.ismethod))  # what TRL scans
+    env.reset(seed=0)
+    env.submit()
+    assert final_score_reward(environments=[env]) == [env.session.reward]
