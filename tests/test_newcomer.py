@@ -214,3 +214,32 @@ def test_trl_final_score_reward_alone_counts_the_score_once() -> None:
     env.reset(seed=0)
     env.submit()
     assert final_score_reward(environments=[env]) == [env.session.reward]
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_a_garbage_cursor_is_invalid_args_never_an_empty_page(domain: str) -> None:
+    """Every paginated tool the oracle calls, called again with a cursor no list returned:
+    a structured ``invalid_args`` error (state untouched), never an empty ``ok`` page."""
+    from backoffice.envs import make_native
+    from backoffice.envs.core.tools import PageArgs
+    from backoffice.training.policies import get_policy
+    from backoffice.training.rollout import run_episode
+
+    env = make_native(domain, split="heldout")
+    paged = {name for name, tool in env.domain.toolkit.tools.items() if issubclass(tool.args_model, PageArgs)}
+    calls: dict[str, dict] = {}
+    for task_id in env.release.split_ids["heldout"][:20]:
+        run_episode(env, get_policy(domain, "oracle"), task_id=task_id)
+        for line in env.trace:
+            if line["tool"] in paged and line["result_status"] == "ok" and line["tool"] not in calls:
+                calls[line["tool"]] = {"task_id": task_id, "args": line["args"]}
+    assert calls, f"the {domain} oracle calls no paginated tool"
+    for tool, call in sorted(calls.items()):
+        env.reset(**env.reset_args(call["task_id"]))
+        before = env.state.content_hash()
+        for garbage in ("ZZZ-not-an-id", "0", "~"):
+            obs, *_ = env.step({"tool": tool, "args": {**call["args"], "cursor": garbage}})
+            result = json.loads(obs)
+            assert result["status"] == "error" and result["code"] == "invalid_args" and "next_cursor" in result["message"], (tool, obs)
+        assert env.state.content_hash() == before
+    env.close()
