@@ -243,3 +243,46 @@ def test_a_garbage_cursor_is_invalid_args_never_an_empty_page(domain: str) -> No
             assert result["status"] == "error" and result["code"] == "invalid_args" and "next_cursor" in result["message"], (tool, obs)
         assert env.state.content_hash() == before
     env.close()
+
+
+def test_shipped_summaries_point_at_no_missing_file() -> None:
+    """A shipped model's summary.json names no heldout.jsonl it does not ship: ``records`` is
+    null and ``records_command`` writes the records again (a ``backoffice eval`` line)."""
+    from backoffice.envs.core.canonical import loads
+
+    root = Path(__file__).parent.parent
+    summaries = sorted((root / "models").glob("*/*/*/summary.json"))
+    if not summaries:
+        pytest.skip("no shipped models")
+    for path in summaries:
+        heldout = loads(path.read_bytes()).get("heldout")
+        if not isinstance(heldout, dict):
+            continue
+        assert heldout["records"] is None or (root / heldout["records"]).exists(), path
+        command = heldout["records_command"]
+        assert command.startswith("backoffice eval ") and f"sb3:{path.parent.relative_to(root)}/model.zip" in command
+        assert "--out runs/" in command  # never into the tracked models/
+
+
+@needs_approvals
+def test_args_as_json_text_are_named_for_what_they_are() -> None:
+    from backoffice.envs import make_native
+
+    env = make_native("approvals", split="heldout")
+    env.reset(seed=0)
+    for args, message in (('{"request_id": "R-1"}', "a JSON string holding an object: pass the object itself"),
+                          ("{request_id: R-1", "unparsable arguments text"), ('"R-1"', "JSON text holding str")):
+        obs, *_ = env.step({"tool": "get_request", "args": args})
+        got = json.loads(obs)
+        assert got["code"] == "invalid_action" and message in got["message"], (args, got)
+    env.close()
+
+
+def test_readme_names_the_release_the_manifests_carry() -> None:
+    import re
+
+    root = Path(__file__).parent.parent
+    releases = {json.loads(m.read_text())["release"] for m in (root / "seeds").glob("*/manifest.json")}
+    readme = (root / "README.md").read_text()
+    named = set(re.findall(r"\*\*seeds (v[0-9.]+)\*\*", readme)) | set(re.findall(r"\(seeds (v[0-9.]+),", readme))
+    assert named and {n.lstrip("v") for n in named} == {r.lstrip("v") for r in releases}, (named, releases)

@@ -586,7 +586,10 @@ def train(
     with _progress() as progress:
         bar = progress.add_task(f"training {algo} on {env}", total=timesteps)
         summary = run_training(config, on_progress=lambda t: progress.update(bar, completed=min(t, timesteps)))
-        progress.update(bar, completed=timesteps)
+        done = int(summary["timesteps"])
+        if done < timesteps:  # stopped early: the bar shows where (30,000/300,000), never the budget as done
+            progress.update(bar, description=f"training {algo} on {env} (stopped early at {done:,})")
+        progress.update(bar, completed=min(done, timesteps))
     table = Table(title=f"{env}: {algo}")
     table.add_column("measure")
     table.add_column("value", justify="right")

@@ -628,4 +628,12 @@ def evaluate_heldout(domain: str, model_path: Path, out: Path) -> dict[str, Any]
     n = len(records)
     return {"episodes": n, "pass_rate": sum(r["pass"] for r in records) / max(1, n),
             "mean_score": sum(r["score"] for r in records) / max(1, n), "records": str(out),
+            "records_command": records_command(domain, model_path, out),
             "seconds": round(time.perf_counter() - started, 1)}
+
+
+def records_command(domain: str, model_path: str | Path, out: str | Path) -> str:
+    """The command that writes a model's heldout records (``evaluate_heldout``'s) again: the
+    shipped models ship no ``heldout.jsonl``, their summaries carry this instead."""
+    return (f"backoffice eval --env {domain} --split heldout --policy sb3:{model_path} "
+            f"--run-id sb3-{domain}-heldout --out {out}")
