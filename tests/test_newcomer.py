@@ -286,3 +286,41 @@ def test_readme_names_the_release_the_manifests_carry() -> None:
     readme = (root / "README.md").read_text()
     named = set(re.findall(r"\*\*seeds (v[0-9.]+)\*\*", readme)) | set(re.findall(r"\(seeds (v[0-9.]+),", readme))
     assert named and {n.lstrip("v") for n in named} == {r.lstrip("v") for r in releases}, (named, releases)
+
+
+def test_train_tensorboard_without_the_package_names_the_extra(capsys, monkeypatch, tmp_path: Path) -> None:
+    import importlib.util
+
+    if "approvals" not in DOMAINS:
+        pytest.skip("needs the approvals release")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorboard" else real(name, *a))
+    code, _, err = cli(capsys, "train", "--env", "approvals", "--out", str(tmp_path / "m"), "--tensorboard", str(tmp_path / "tb"))
+    assert code == 2 and "'tensorboard' extra" in one_line(err) and ".[tensorboard]" in err
+
+
+def test_version(capsys) -> None:
+    from importlib.metadata import version
+
+    code, out, _ = cli(capsys, "--version")
+    assert code == 0 and out.strip() == f"backoffice-gym {version('backoffice-gym')}"
+
+
+def test_license_citation_and_tag_target() -> None:
+    import shutil
+    import subprocess
+
+    yaml = pytest.importorskip("yaml")
+
+    root = Path(__file__).parent.parent
+    assert "MIT License" in (root / "LICENSE").read_text()
+    citation = yaml.safe_load((root / "CITATION.cff").read_text())
+    from importlib.metadata import version
+
+    assert citation["cff-version"] == "1.2.0" and str(citation["version"]) == version("backoffice-gym") and citation["license"] == "MIT"
+    assert (root / "docs" / "DETERMINISM.md").exists() and (root / "docs" / "RELEASING.md").exists()
+    if shutil.which("make") is None:
+        return
+    dry = subprocess.run(["make", "-n", "tag"], cwd=root, capture_output=True, text=True, check=True).stdout
+    release = json.loads((root / "seeds" / "approvals" / "manifest.json").read_text())["release"]
+    assert f"v{version('backoffice-gym')} seeds-{release}" in dry

@@ -24,7 +24,7 @@ class UserError(Exception):
 
 #: the extra that installs a module a command imports lazily
 EXTRAS = {"anyio": "llm", "mcp": "llm", "uvicorn": "llm", "openai": "llm", "httpx": "llm", "starlette": "llm",
-          "torch": "train", "stable_baselines3": "train", "sb3_contrib": "train", "tensorboard": "train",
+          "torch": "train", "stable_baselines3": "train", "sb3_contrib": "train", "tensorboard": "tensorboard",
           "ray": "ray", "transformers": "trl", "verifiers": "verifiers"}
 
 
@@ -64,6 +64,25 @@ seeds_app = typer.Typer(help="Build and verify the released seed states.", no_ar
 app.add_typer(seeds_app, name="seeds")
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)  # notes and warnings: never mixed into --json output
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("backoffice-gym")
+        except PackageNotFoundError:  # pragma: no cover - run from a tree that was never installed
+            number = "unknown (not installed: pip install -e .)"
+        sys.stdout.write(f"backoffice-gym {number}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    """backoffice-gym: Gymnasium back-office environments."""
 
 
 def _domains(env: list[str]) -> list[str]:
@@ -558,6 +577,7 @@ def train(
     gate_cap: Annotated[bool | None, typer.Option("--gate-cap/--no-gate-cap", help="Training reward's terminal shaping: the score capped by a failed gate (default), or the share of work checks passed; the grade is the same.")] = None,
     learning_rate: Annotated[float | None, typer.Option("--learning-rate", min=0.0, help="Adam learning rate (tuned, else 3e-4).")] = None,
     policy: Annotated[str | None, typer.Option("--policy", help="Actor-critic: mlp (SB3's MLP) or slots (one scorer shared by the slots of an entity list; tuned, else mlp).")] = None,
+    tensorboard: Annotated[Path | None, typer.Option("--tensorboard", help="Write TensorBoard logs (SB3's tensorboard_log) to this folder; needs the 'tensorboard' extra. View with `tensorboard --logdir DIR`.")] = None,
 ) -> None:
     """Train an agent on a domain's catalog env (shaped reward), keep the best model by
     validation pass rate, plot the learning curve and evaluate on heldout (pure grade).
@@ -572,13 +592,20 @@ def train(
         raise typer.BadParameter(f"unknown domain {env!r}; choose from {', '.join(DOMAINS)}")
     out = out or Path("runs") / env
     refuse_tracked(out, "--out", f"train into another folder, e.g. --out runs/{env}")
+    if tensorboard is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("tensorboard") is None:
+            raise UserError("--tensorboard needs the 'tensorboard' extra (SB3 writes its logs through it): "
+                            "pip install -e '.[tensorboard]'")
     try:
         config = TrainConfig.for_domain(
             env, out, algo=algo, timesteps=timesteps, n_envs=n_envs, seed=seed,
             train_split=train_split, task_sampling=task_sampling, focus_freq=focus_freq, self_imitation=self_imitation, validation_size=validation_size, eval_freq=eval_freq, patience=patience,
             gamma=gamma, gae_lambda=gae_lambda, clip_range=clip_range, ent_coef=ent_coef, n_steps=n_steps, finish_bias=finish_bias, finish_tools=finish_tool, heldout_eval=heldout,
             tier=tier, reward_mode=reward_mode, call_cost=call_cost, warm_start=warm_start, bc_epochs=bc_epochs,
-            learning_rate=learning_rate, vec_env=vec_env, policy=policy, gate_cap=gate_cap)
+            learning_rate=learning_rate, vec_env=vec_env, policy=policy, gate_cap=gate_cap,
+            tensorboard_log=str(tensorboard) if tensorboard is not None else None)
     except (ValueError, TypeError, KeyError) as exc:
         raise typer.BadParameter(str(exc)) from None
     timesteps = config.timesteps

@@ -139,6 +139,9 @@ class TrainConfig:
     #: passes over the demonstrations when warm-starting (``None``: :data:`BC_EPOCHS`); unset
     #: for pure PPO, so it is no part of a pure run's settings
     bc_epochs: int | None = None
+    #: SB3's ``tensorboard_log`` folder (needs the ``tensorboard`` package); logging only: the
+    #: same model with or without it, so no part of a run's settings
+    tensorboard_log: str | None = None
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
@@ -574,7 +577,8 @@ def build_model(config: TrainConfig, venv: Any, ending: Sequence[int]) -> OnPoli
     common: dict[str, Any] = dict(n_steps=config.n_steps, batch_size=config.batch_size, n_epochs=config.n_epochs,
                   learning_rate=config.learning_rate, gamma=config.gamma, gae_lambda=config.gae_lambda,
                   clip_range=config.clip_range, ent_coef=config.ent_coef,
-                  policy_kwargs=policy_kwargs, seed=config.seed, device="cpu", verbose=0)
+                  policy_kwargs=policy_kwargs, seed=config.seed, device="cpu", verbose=0,
+                  tensorboard_log=config.tensorboard_log)
     if config.algo == "maskable-ppo":
         from sb3_contrib import MaskablePPO
 
