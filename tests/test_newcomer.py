@@ -324,3 +324,12 @@ def test_license_citation_and_tag_target() -> None:
     dry = subprocess.run(["make", "-n", "tag"], cwd=root, capture_output=True, text=True, check=True).stdout
     release = json.loads((root / "seeds" / "approvals" / "manifest.json").read_text())["release"]
     assert f"v{version('backoffice-gym')} seeds-{release}" in dry
+
+
+def test_a_model_judge_whose_endpoint_fails_is_an_error(capsys, monkeypatch) -> None:
+    if "registration" not in DOMAINS:
+        pytest.skip("needs the registration release")
+    monkeypatch.setenv("BACKOFFICE_JUDGE_ENDPOINT", "http://127.0.0.1:9/v1/chat/completions")  # nothing listens there
+    monkeypatch.setenv("BACKOFFICE_JUDGE_API_KEY", "unused")
+    code, _, err = cli(capsys, "eval", "--env", "registration", "--policy", "oracle", "--judge", "model:m", "--limit", "3")
+    assert code == 1 and "judged none of the 3 episodes" in one_line(err)

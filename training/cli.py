@@ -310,6 +310,15 @@ def eval_cmd(
         from backoffice.training.report import plot_pass_rates
 
         console.print(f"plot: {plot_pass_rates(records, plot)}")
+    if judge.startswith("model:"):  # a chosen judge that never ran is an error, not a silent None
+        from backoffice.envs import get_domain
+
+        judged_domains = {d for d in domains if get_domain(d).judge is not None}
+        eligible = [r for r in records if r["domain"] in judged_domains]
+        if eligible and not any(isinstance(r.get("judge"), dict) and r["judge"].get("judge") == "model" for r in eligible):
+            raise UserError(f"--judge {judge} judged none of the {len(eligible)} episodes of {', '.join(sorted(judged_domains))}: "
+                            "its endpoint failed (check $BACKOFFICE_JUDGE_ENDPOINT and $BACKOFFICE_JUDGE_API_KEY) or no "
+                            "episode wrote a note", code=1)
     if llm:
         from backoffice.training.llm_eval import error_summary
 
