@@ -333,3 +333,22 @@ def test_a_model_judge_whose_endpoint_fails_is_an_error(capsys, monkeypatch) -> 
     monkeypatch.setenv("BACKOFFICE_JUDGE_API_KEY", "unused")
     code, _, err = cli(capsys, "eval", "--env", "registration", "--policy", "oracle", "--judge", "model:m", "--limit", "3")
     assert code == 1 and "judged none of the 3 episodes" in one_line(err)
+
+
+def test_the_train_bar_shows_where_an_early_stop_ended(capsys, monkeypatch, tmp_path: Path) -> None:
+    if "approvals" not in DOMAINS:
+        pytest.skip("needs the approvals release")
+    import backoffice.training.train as train_module
+
+    def early(config, on_progress=None):  # what an early stop at 100 % validation returns
+        on_progress(30_000)
+        return {"timesteps": 30_000, "episodes": 900, "train_seconds": 1.0, "best_validation_pass_rate": 1.0,
+                "validation_ids": 100, "env_step_us": 500.0, "model": str(config.out / "model.zip")}
+
+    import backoffice.training.cli as cli_module
+
+    monkeypatch.setattr(train_module, "train", early)
+    monkeypatch.setattr(cli_module.console, "width", 200)
+    code, out, _ = cli(capsys, "train", "--env", "approvals", "--timesteps", "300000", "--out", str(tmp_path / "m"))
+    text = " ".join(out.split())
+    assert code == 0 and "stopped early at 30,000" in text and "30000/300000" in text and "300000/300000" not in text
