@@ -322,3 +322,38 @@ def test_http_max_sessions_closes_the_least_recently_used_episode(release: Relea
     with HTTPServer(pool) as server:
         assert anyio.run(main, server.url) == [True, True, True]
     assert pool.created == 3 and len(pool.sessions) == 1
+
+
+def test_list_changed_reaches_only_its_client_on_2026_07_28(release: Release) -> None:
+    """On the 2026-07-28 protocol (the SDK's default) notifications travel on
+    ``subscriptions/listen`` streams: a reset that changes the tool set notifies that client's
+    stream, never another client's."""
+    pool = SessionPool(lambda: EpisodeSession(ToyEnv(release=release, split="heldout")), domain="toy", max_sessions=8)
+    ids = list(release.split_ids["heldout"][:2])
+
+    async def main(url: str) -> tuple[int, int]:
+        got = {"a": 0, "b": 0}
+        async with Client(url) as a, Client(url) as b:
+            assert a.protocol_version in MODERN_PROTOCOL_VERSIONS and a.server_capabilities.tools.list_changed is True
+            await a.call_tool("reset", {"task_id": ids[0]})
+            await b.call_tool("reset", {"task_id": ids[0]})
+            async with a.listen(tools_list_changed=True) as sub_a, b.listen(tools_list_changed=True) as sub_b:
+                async def drain(name: str, sub: Any) -> None:
+                    async for _ in sub:
+                        got[name] += 1
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(drain, "a", sub_a)
+                    tg.start_soon(drain, "b", sub_b)
+                    for session in pool.sessions.values():
+                        session.info["allowed_tools"] = ["bump"]  # pretend the last episodes had another tool set
+                    await a.call_tool("reset", {"task_id": ids[1]})
+                    with anyio.move_on_after(3):
+                        while not got["a"]:
+                            await anyio.sleep(0.02)
+                    await anyio.sleep(0.2)
+                    tg.cancel_scope.cancel()
+        return got["a"], got["b"]
+
+    with HTTPServer(pool) as server:
+        assert anyio.run(main, server.url) == (1, 0)
