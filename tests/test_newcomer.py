@@ -352,3 +352,13 @@ def test_the_train_bar_shows_where_an_early_stop_ended(capsys, monkeypatch, tmp_
     code, out, _ = cli(capsys, "train", "--env", "approvals", "--timesteps", "300000", "--out", str(tmp_path / "m"))
     text = " ".join(out.split())
     assert code == 0 and "stopped early at 30,000" in text and "30000/300000" in text and "300000/300000" not in text
+
+
+@needs_approvals
+def test_resume_refuses_a_mistyped_line_with_file_and_line(capsys, tmp_path: Path) -> None:
+    out = tmp_path / "x.jsonl"
+    assert cli(capsys, "eval", "--env", "approvals", "--policy", "noop", "--limit", "2", "--out", str(out))[0] == 0
+    first, second = out.read_text().splitlines()
+    out.write_text(first + "\n" + json.dumps({**json.loads(second), "score": "0.5"}) + "\n")
+    code, _, err = cli(capsys, "eval", "--env", "approvals", "--policy", "noop", "--limit", "3", "--out", str(out))
+    assert code == 1 and f"{out}:2: not an evaluation record: field 'score' is '0.5', not a number" in one_line(err)
