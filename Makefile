@@ -69,5 +69,20 @@ results: $(STAMP)
 seeds: $(STAMP)
 	$(BIN)/backoffice seeds build
 
+## Removes what the tools made (the venv, runs/, caches); never a tracked file: the shipped models
+## under models/ stay (`backoffice train` writes to runs/<env> by default).
 clean:
-	rm -rf $(VENV) runs models .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache .hypothesis
+
+## Tag the current commit locally, lightweight: v<version> (pyproject.toml) and seeds-<release>
+## (the manifests' "release"), each only if absent; refuses a dirty tree. Pushing is yours:
+## `git push origin v<version> seeds-<release>`. The convention: docs/RELEASING.md.
+VERSION = $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+RELEASE = $(shell sed -n 's/.*"release":"\([^"]*\)".*/\1/p' seeds/approvals/manifest.json)
+.PHONY: tag
+tag:
+	@git diff --quiet HEAD -- || { echo "make tag: commit or stash your changes first" >&2; exit 1; }
+	@for t in v$(VERSION) seeds-$(RELEASE); do \
+	  if git rev-parse -q --verify "refs/tags/$$t" >/dev/null; then echo "$$t: already tagged ($$(git rev-list -n1 $$t))"; \
+	  else git tag "$$t" && echo "$$t: tagged $$(git rev-parse --short HEAD)"; fi; done
+	@echo "publish with: git push origin v$(VERSION) seeds-$(RELEASE)"

@@ -470,6 +470,8 @@ def test_cli_eval_survives_endpoint_errors(tmp_path: Path, monkeypatch: pytest.M
         no_null_content(server.bodies)
     assert result.exit_code == 1, result.output
     assert "1 of 3 episodes errored (endpoint)" in " ".join(result.output.split())
+    summary = [line for line in result.output.splitlines() if "episodes errored (endpoint)" in line]
+    assert len(summary) == 1 and "first:" in summary[0]  # one line, never wrapped (issue 35)
     records = {r["task_id"]: r for r in map(json.loads, out.read_bytes().splitlines())}
     assert set(records) == set(ids)
     bad = records[ids[1]]

@@ -17,6 +17,7 @@ pytest.importorskip("uvicorn", reason="needs uvicorn (installed with mcp)")
 
 import anyio  # noqa: E402
 from mcp import Client  # noqa: E402
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # noqa: E402
 
 from backoffice.envs import make_native  # noqa: E402
 from backoffice.envs.core.build import build_release  # noqa: E402
@@ -266,3 +267,95 @@ def test_seeds_above_2_53_round_trip_as_text(release: Release) -> None:
     for bad in ("-1", "12x", "1" * 21, 1.5):
         _, out, err = session.dispatch("reset", {"seed": bad})
         assert err and out["code"] == "invalid_args"
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy", *MODERN_PROTOCOL_VERSIONS])
+def test_every_client_mode_keeps_one_episode_per_client_over_http(release: Release, mode: str) -> None:
+    """The SDK's ``Client(url)`` negotiates 2026-07-28 by default (``mode="auto"``), which has
+    no session id: the episode cookie keys it, so in every mode the SDK offers (auto, legacy,
+    each modern version pinned) two concurrent clients each keep their own episode, and
+    ``listChanged`` is advertised where it is delivered."""
+    pool = SessionPool(lambda: EpisodeSession(ToyEnv(release=release, split="heldout")), domain="toy", max_sessions=8)
+    ids = list(release.split_ids["heldout"][:2])
+
+    async def one(url: str, task_id: str) -> tuple[str, dict[str, Any]]:
+        async with Client(url, mode=mode) as client:
+            if mode in ("auto", "legacy"):  # a pinned version adopts a synthesized discover result instead
+                assert client.server_capabilities.tools.list_changed is True
+            reset = await client.call_tool("reset", {"task_id": task_id})
+            assert not reset.is_error
+            for call in ({"tool": "get_counter", "args": {"counter_id": "C-1"}}, {"tool": "submit", "args": {}}):
+                res = await client.call_tool(call["tool"], call["args"])
+                assert not res.is_error, res.content
+            grade = (await client.call_tool("grade", {})).structured_content
+            return reset.structured_content["task_id"], grade
+
+    with HTTPServer(pool) as server:
+        async def main() -> list[tuple[str, dict[str, Any]]]:
+            out: list[tuple[str, dict[str, Any]]] = []
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as tg:
+                    async def run(t: str) -> None:
+                        out.append(await one(server.url, t))
+                    for t in ids:
+                        tg.start_soon(run, t)
+            return sorted(out, key=lambda x: x[0])
+
+        got = anyio.run(main)
+    assert [t for t, _ in got] == sorted(ids)
+    assert all(g["final"] and g["steps"] == 2 for _, g in got)  # the reset was kept: this client's steps only
+    assert pool.created == 2
+
+
+def test_http_max_sessions_closes_the_least_recently_used_episode(release: Release) -> None:
+    """``--max-sessions`` bounds the episodes: a client beyond it is served (its episode
+    replaces the least recently used one), never refused with a 503."""
+    pool = SessionPool(lambda: EpisodeSession(ToyEnv(release=release, split="heldout")), domain="toy", max_sessions=1)
+
+    async def main(url: str) -> list[bool]:
+        finals = []
+        for task_id in release.split_ids["heldout"][:3]:
+            async with Client(url) as client:
+                await client.call_tool("reset", {"task_id": task_id})
+                await client.call_tool("submit", {})
+                finals.append((await client.call_tool("grade", {})).structured_content["final"])
+        return finals
+
+    with HTTPServer(pool) as server:
+        assert anyio.run(main, server.url) == [True, True, True]
+    assert pool.created == 3 and len(pool.sessions) == 1
+
+
+def test_list_changed_reaches_only_its_client_on_2026_07_28(release: Release) -> None:
+    """On the 2026-07-28 protocol (the SDK's default) notifications travel on
+    ``subscriptions/listen`` streams: a reset that changes the tool set notifies that client's
+    stream, never another client's."""
+    pool = SessionPool(lambda: EpisodeSession(ToyEnv(release=release, split="heldout")), domain="toy", max_sessions=8)
+    ids = list(release.split_ids["heldout"][:2])
+
+    async def main(url: str) -> tuple[int, int]:
+        got = {"a": 0, "b": 0}
+        async with Client(url) as a, Client(url) as b:
+            assert a.protocol_version in MODERN_PROTOCOL_VERSIONS and a.server_capabilities.tools.list_changed is True
+            await a.call_tool("reset", {"task_id": ids[0]})
+            await b.call_tool("reset", {"task_id": ids[0]})
+            async with a.listen(tools_list_changed=True) as sub_a, b.listen(tools_list_changed=True) as sub_b:
+                async def drain(name: str, sub: Any) -> None:
+                    async for _ in sub:
+                        got[name] += 1
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(drain, "a", sub_a)
+                    tg.start_soon(drain, "b", sub_b)
+                    for session in pool.sessions.values():
+                        session.info["allowed_tools"] = ["bump"]  # pretend the last episodes had another tool set
+                    await a.call_tool("reset", {"task_id": ids[1]})
+                    with anyio.move_on_after(3):
+                        while not got["a"]:
+                            await anyio.sleep(0.02)
+                    await anyio.sleep(0.2)
+                    tg.cancel_scope.cancel()
+        return got["a"], got["b"]
+
+    with HTTPServer(pool) as server:
+        assert anyio.run(main, server.url) == (1, 0)

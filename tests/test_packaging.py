@@ -47,15 +47,3 @@ def test_every_package_folder_is_in_the_wheel(wheel_names: set[str]) -> None:
             name = f"backoffice/{namespace}/" + init.relative_to(ROOT / folder).as_posix()
             assert name in wheel_names, f"{name} is missing from the wheel"
 
-
-def test_the_readme_and_every_manifest_name_the_same_release() -> None:
-    import re
-
-    from backoffice.envs.core.build import RELEASE_VERSION
-    from backoffice.envs.core.release import load_release
-
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    named = re.findall(r"The release is \*\*seeds (v[0-9.]+)\*\*", readme)
-    assert named == [RELEASE_VERSION]
-    for domain in discover():
-        assert load_release(domain).manifest["release"] == RELEASE_VERSION, domain

@@ -342,8 +342,9 @@ def test_list_tools_return_every_row_exactly_once_across_pages(domain: str) -> N
 
 
 def test_bad_limits_and_cursors_are_tool_errors(domain: str) -> None:
-    """A bad limit or cursor is an ``invalid_args`` error that changes nothing and ends nothing; a
-    cursor past every id is an empty last page (in a search's seeded order, a place in it)."""
+    """A bad limit or cursor is an ``invalid_args`` error that changes nothing and ends nothing,
+    a cursor that is no id of the list's table (e.g. past every id) included: never an empty
+    last page that reads as "no more rows" (issue 35)."""
     entry = _entry(domain)
     env = _paged_env(domain)
     for paged in entry.paged:
@@ -355,9 +356,7 @@ def test_bad_limits_and_cursors_are_tool_errors(domain: str) -> None:
             assert got["status"] == "error" and got["code"] == info["error_code"] == "invalid_args" and not terminated, (paged.tool, bad, got)
             assert env.state.content_hash() == before, (paged.tool, bad)
         got = step(env, paged.tool, **args, cursor="~")
-        assert got["status"] == "ok", (paged.tool, got)
-        if paged.by_id:
-            assert got["result"][paged.key] == [] and got["result"]["next_cursor"] is None, (paged.tool, got)
+        assert got["status"] == "error" and got["code"] == "invalid_args", (paged.tool, got)
 
 
 # -- no full read of a growing table ---------------------------------------------------------------

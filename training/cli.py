@@ -12,10 +12,77 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-app = typer.Typer(help="backoffice-gym: Gymnasium back-office environments.", no_args_is_help=True, add_completion=False)
+
+class UserError(Exception):
+    """A mistake the user can fix: the command prints ``backoffice: <message>`` on one line
+    (no traceback) and exits with ``code`` (2: usage, 1: the run failed)."""
+
+    def __init__(self, message: str, code: int = 2):
+        super().__init__(message)
+        self.code = code
+
+
+#: the extra that installs a module a command imports lazily
+EXTRAS = {"anyio": "llm", "mcp": "llm", "uvicorn": "llm", "openai": "llm", "httpx": "llm", "starlette": "llm",
+          "torch": "train", "stable_baselines3": "train", "sb3_contrib": "train", "tensorboard": "tensorboard",
+          "ray": "ray", "transformers": "trl", "verifiers": "verifiers"}
+
+
+def one_line_error(exc: BaseException) -> UserError | None:
+    """The :class:`UserError` a known failure means (a missing extra, a refused or corrupt
+    output file), else ``None`` (a bug: the traceback is shown)."""
+    from backoffice.training.evaluate import CorruptOutput, OutputLocked
+
+    if isinstance(exc, UserError):
+        return exc
+    if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in EXTRAS:
+        extra = EXTRAS[(exc.name or "").split(".")[0]]
+        return UserError(f"this command needs the '{extra}' extra (no module named {exc.name!r}): "
+                         f"pip install -e '.[{extra}]' (or `make install`, which installs every extra)")
+    if isinstance(exc, (CorruptOutput, OutputLocked)):
+        return UserError(str(exc), code=1)
+    return None
+
+
+class App(typer.Typer):
+    """The Typer app, printing a known failure (:func:`one_line_error`) as one line on stderr
+    with a non-zero exit instead of a traceback."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except Exception as exc:
+            err = one_line_error(exc)
+            if err is None:
+                raise
+            sys.stderr.write(f"backoffice: {' '.join(str(err).split())}\n")
+            sys.exit(err.code)
+
+
+app = App(help="backoffice-gym: Gymnasium back-office environments.", no_args_is_help=True, add_completion=False)
 seeds_app = typer.Typer(help="Build and verify the released seed states.", no_args_is_help=True)
 app.add_typer(seeds_app, name="seeds")
 console = Console()
+err_console = Console(stderr=True, soft_wrap=True)  # notes and warnings: never mixed into --json output
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("backoffice-gym")
+        except PackageNotFoundError:  # pragma: no cover - run from a tree that was never installed
+            number = "unknown (not installed: pip install -e .)"
+        sys.stdout.write(f"backoffice-gym {number}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    """backoffice-gym: Gymnasium back-office environments."""
 
 
 def _domains(env: list[str]) -> list[str]:
@@ -31,6 +98,31 @@ def _domains(env: list[str]) -> list[str]:
     if bad:
         raise typer.BadParameter(f"unknown domain(s) {bad}; choose from {', '.join(DOMAINS)} or all")
     return env
+
+
+def tracked_files(path: Path) -> list[str]:
+    """Files under ``path`` (a file or a folder) that git tracks in the checkout holding it:
+    what no command may overwrite or delete (the shipped models, seeds, docs). Empty outside a
+    git checkout or without git."""
+    import subprocess
+
+    path = Path(path).absolute()
+    folder = path if path.is_dir() else path.parent
+    while not folder.exists():
+        folder = folder.parent
+    try:
+        out = subprocess.run(["git", "-C", str(folder), "ls-files", "--", str(path)], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return out.stdout.split() if out.returncode == 0 else []
+
+
+def refuse_tracked(path: Path, option: str, hint: str) -> None:
+    """A :class:`UserError` (exit 2) when ``path`` holds tracked files."""
+    tracked = tracked_files(path)
+    if tracked:
+        raise UserError(f"{option} {path} holds {len(tracked)} file(s) tracked by git ({tracked[0]} ...), which this command "
+                        f"would overwrite; {hint}")
 
 
 def _progress() -> Progress:
@@ -114,7 +206,16 @@ def _check_policies(domains: list[str], policies: list[str]) -> list[tuple[str, 
             try:
                 get_policy(d, p)
                 ok.append(d)
-            except (KeyError, ImportError, AttributeError, FileNotFoundError, ValueError) as exc:
+            except Exception as exc:
+                if type(exc).__module__.split(".")[0] == "openai":  # e.g. OpenAIError: missing credentials
+                    raise UserError(f"policy {p!r}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__} Set "
+                                    "$OPENAI_API_KEY (and $OPENAI_BASE_URL for another endpoint; any key for the fake one: "
+                                    "OPENAI_API_KEY=unused).") from None
+                if not isinstance(exc, (KeyError, ImportError, AttributeError, FileNotFoundError, ValueError)):
+                    raise
+                extra = one_line_error(exc) if isinstance(exc, ModuleNotFoundError) else None
+                if extra is not None:
+                    raise extra from None
                 skippable = (p.startswith("wrong:") and isinstance(exc, (KeyError, ImportError, AttributeError))) or (
                     p.startswith("sb3:") and isinstance(exc, KeyError))
                 if not skippable:
@@ -145,6 +246,7 @@ def eval_cmd(
     timeout: Annotated[float | None, typer.Option(min=0.1, help="openai: seconds per request before it counts as failed (default 120).")] = None,
     retries: Annotated[int | None, typer.Option(min=0, help="openai: retries of a failed request (default 2); an episode whose endpoint still fails gets a record with an `error` object and the run goes on.")] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes at once in threads of this process (for openai: policies, which wait on the network).")] = 1,
+    keep_errors: Annotated[bool, typer.Option("--keep-errors", help="On a rerun with the same --out, keep episodes whose endpoint failed (records with an `error`) instead of running them again.")] = False,
 ) -> None:
     """Evaluate policies on a split and print a summary table."""
     import functools
@@ -159,6 +261,21 @@ def eval_cmd(
         raise typer.Exit(1)
     if judge != "rubric" and not (judge.startswith("model:") and len(judge) > 6):
         raise typer.BadParameter("--judge must be 'rubric' or 'model:<name>'")
+    if judge.startswith("model:"):
+        import os
+
+        unset = [v for v in ("BACKOFFICE_JUDGE_ENDPOINT", "BACKOFFICE_JUDGE_API_KEY") if not os.environ.get(v)]
+        if unset:
+            raise UserError(f"--judge {judge} cannot run: set {' and '.join('$' + v for v in unset)} (a chat-completions URL "
+                            "and its key), or use --judge rubric")
+    if out is not None:
+        if out.is_dir():
+            raise UserError(f"--out {out} is a folder: give a JSONL file, e.g. --out {out / 'eval.jsonl'}")
+        if not out.parent.exists():
+            err_console.print(f"note: creating the folder {out.parent} for --out", highlight=False)
+        refuse_tracked(out, "--out", "give a file outside the tracked tree, e.g. --out runs/eval.jsonl")
+    if trace is not None:
+        refuse_tracked(trace, "--trace", "give a folder outside the tracked tree, e.g. --trace runs/traces/")
     runner = Runner(make_env=functools.partial(default_make_env, judge=judge)) if judge != "rubric" else None
     pairs = set(_check_policies(domains, policy))
     jobs: list[Job] = [j for j in plan_jobs(domains, policy, split, run_id=run_id, limit=limit, attempts=attempts)
@@ -181,7 +298,7 @@ def eval_cmd(
         with _progress() as progress:
             bar = progress.add_task(f"evaluating {len(domains)} domain(s) x {len(policy)} policies", total=len(jobs))
             records = evaluate(jobs, out=out, executor=executor, trace=trace, runner=runner,
-                               on_record=lambda r: progress.advance(bar))
+                               on_record=lambda r: progress.advance(bar), retry_errors=not keep_errors)
             progress.update(bar, completed=len(jobs))
     print_summary(records, title=f"{split}: {len(records)} episodes")
     if out is not None:
@@ -193,6 +310,15 @@ def eval_cmd(
         from backoffice.training.report import plot_pass_rates
 
         console.print(f"plot: {plot_pass_rates(records, plot)}")
+    if judge.startswith("model:"):  # a chosen judge that never ran is an error, not a silent None
+        from backoffice.envs import get_domain
+
+        judged_domains = {d for d in domains if get_domain(d).judge is not None}
+        eligible = [r for r in records if r["domain"] in judged_domains]
+        if eligible and not any(isinstance(r.get("judge"), dict) and r["judge"].get("judge") == "model" for r in eligible):
+            raise UserError(f"--judge {judge} judged none of the {len(eligible)} episodes of {', '.join(sorted(judged_domains))}: "
+                            "its endpoint failed (check $BACKOFFICE_JUDGE_ENDPOINT and $BACKOFFICE_JUDGE_API_KEY) or no "
+                            "episode wrote a note", code=1)
     if llm:
         from backoffice.training.llm_eval import error_summary
 
@@ -200,7 +326,7 @@ def eval_cmd(
             console.print(f"transcripts: {transcript_path_for(trace_files(trace)[0])}")
         summary = error_summary(records)
         if summary is not None:
-            console.print(f"[red]{summary}[/]", highlight=False)
+            console.print(f"[red]{escape(summary)}[/]", highlight=False, soft_wrap=True)  # one line, whatever the width
             raise typer.Exit(1)
 
 
@@ -220,7 +346,10 @@ def report(
     missing = [str(f) for f in files if not f.exists()]
     if missing:
         raise typer.BadParameter(f"no such file(s): {missing}")
-    records = load_records(files)
+    notes: list[str] = []
+    records = load_records(files, notes=notes)  # a corrupt or mistyped line: CorruptOutput (file:line), exit 1
+    for note in notes:
+        err_console.print(f"[yellow]note: {escape(note)}[/]", highlight=False)
     if not records:
         console.print("[red]no records[/]")
         raise typer.Exit(1)
@@ -237,6 +366,33 @@ def report(
         console.print(f"plot: {path}")
 
 
+#: the fields every trace line has (see DESIGN.md: the trace), and the ones replay reads
+TRACE_FIELDS = ("episode_id", "domain", "task_id", "seed", "step", "tool", "args")
+
+
+def check_trace_file(trace: Path) -> None:
+    """A :class:`UserError` naming the file and line of the first line that is not a trace
+    line (unreadable, or without a trace field: e.g. an evaluation records file)."""
+    from backoffice.envs.core.canonical import loads
+
+    with open(trace, "rb") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = loads(line)
+            except Exception as exc:
+                raise UserError(f"{trace}:{number}: unreadable trace line ({exc})", code=1) from None
+            missing = [f for f in TRACE_FIELDS if not isinstance(rec, dict) or f not in rec]
+            if missing:
+                hint = (" (an evaluation records file: replay the trace written with `eval --trace`, which its "
+                        "records' trace_location point at)" if isinstance(rec, dict) and "agent" in rec else "")
+                raise UserError(f"{trace}:{number}: not a trace line: no {', '.join(map(repr, missing))}{hint}", code=1)
+            if not isinstance(rec["step"], int) or isinstance(rec["step"], bool) or not isinstance(rec["episode_id"], str):
+                raise UserError(f"{trace}:{number}: not a trace line: step {rec['step']!r} / episode_id "
+                                f"{rec['episode_id']!r} mistyped", code=1)
+
+
 def replay_file(trace: Path) -> list[dict]:
     """Replay every episode of a trace file; per episode: ``episode_id``, ``task_id``,
     ``steps``, ``ok``, ``first_step`` (the first step that diverged, if a step did), ``call``
@@ -246,6 +402,7 @@ def replay_file(trace: Path) -> list[dict]:
     from backoffice.envs.core.replay import replay_env, replay_episode
     from backoffice.envs.core.trace import episodes, read_trace
 
+    check_trace_file(trace)
     envs: dict[tuple[str, str], Any] = {}  # an env per domain and split (an env serves only its split)
     out = []
     for ep in episodes(read_trace(trace)):
@@ -272,6 +429,8 @@ def replay(trace: Annotated[Path, typer.Argument(help="A trace JSONL (env trace_
 
     if not trace.exists():
         raise typer.BadParameter(f"no such file: {trace}")
+    if trace.is_dir():
+        raise UserError(f"{trace} is a folder: give its trace file, e.g. {trace / 'trace.jsonl'}")
     results = replay_file(trace)
     bad = [r for r in results if not r["ok"]]
     for r in bad:
@@ -402,7 +561,7 @@ def train(
     timesteps: Annotated[int | None, typer.Option(min=1, help="Training budget in environment steps (default 200k).")] = None,
     n_envs: Annotated[int | None, typer.Option("--n-envs", min=1, help="Environments stepped together (tuned, else 8).")] = None,
     vec_env: Annotated[str | None, typer.Option("--vec-env", help="dummy (every env in the learner's process; default) or subproc (one worker process per env): the same model, another CPU cost.")] = None,
-    out: Annotated[Path | None, typer.Option(help="Model folder (default: models/<env>).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Model folder (default: runs/<env>); never a folder of tracked files such as the shipped models/.")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the model and the environments.")] = None,
     train_split: Annotated[str | None, typer.Option(help="train (released train minus validation, default) or generated (a fresh task every episode).")] = None,
     task_sampling: Annotated[str | None, typer.Option("--task-sampling", help="How each env picks its next train task: uniform (default), failures (weighted by 1 - score towards the tasks it has been failing), unsolved (by the failure rate to the 4th power: the tasks it fails every time) or greedy-failures (half the draws from the train tasks the deterministic policy failed at its latest replay).")] = None,
@@ -427,6 +586,7 @@ def train(
     gate_cap: Annotated[bool | None, typer.Option("--gate-cap/--no-gate-cap", help="Training reward's terminal shaping: the score capped by a failed gate (default), or the share of work checks passed; the grade is the same.")] = None,
     learning_rate: Annotated[float | None, typer.Option("--learning-rate", min=0.0, help="Adam learning rate (tuned, else 3e-4).")] = None,
     policy: Annotated[str | None, typer.Option("--policy", help="Actor-critic: mlp (SB3's MLP) or slots (one scorer shared by the slots of an entity list; tuned, else mlp).")] = None,
+    tensorboard: Annotated[Path | None, typer.Option("--tensorboard", help="Write TensorBoard logs (SB3's tensorboard_log) to this folder; needs the 'tensorboard' extra. View with `tensorboard --logdir DIR`.")] = None,
 ) -> None:
     """Train an agent on a domain's catalog env (shaped reward), keep the best model by
     validation pass rate, plot the learning curve and evaluate on heldout (pure grade).
@@ -439,13 +599,22 @@ def train(
 
     if env not in DOMAINS:
         raise typer.BadParameter(f"unknown domain {env!r}; choose from {', '.join(DOMAINS)}")
+    out = out or Path("runs") / env
+    refuse_tracked(out, "--out", f"train into another folder, e.g. --out runs/{env}")
+    if tensorboard is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("tensorboard") is None:
+            raise UserError("--tensorboard needs the 'tensorboard' extra (SB3 writes its logs through it): "
+                            "pip install -e '.[tensorboard]'")
     try:
         config = TrainConfig.for_domain(
-            env, out or Path("models") / env, algo=algo, timesteps=timesteps, n_envs=n_envs, seed=seed,
+            env, out, algo=algo, timesteps=timesteps, n_envs=n_envs, seed=seed,
             train_split=train_split, task_sampling=task_sampling, focus_freq=focus_freq, self_imitation=self_imitation, validation_size=validation_size, eval_freq=eval_freq, patience=patience,
             gamma=gamma, gae_lambda=gae_lambda, clip_range=clip_range, ent_coef=ent_coef, n_steps=n_steps, finish_bias=finish_bias, finish_tools=finish_tool, heldout_eval=heldout,
             tier=tier, reward_mode=reward_mode, call_cost=call_cost, warm_start=warm_start, bc_epochs=bc_epochs,
-            learning_rate=learning_rate, vec_env=vec_env, policy=policy, gate_cap=gate_cap)
+            learning_rate=learning_rate, vec_env=vec_env, policy=policy, gate_cap=gate_cap,
+            tensorboard_log=str(tensorboard) if tensorboard is not None else None)
     except (ValueError, TypeError, KeyError) as exc:
         raise typer.BadParameter(str(exc)) from None
     timesteps = config.timesteps
@@ -453,7 +622,10 @@ def train(
     with _progress() as progress:
         bar = progress.add_task(f"training {algo} on {env}", total=timesteps)
         summary = run_training(config, on_progress=lambda t: progress.update(bar, completed=min(t, timesteps)))
-        progress.update(bar, completed=timesteps)
+        done = int(summary["timesteps"])
+        if done < timesteps:  # stopped early: the bar shows where (30,000/300,000), never the budget as done
+            progress.update(bar, description=f"training {algo} on {env} (stopped early at {done:,})")
+        progress.update(bar, completed=min(done, timesteps))
     table = Table(title=f"{env}: {algo}")
     table.add_column("measure")
     table.add_column("value", justify="right")

@@ -369,10 +369,42 @@ class CorruptOutput(ValueError):
     """An evaluation file has an unreadable line that is not a torn last line."""
 
 
+class OutputLocked(RuntimeError):
+    """Another evaluation holds the output file."""
+
+
+#: the type every record field a reader relies on must have (``bool`` is not a number here)
+RECORD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "run_id": ((str,), "string"), "agent": ((str,), "string"), "domain": ((str,), "string"),
+    "task_id": ((str,), "string"), "pass": ((bool,), "boolean"), "score": ((int, float), "number"),
+    "failure_codes": ((list,), "list"), "steps": ((int,), "integer"),
+}
+
+
+def record_problem(record: Any) -> str | None:
+    """What makes ``record`` unusable as an evaluation record (a missing or mistyped field,
+    ``"pass": "yes"``), or ``None``."""
+    if not isinstance(record, dict):
+        return f"not a JSON object but {type(record).__name__}"
+    for field, (types, name) in RECORD_TYPES.items():
+        if field not in record:
+            return f"no {field!r} field (is this an evaluation file? traces go to `backoffice replay`)"
+        value = record[field]
+        if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
+            return f"field {field!r} is {value!r}, not a {name}"
+    if not 0.0 <= float(record["score"]) <= 1.0:
+        return f"field 'score' is {record['score']!r}, not in [0, 1]"
+    attempt = record.get("attempt", 0)
+    if not isinstance(attempt, int) or isinstance(attempt, bool):
+        return f"field 'attempt' is {attempt!r}, not an int"
+    return None
+
+
 def read_records(path: str | Path, strict: bool = False) -> list[Record]:
     """Records of an evaluation file. A torn last line (no newline at the end: the writer was
-    killed mid-line) is ignored. An unreadable complete line raises :class:`CorruptOutput`
-    when ``strict``, else it is skipped."""
+    killed mid-line) is ignored. A complete line that is unreadable or not a well-typed record
+    (:func:`record_problem`) raises :class:`CorruptOutput` naming the file and line when
+    ``strict``, else it is skipped."""
     path = Path(path)
     if not path.exists():
         return []
@@ -384,11 +416,24 @@ def read_records(path: str | Path, strict: bool = False) -> list[Record]:
         if not line.strip():
             continue
         try:
-            out.append(loads(line))
+            rec = loads(line)
         except Exception as exc:
             if strict:
                 raise CorruptOutput(f"{path}:{number}: unreadable record ({exc})") from None
+            continue
+        problem = record_problem(rec)
+        if problem is not None:
+            if strict:
+                raise CorruptOutput(f"{path}:{number}: not an evaluation record: {problem}")
+            continue
+        out.append(rec)
     return out
+
+
+def supersedes(new: Record, old: Record) -> bool:
+    """Whether ``new`` replaces ``old`` for the same job: an errored episode (an ``error``
+    object: the endpoint failed) is replaced by its retry, a graded one never is."""
+    return bool(old.get("error"))
 
 
 def drop_torn_tail(path: Path) -> int:
@@ -428,12 +473,15 @@ class _Output:
             fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self.fh.close()
-            raise RuntimeError(f"{path} is being written by another evaluation") from None
+            raise OutputLocked(f"{path} is being written by another evaluation: wait for it to finish, "
+                               "or give this one another --out") from None
         self.records: dict[JobKey, Record] = {}
         try:
             drop_torn_tail(path)
             for rec in read_records(path, strict=True):
-                self.records.setdefault(job_key(rec), rec)
+                key = job_key(rec)
+                if key not in self.records or supersedes(rec, self.records[key]):
+                    self.records[key] = rec
         except BaseException:
             self.fh.close()
             raise
@@ -457,9 +505,12 @@ def evaluate(
     executor: Executor | None = None,
     runner: Runner | None = None,
     trace: str | Path | None = None,
+    retry_errors: bool = True,
 ) -> list[Record]:
     """Run ``jobs`` (skipping those already in ``out``); return the record of every distinct
-    job, in job order.
+    job, in job order. With ``retry_errors`` (the default) an episode whose record in ``out``
+    is errored (an ``error`` object: the endpoint failed) runs again, and its new record
+    supersedes the errored one (which stays in the file, earlier).
 
     Args:
         jobs: what to run (duplicates run once).
@@ -479,7 +530,8 @@ def evaluate(
     if trace is not None and not runner.keep_trace:
         runner = Runner(runner.make_env, runner.make_policy, keep_trace=True)
     output = _Output(Path(out)) if out is not None else None
-    done: dict[JobKey, Record] = dict(output.records) if output is not None else {}
+    done: dict[JobKey, Record] = ({k: r for k, r in output.records.items() if not (retry_errors and r.get("error"))}
+                                  if output is not None else {})
     todo: list[Job] = []
     seen: set[JobKey] = set(done)
     for job in jobs:
@@ -565,11 +617,31 @@ def sorted_lines(path: str | Path) -> list[bytes]:
     return sorted(line for line in data.split(b"\n")[:-1] if line.strip())
 
 
-def load_records(paths: Iterable[str | Path]) -> list[Record]:
-    """Records of several evaluation files (torn last lines ignored), deduplicated by job key
-    (the first file that holds an episode wins)."""
+def load_records(paths: Iterable[str | Path], notes: list[str] | None = None, strict: bool = True) -> list[Record]:
+    """Records of several evaluation files (torn last lines ignored), deduplicated by job key:
+    the first record of an episode wins, except that an errored one is superseded by its retry
+    (:func:`supersedes`). With ``strict`` (the default) a corrupt or mistyped line raises
+    :class:`CorruptOutput` naming its file and line. ``notes``, when given, receives one line
+    per file about the records it duplicated (``"b.jsonl: 12 records duplicate ..."``)."""
     seen: dict[JobKey, Record] = {}
+    origin: dict[JobKey, str] = {}
     for p in paths:
-        for rec in read_records(p):
-            seen.setdefault(job_key(rec), rec)
+        dups: dict[str, int] = {}
+        retried = 0
+        for rec in read_records(p, strict=strict):
+            key = job_key(rec)
+            if key not in seen:
+                seen[key], origin[key] = rec, str(p)
+            elif supersedes(rec, seen[key]):
+                seen[key], origin[key] = rec, str(p)
+                retried += 1
+            else:
+                dups[origin[key]] = dups.get(origin[key], 0) + 1
+        if notes is not None:
+            for first, n in dups.items():
+                where = "earlier in the same file" if first == str(p) else f"in {first}"
+                notes.append(f"{p}: {n} record(s) repeat an episode already read {where} (run, agent, domain, task, "
+                             "attempt); the first was kept")
+            if retried:
+                notes.append(f"{p}: {retried} errored episode(s) superseded by their retry")
     return list(seen.values())

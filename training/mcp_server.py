@@ -191,13 +191,33 @@ def build_server(session: EpisodeSession | SessionPool, name: str | None = None)
 
     single = None if isinstance(session, SessionPool) else session
 
+    def client_key(ctx: Any) -> Any:
+        request = getattr(ctx, "request", None)
+        headers = getattr(request, "headers", None) or {}
+        # the transport's session id (streamable HTTP, handshake-era protocols), else the
+        # episode cookie (streamable HTTP, 2026-07-28: no session id; see http_app), else the
+        # connection's session object (stdio, in-process)
+        return headers.get("mcp-session-id") or headers.get(EPISODE_HEADER) or ctx.session
+
     def current(ctx: Any) -> EpisodeSession:
         if single is not None:
             return single
-        request = getattr(ctx, "request", None)
-        headers = getattr(request, "headers", None) or {}
-        # the transport's session id (streamable HTTP), else the connection's session object
-        return pool.get(headers.get("mcp-session-id") or ctx.session)
+        return pool.get(client_key(ctx))
+
+    listeners: dict[Any, Any] = {}  # client key -> (bus, ListenHandler): list_changed per client (2026-07-28)
+
+    def listener(key: Any) -> Any:
+        from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+
+        if key not in listeners:
+            while len(listeners) >= max(1, pool.max_sessions):
+                listeners.pop(next(iter(listeners)))[1].close()
+            bus = InMemorySubscriptionBus()
+            listeners[key] = (bus, ListenHandler(bus))
+        return listeners[key]
+
+    async def subscriptions_listen(ctx: Any, params: Any) -> Any:
+        return await listener(None if single is not None else client_key(ctx))[1](ctx, params)
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=[
@@ -211,6 +231,11 @@ def build_server(session: EpisodeSession | SessionPool, name: str | None = None)
         before = session.info["allowed_tools"]
         text, structured, is_error = await anyio_to_thread(session.dispatch, params.name, params.arguments)
         if params.name == "reset" and not is_error and session.info["allowed_tools"] != before:
+            key = None if single is not None else client_key(ctx)
+            if key in listeners:  # 2026-07-28: the client's subscriptions/listen stream
+                from mcp.server.subscriptions import ToolsListChanged
+
+                await listeners[key][0].publish(ToolsListChanged())
             try:
                 await ctx.session.send_tool_list_changed()
             except Exception:  # a client that cannot take notifications still gets its result
@@ -255,7 +280,8 @@ def build_server(session: EpisodeSession | SessionPool, name: str | None = None)
 
     return EnvServer(name or f"backoffice-{domain or 'env'}", version="1", instructions=INSTRUCTIONS,
                      on_list_tools=list_tools, on_call_tool=call_tool, on_list_prompts=list_prompts,
-                     on_get_prompt=get_prompt, on_list_resources=list_resources, on_read_resource=read_resource)
+                     on_get_prompt=get_prompt, on_list_resources=list_resources, on_read_resource=read_resource,
+                     on_subscriptions_listen=subscriptions_listen)
 
 
 async def anyio_to_thread(fn: Any, *args: Any) -> Any:
@@ -311,9 +337,60 @@ def make_pool(domain: str, split: str = "heldout", task_id: str | None = None, s
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+#: the cookie that keys a client's episode over streamable HTTP when the protocol has no
+#: session id (2026-07-28, what the SDK's ``Client(url)`` negotiates by default)
+EPISODE_COOKIE = "backoffice-episode"
+#: the request header the cookie middleware sets for the handlers (a client's own is dropped)
+EPISODE_HEADER = "x-backoffice-episode"
+
+
+class EpisodeCookie:
+    """ASGI middleware: gives every HTTP client an episode key in a cookie and hands it to the
+    MCP handlers as the :data:`EPISODE_HEADER` request header.
+
+    Handshake-era protocols (``Client(url, mode="legacy")``) carry ``mcp-session-id``, which
+    keys the episode; the 2026-07-28 protocol (the SDK's default ``mode="auto"``, or the
+    version pinned) is stateless per request and has none, so without a key each request
+    would meet a new episode. HTTP clients keep cookies (the SDK's ``httpx`` client does), so
+    the first response sets the key and every later request of that client carries it."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        import secrets
+        from http.cookies import SimpleCookie
+
+        headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != EPISODE_HEADER.encode()]
+        key = None
+        for k, v in headers:
+            if k.lower() == b"cookie":
+                morsel = SimpleCookie(v.decode("latin-1")).get(EPISODE_COOKIE)
+                key = morsel.value if morsel is not None and morsel.value.isalnum() else key
+        fresh = key is None
+        key = key or secrets.token_hex(16)
+        scope = {**scope, "headers": [*headers, (EPISODE_HEADER.encode(), key.encode())]}
+
+        async def send_with_cookie(message: Any) -> None:
+            if fresh and message.get("type") == "http.response.start":
+                cookie = f"{EPISODE_COOKIE}={key}; Path=/; HttpOnly; SameSite=Strict".encode()
+                message = {**message, "headers": [*message.get("headers", []), (b"set-cookie", cookie)]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)
+
+
 def http_app(pool: SessionPool) -> Any:
-    """The Starlette app serving ``pool`` over MCP streamable HTTP at ``/mcp`` (official SDK)."""
-    return build_server(pool).streamable_http_app(max_sessions=pool.max_sessions)
+    """The Starlette app serving ``pool`` over MCP streamable HTTP at ``/mcp`` (official SDK),
+    one episode per client whatever the protocol version it negotiates (:class:`EpisodeCookie`).
+    The pool bounds the episodes (the least recently used is closed first); the SDK's own
+    session limit is off, so a new client is never refused (transports idle 30 minutes close)."""
+    app = build_server(pool).streamable_http_app(max_sessions=None)
+    app.add_middleware(EpisodeCookie)
+    return app
 
 
 def serve_http(pool: SessionPool, host: str = "127.0.0.1", port: int = 8000) -> None:

@@ -161,7 +161,7 @@ def _settings(config: dict[str, Any]) -> dict[str, Any]:
     from backoffice.training.train import TrainConfig
 
     defaults = {f.name: f.default for f in fields(TrainConfig) if f.default is not MISSING}
-    settings = {k: v for k, v in {**defaults, **config}.items() if k not in ("timesteps", "out", "vec_env")}
+    settings = {k: v for k, v in {**defaults, **config}.items() if k not in ("timesteps", "out", "vec_env", "tensorboard_log")}
     return dict(loads(dumps(settings)))  # as summary.json holds them: a default tuple is a list there
 
 

@@ -33,8 +33,39 @@ def model_meta(model_path: str | Path) -> dict[str, Any]:
     if not path.exists():
         raise FileNotFoundError(f"no model at {path} (train one with `backoffice train`)")
     if not meta.exists():
-        raise FileNotFoundError(f"{meta} is missing: the model folder must come from `backoffice train`")
+        raise FileNotFoundError(f"{meta} is missing: save a model trained in Python with "
+                                f"backoffice.training.sb3_policy.save_model(model, {str(path)!r}, domain, spec=tier), "
+                                "which writes it (or train with `backoffice train`)")
     return loads(meta.read_bytes())
+
+
+def write_model_meta(model_path: str | Path, domain: str, spec: str | None = None, algo: str = "maskable-ppo") -> Path:
+    """Write the ``catalog.json`` an ``sb3:`` policy checks beside ``model_path``: the domain,
+    the catalog (``spec``: the tier, e.g. ``"facts"``; ``None``: the default tier) and ``algo``
+    (``maskable-ppo`` or ``ppo``), as ``backoffice train`` writes it."""
+    from backoffice.training.catalog import catalog_env_id
+
+    if algo not in ("maskable-ppo", "ppo"):
+        raise ValueError(f"algo must be 'maskable-ppo' or 'ppo', got {algo!r}")
+    meta = {**catalog_signature(domain, spec), "algo": algo, "env_id": catalog_env_id(domain)}
+    target = Path(model_path).parent / META_FILE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(dumps(meta))
+    return target
+
+
+def save_model(model: Any, model_path: str | Path, domain: str, spec: str | None = None) -> Path:
+    """Save an SB3 model trained in Python on ``backoffice/<Domain>-Catalog-v0`` (tier
+    ``spec``) so the CLI evaluates it: ``model.save(model_path)`` and its ``catalog.json``
+    (:func:`write_model_meta`). Then ``backoffice eval --env <domain> --policy sb3:<model_path>``."""
+    path = Path(model_path)
+    if path.suffix != ".zip":
+        raise ValueError(f"model_path must end in .zip (SB3 adds it otherwise), got {str(path)!r}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    model.save(str(path))
+    algo = "maskable-ppo" if type(model).__name__.startswith("Maskable") else "ppo"
+    write_model_meta(path, domain, spec=spec, algo=algo)
+    return path
 
 
 def catalog_signature(domain: str, spec: str | None = None) -> dict[str, Any]:

@@ -139,6 +139,9 @@ class TrainConfig:
     #: passes over the demonstrations when warm-starting (``None``: :data:`BC_EPOCHS`); unset
     #: for pure PPO, so it is no part of a pure run's settings
     bc_epochs: int | None = None
+    #: SB3's ``tensorboard_log`` folder (needs the ``tensorboard`` package); logging only: the
+    #: same model with or without it, so no part of a run's settings
+    tensorboard_log: str | None = None
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
@@ -574,7 +577,8 @@ def build_model(config: TrainConfig, venv: Any, ending: Sequence[int]) -> OnPoli
     common: dict[str, Any] = dict(n_steps=config.n_steps, batch_size=config.batch_size, n_epochs=config.n_epochs,
                   learning_rate=config.learning_rate, gamma=config.gamma, gae_lambda=config.gae_lambda,
                   clip_range=config.clip_range, ent_coef=config.ent_coef,
-                  policy_kwargs=policy_kwargs, seed=config.seed, device="cpu", verbose=0)
+                  policy_kwargs=policy_kwargs, seed=config.seed, device="cpu", verbose=0,
+                  tensorboard_log=config.tensorboard_log)
     if config.algo == "maskable-ppo":
         from sb3_contrib import MaskablePPO
 
@@ -628,4 +632,12 @@ def evaluate_heldout(domain: str, model_path: Path, out: Path) -> dict[str, Any]
     n = len(records)
     return {"episodes": n, "pass_rate": sum(r["pass"] for r in records) / max(1, n),
             "mean_score": sum(r["score"] for r in records) / max(1, n), "records": str(out),
+            "records_command": records_command(domain, model_path, out),
             "seconds": round(time.perf_counter() - started, 1)}
+
+
+def records_command(domain: str, model_path: str | Path, out: str | Path) -> str:
+    """The command that writes a model's heldout records (``evaluate_heldout``'s) again: the
+    shipped models ship no ``heldout.jsonl``, their summaries carry this instead."""
+    return (f"backoffice eval --env {domain} --split heldout --policy sb3:{model_path} "
+            f"--run-id sb3-{domain}-heldout --out {out}")

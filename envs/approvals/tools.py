@@ -37,7 +37,7 @@ from backoffice.envs.approvals.rules import in_window, is_ledger_type, window_co
 from backoffice.envs.approvals.tables import DECISION_STATUS, OPEN_STATUSES, POLICY, REQUEST_TYPES, normalise_instant, today
 from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
 from backoffice.envs.core.store import Snapshot, Store
-from backoffice.envs.core.tools import MAX_PAGE_SIZE, PAGE_SIZE, PageArgs, page
+from backoffice.envs.core.tools import MAX_PAGE_SIZE, PAGE_SIZE, PageArgs, check_cursor, page
 
 toolkit = Toolkit()
 
@@ -182,6 +182,7 @@ def _queue_summary(row: Row) -> dict[str, Any]:
 def list_pending(ctx: ToolContext, args: ListPendingArgs) -> dict:
     """List the requests waiting for a decision (status pending or on_hold), with the desk clock. Paginated in request id order: at most limit requests per call (default 50, at most 200); pass the returned next_cursor as cursor for the next page (null on the last page)."""
     store = ctx.store
+    check_cursor(store, "requests", args.cursor)
     queue = _queue(store.snapshot)
     written = store.written_ids("requests")
     if not written:  # the snapshot's queue is the live one
@@ -243,6 +244,7 @@ def list_roles(ctx: ToolContext, args: ListRolesArgs) -> dict:
     """Return the approval roles: request types covered, amount limit (cents) and level. Paginated in role id order: at most limit roles per call (default 50, at most 200); pass the returned next_cursor as cursor for the next page (null on the last page)."""
     # the role catalogue does not grow with the organisation: a short read of the whole table
     store = ctx.store
+    check_cursor(store, "roles", args.cursor)
     if not _unwritten(store, "roles"):
         roles, cursor = page(store, "roles", args)
         return {"roles": roles, "next_cursor": cursor}
@@ -261,6 +263,7 @@ class FindPeopleArgs(PageArgs):
 def find_people(ctx: ToolContext, args: FindPeopleArgs) -> dict:
     """Find people by name (substring or shared surname): id, name, title, department, email, and the number of matches (total). Paginated in person id order: at most limit people per call (default 50, at most 200); pass the returned next_cursor as cursor for the next page (null on the last page)."""
     store = ctx.store
+    check_cursor(store, "people", args.cursor)
     if _unwritten(store, "people"):  # the snapshot's people: cached search and summaries
         index = name_index(store.snapshot)
         ids: Sequence[str] = index.cached_search(args.name)
@@ -331,6 +334,7 @@ def lookup_role_holders(ctx: ToolContext, args: RoleHoldersArgs) -> dict:
     """Return the people holding a role as of a date (assignments whose valid_from <= date <= valid_to). Paginated in assignment id order: at most limit holders per call (default 50, at most 200); pass the returned next_cursor as cursor for the next page (null on the last page)."""
     store = ctx.store
     _live(store, "roles", args.role_id, f"no role {args.role_id[:64]!r}")
+    check_cursor(store, "role_holders", args.cursor)
     at = _as_of(ctx, args.as_of)
     day = today(at)
 

@@ -524,3 +524,18 @@ class MatchTimeLimit(gym.Wrapper, gym.utils.RecordConstructorArgs):
                 break
             inner = inner.env
 
+    def reset(self, **kwargs: Any) -> Any:
+        """``env.reset``; when it raises (an unknown task id, a bad option), Gymnasium's
+        ``PassiveEnvChecker`` below has already marked its one reset check done without the
+        data it compares the first step with, so every later step would raise ``TypeError``:
+        it is re-armed, and the next reset runs the check again (the env stays usable)."""
+        try:
+            return self.env.reset(**kwargs)
+        except Exception:
+            inner = self.env
+            while isinstance(inner, gym.Wrapper):
+                if isinstance(inner, gym.wrappers.PassiveEnvChecker) and getattr(inner, "_previous_data", True) is None:
+                    inner.checked_reset = False
+                inner = inner.env
+            raise
+

@@ -124,7 +124,13 @@ def parse_action(action: Any) -> tuple[str | None, Any, str | None]:
     if extra:
         return tool, args, "action has keys other than 'tool' and 'args'"
     if isinstance(args, (str, bytes)):  # a model's arguments text that did not parse
-        return tool, args, "'args' is not a JSON object (unparsable arguments text)"
+        try:
+            decoded = loads(args)
+        except Exception:
+            return tool, args, "'args' is not a JSON object (unparsable arguments text)"
+        if isinstance(decoded, Mapping):  # valid JSON, but text: e.g. arguments encoded twice
+            return tool, args, "'args' is a JSON string holding an object: pass the object itself, not its JSON text"
+        return tool, args, f"'args' is JSON text holding {type(decoded).__name__}, not an object"
     if not isinstance(args, Mapping):
         return tool, args, "'args' must be an object"
     return tool, args, None

@@ -245,6 +245,11 @@ class Store:
     def exists(self, table: str, rid: str) -> bool:
         return self._current(table, rid) is not None
 
+    def known_id(self, table: str, rid: str) -> bool:
+        """Whether ``rid`` is an id of ``table`` in the snapshot or written by this episode
+        (deleted ones included): what a list tool's ``next_cursor`` can be. O(1)."""
+        return rid in self._base(table) or rid in (self._overlay.get(table) or ())
+
     def _live_ids(self, table: str, base_ids: Sequence[str], matches: Callable[[Row], bool] | None) -> Sequence[str]:
         """``base_ids`` (sorted, from the snapshot; returned as is when the table has no writes)
         merged with the overlay: ids the episode deleted or changed so they no longer match

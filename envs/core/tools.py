@@ -70,11 +70,22 @@ class PageArgs(ToolArgs):
     cursor: str | None = Field(None, max_length=200, description="The next_cursor of the previous page; omit for the first page.")
 
 
+def check_cursor(store: Store, table: str, cursor: str | None) -> None:
+    """An ``invalid_args`` :class:`ToolError` when ``cursor`` is not an id of ``table`` (the
+    snapshot's or one the episode wrote), so it cannot be a ``next_cursor`` the list returned:
+    a made-up cursor is an error, never an empty page that reads as "no more rows"."""
+    if cursor is not None and not store.known_id(table, cursor):
+        raise ToolError("invalid_args", f"cursor {cursor[:64]!r} is not a next_cursor this list returned: pass the "
+                        "next_cursor of the previous page, or omit cursor for the first page")
+
+
 def page(store: Store, table: str, args: PageArgs, where: Callable[[dict[str, Any]], bool] | None = None,
          **equals: Any) -> tuple[list[dict[str, Any]], str | None]:
     """One page of ``store.select(table, where, **equals)`` in id order: the rows after
     ``args.cursor`` (an id), at most ``args.limit`` of them, and the cursor of the next page
-    (the last id returned when more rows remain, else ``None``)."""
+    (the last id returned when more rows remain, else ``None``). A cursor that is no id of
+    ``table`` is an ``invalid_args`` error (:func:`check_cursor`)."""
+    check_cursor(store, table, args.cursor)
     rows = store.select(table, where, after=args.cursor, limit=args.limit + 1, **equals)
     if len(rows) > args.limit:
         rows = rows[: args.limit]

@@ -20,7 +20,7 @@ from pydantic import Field, field_validator
 
 from backoffice.envs.core.canonical import derive_seed
 from backoffice.envs.core.store import Snapshot, Store
-from backoffice.envs.core.tools import NoArgs, PageArgs, ToolArgs, ToolContext, ToolError, Toolkit, page, require_row
+from backoffice.envs.core.tools import NoArgs, PageArgs, ToolArgs, ToolContext, ToolError, Toolkit, check_cursor, page, require_row
 from backoffice.envs.registration.tables import (
     PREFIX,
     REFERRAL_REASONS,
@@ -256,6 +256,7 @@ def search_patients(ctx: ToolContext, args: SearchArgs) -> dict:
     ``cursor`` for the next page (``null`` on the last page)."""
     if not any((args.name, args.dob, args.identifier, args.postcode)):
         raise ToolError("invalid_args", "give at least one of name, dob, identifier, postcode")
+    check_cursor(ctx.store, "patients", args.cursor)
     seed = ctx.task.seed
     hits = search_hits(ctx.store, seed, args.name, args.dob, args.identifier, args.postcode)
     start = 0

@@ -28,7 +28,7 @@ from pydantic import Field
 
 from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
 from backoffice.envs.core.store import Snapshot, Store
-from backoffice.envs.core.tools import MAX_PAGE_SIZE, PageArgs, page
+from backoffice.envs.core.tools import MAX_PAGE_SIZE, PageArgs, check_cursor, page
 from backoffice.envs.remittance.search import search_live
 from backoffice.envs.remittance.tables import QUERY_CATEGORY, SEARCH_LIMIT, add_hours, item_status, live_rows_in
 
@@ -138,6 +138,7 @@ def get_policies(ctx: ToolContext, args: PoliciesArgs) -> dict[str, Any]:
         return {"policies": [{"key": r["key"], "value": r["value"], "text": r["text"]} for r in rows], "next_cursor": cursor}
     # ``page`` over the snapshot's rows, shown once per snapshot: the rows after the cursor (an
     # id), at most ``limit``, and the last id shown when more remain
+    check_cursor(store, "policies", args.cursor)
     ids, views = store.snapshot.memo(("remittance", "policy_views"), _policy_views)
     start = bisect_right(ids, args.cursor) if args.cursor is not None else 0
     shown = views[start:start + args.limit + 1]

@@ -47,7 +47,9 @@ every tool of every installed domain. The constraints still bind at call time (a
 or a terminal tool, or reached the step limit), then the pure score of the final grade; an
 episode the model left unfinished earns 0.0. Nothing of the grade is readable before the end:
 ``final_grade`` is ``None`` until then. :func:`final_score_reward` is the same as a
-``reward_funcs`` entry; use one or the other, not both (TRL sums reward sources).
+``reward_funcs`` entry; use one or the other, not both (TRL sums reward sources): for
+``reward_funcs=[final_score_reward]`` build the class with ``tool_env_class(...,
+env_reward=False)``, which has no ``get_reward``.
 """
 
 from __future__ import annotations
@@ -215,6 +217,9 @@ class BackofficeToolEnv:
 
     def get_reward(self) -> float:
         """The pure score of the final grade; 0.0 while (or if) the episode has not ended."""
+        return self._final_score()
+
+    def _final_score(self) -> float:
         return self.session.reward if self.session is not None and self.session.done else 0.0
 
     def _call(self, tool: str, args: dict[str, Any]) -> str:
@@ -226,13 +231,27 @@ class BackofficeToolEnv:
         return result.observation
 
 
+class _NoEnvReward:
+    """``get_reward`` of a class built with ``env_reward=False``: absent (``hasattr`` is false),
+    so TRL takes the reward from ``reward_funcs`` alone."""
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        raise AttributeError("get_reward: this class was built with env_reward=False; pass "
+                             "reward_funcs=[final_score_reward] to GRPOTrainer")
+
+
 _CLASSES: dict[tuple[Any, ...], type[BackofficeToolEnv]] = {}
 
 
 def tool_env_class(domain: str, *, split: str = "train", max_steps: int | None = None,
-                   constraints_in_descriptions: bool = False) -> type[BackofficeToolEnv]:
-    """The tool-environment class of ``domain`` (cached): one method per tool of the domain."""
-    key = (domain, split, max_steps, constraints_in_descriptions)
+                   constraints_in_descriptions: bool = False, env_reward: bool = True) -> type[BackofficeToolEnv]:
+    """The tool-environment class of ``domain`` (cached): one method per tool of the domain.
+
+    ``env_reward``: the class has ``get_reward()`` (the environment-owned reward TRL reads);
+    with ``False`` it has none, for ``GRPOTrainer(reward_funcs=[final_score_reward], ...)``:
+    TRL adds an environment's ``get_reward`` to its reward functions, so both would count the
+    score twice."""
+    key = (domain, split, max_steps, constraints_in_descriptions, env_reward)
     if key in _CLASSES:
         return _CLASSES[key]
     from backoffice.envs import DOMAINS, get_domain
@@ -247,8 +266,10 @@ def tool_env_class(domain: str, *, split: str = "train", max_steps: int | None =
         if spec["name"] in taken or spec["name"].startswith("_"):
             raise ValueError(f"tool {spec['name']!r} of {domain} clashes with a BackofficeToolEnv name")
         ns[spec["name"]] = tool_method(spec, constraints_in_descriptions, models[spec["name"]])
+    if not env_reward:
+        ns["get_reward"] = _NoEnvReward()
     name = f"{DOMAINS[domain]}ToolEnv"
-    default = (split, max_steps, constraints_in_descriptions) == ("train", None, False)
+    default = (split, max_steps, constraints_in_descriptions, env_reward) == ("train", None, False, True)
     ns["__qualname__"] = name if default else f"tool_env_class.<locals>.{name}"
     ns["__doc__"] = (f"The {domain} tools for TRL's environment_factory ({split} split): "
                      f"one method per tool, {', '.join(s['name'] for s in specs)}.")
@@ -266,7 +287,7 @@ def final_score_reward(completions: Any = None, environments: Any = None, **kwar
     """A TRL ``reward_funcs`` entry: each rollout's final score (``get_reward``), 0.0 if unfinished."""
     if environments is None:
         raise ValueError("final_score_reward needs GRPOTrainer(environment_factory=...): it reads the environments")
-    return [env.get_reward() for env in environments]
+    return [env._final_score() for env in environments]
 
 
 def __getattr__(name: str) -> Any:
