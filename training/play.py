@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from backoffice.envs.core.canonical import dumps, loads
-from backoffice.training.session import Attempts
 from backoffice.envs.core.release import is_generated_id
+from backoffice.training.session import Attempts
 
 HELP = """\
 Type one tool call per line:

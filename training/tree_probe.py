@@ -20,6 +20,7 @@ import numpy as np
 
 from backoffice.envs.core.build import ID_MODULI, index_features
 
+
 def id_features(task_id: str) -> list[int]:
     """What a task id shows: its index, each of its four digits and the index mod 2 … 24."""
     digits = "".join(ch for ch in task_id.rsplit("-", 1)[-1] if ch.isdigit())
