@@ -37,6 +37,10 @@ NOT_RUN = {
     "make test": "the suite itself",
     "make install && source .venv/bin/activate": "the test runs inside the installed venv, activated",
     "make results": "retrains every domain x tier (hours); resumable, measured by itself",
+    "backoffice view runs/x.jsonl --serve": "serves until interrupted; tests/test_view.py serves a page and reads it",
+    "backoffice play --env approvals --trace runs/play.jsonl": "interactive: tests/test_play.py plays it in a pseudo-terminal",
+    "backoffice play --env approvals --split heldout --attempts 1": "interactive: tests/test_play.py plays it in a pseudo-terminal",
+    "backoffice replay runs/play.jsonl": "replays what the person played above; tests/test_play.py replays its traces",
 }
 
 #: (a README command's start, flags appended to shrink its budget, or ``=`` and the start it is

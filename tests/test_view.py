@@ -78,13 +78,23 @@ def _policy(domain: str, agent: str, seed: int) -> Policy:
     return get_policy(domain, agent, seed=seed)
 
 
+def _self_approval_tasks(domain: str, split: str) -> list[str]:
+    """Heldout tasks tagged self_approval first (where the wrong policy commits its failure),
+    whichever ids the release gives them."""
+    from backoffice.envs.core.release import load_release
+
+    rel = load_release(domain)
+    ids = rel.split_ids[split]
+    return sorted(ids, key=lambda t: "self_approval" not in rel.answer_key(t).get("defect_tags", []))
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Evaluation records of two domains (oracle, random, noop, a wrong policy; two attempts) with
     traces; one file without traces; records pointing at a missing and at a corrupt trace."""
     root = tmp_path_factory.mktemp("view")
     jobs = plan_jobs(["approvals", "schedules"], ["oracle", "random", "noop"], "heldout", limit=3, attempts=2)
-    jobs += plan_jobs(["approvals"], ["wrong:self_approval", HOSTILE_AGENT], "heldout", limit=3)
+    jobs += plan_jobs(["approvals"], ["wrong:self_approval", HOSTILE_AGENT], "heldout", limit=3, task_ids=_self_approval_tasks)
     traced = root / "traced.jsonl"
     evaluate(jobs, out=traced, trace=root / "t", runner=Runner(make_policy=_policy))
     plain = root / "plain.jsonl"  # no --trace: no trace_location
