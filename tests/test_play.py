@@ -108,14 +108,18 @@ def test_play_an_oracle_task_to_pass_and_replay_its_trace(tmp_path: Path) -> Non
         child.expect(f"pass  {c['id']} \\(")
     child.expect("Diff")
     child.expect(f"trace: {trace}")
+    _quit_and_replay(child, trace)
+
+
+def _quit_and_replay(child: Any, trace: Path) -> None:
+    """Decline another task, see the session end cleanly, and replay the trace it wrote."""
     child.expect("another task")
     child.sendline("")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
     out = _replay(trace)
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "1/1 episodes reproduced" in out.stdout
+    assert out.returncode == 0 and "1/1 episodes reproduced" in out.stdout, out.stdout + out.stderr
 
 
 def test_play_a_wrong_task_to_its_failure_code_errors_as_the_agent_gets_them(tmp_path: Path) -> None:
@@ -141,13 +145,7 @@ def test_play_a_wrong_task_to_its_failure_code_errors_as_the_agent_gets_them(tmp
     codes = child.match.group(1).strip().split(", ")
     assert code in codes and codes == grade["failure_codes"]
     child.expect(f"FAIL  \\S+ \\((work|gate)\\)  {code}")
-    child.expect("another task")
-    child.sendline("")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
-    out = _replay(trace)
-    assert out.returncode == 0 and "1/1 episodes reproduced" in out.stdout, out.stdout + out.stderr
+    _quit_and_replay(child, trace)
 
 
 def test_a_heldout_task_is_graded_once_per_session_unless_declared(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ import numpy as np
 
 from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.replay import replay_env, replay_episode
+from backoffice.envs.core.store import _hashable
 from backoffice.envs.core.trace import read_trace
 
 #: keys every terminal ``info`` holds, and every grade
@@ -327,14 +328,6 @@ class CallMaker:
         if self._chance(0.01):
             options.append(lambda: " " * 70_000)
         return self._pick(options)()
-
-
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
 
 
 #: the share of episodes on each kind of task
