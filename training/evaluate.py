@@ -400,31 +400,37 @@ def record_problem(record: Any) -> str | None:
     return None
 
 
-def read_records(path: str | Path, strict: bool = False) -> list[Record]:
-    """Records of an evaluation file. A torn last line (no newline at the end: the writer was
-    killed mid-line) is ignored. A complete line that is unreadable or not a well-typed record
-    (:func:`record_problem`) raises :class:`CorruptOutput` naming the file and line when
-    ``strict``, else it is skipped."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    data = path.read_bytes()
+def scan_records(data: bytes) -> Iterator[tuple[int, Record | None, str | None]]:
+    """``(line number, record, problem)`` for each complete non-blank line of an evaluation
+    file's bytes: the record when the line is a well-typed one (problem ``None``), else ``None``
+    and what is wrong ("unreadable record (...)" or "not an evaluation record: ..."). A torn
+    last line (no newline at the end: the writer was killed mid-line) is not a line."""
     lines = data.split(b"\n")
     lines.pop()  # after the last newline: b"" or a torn line
-    out = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             rec = loads(line)
         except Exception as exc:
-            if strict:
-                raise CorruptOutput(f"{path}:{number}: unreadable record ({exc})") from None
+            yield number, None, f"unreadable record ({exc})"
             continue
         problem = record_problem(rec)
-        if problem is not None:
+        yield (number, rec, None) if problem is None else (number, None, f"not an evaluation record: {problem}")
+
+
+def read_records(path: str | Path, strict: bool = False) -> list[Record]:
+    """Records of an evaluation file (:func:`scan_records`: a torn last line is ignored). A
+    complete line that is unreadable or not a well-typed record (:func:`record_problem`) raises
+    :class:`CorruptOutput` naming the file and line when ``strict``, else it is skipped."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    out = []
+    for number, rec, problem in scan_records(path.read_bytes()):
+        if rec is None:
             if strict:
-                raise CorruptOutput(f"{path}:{number}: not an evaluation record: {problem}")
+                raise CorruptOutput(f"{path}:{number}: {problem}")
             continue
         out.append(rec)
     return out

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from backoffice.envs.core.canonical import loads
-from backoffice.training.evaluate import job_key, trace_files
+from backoffice.training.evaluate import job_key, scan_records, trace_files
 from backoffice.training.report import build_report
 
 Record = dict[str, Any]
@@ -40,8 +40,9 @@ class Loaded:
 
 
 def load(files: Sequence[str | Path]) -> Loaded:
-    """Read evaluation files exactly as ``backoffice report`` does (a torn last line ignored,
-    unreadable lines skipped), but name every unreadable line as a problem."""
+    """Read evaluation files line by line as ``backoffice report`` does (:func:`scan_records`: a
+    torn last line ignored), but skip an unreadable or mistyped line and name it as a problem
+    (the page still shows every good record)."""
     seen: dict[Any, tuple[Record, Path]] = {}
     problems: list[str] = []
     for f in files:
@@ -49,17 +50,13 @@ def load(files: Sequence[str | Path]) -> Loaded:
         if not path.exists():
             problems.append(f"{path}: no such file")
             continue
-        lines = path.read_bytes().split(b"\n")
-        torn = lines.pop()
+        data = path.read_bytes()
+        torn = data.rsplit(b"\n", 1)[-1]
         if torn.strip():
             problems.append(f"{path}: torn last line ignored ({len(torn)} bytes without a newline)")
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = loads(line)
-            except Exception as exc:
-                problems.append(f"{path}:{number}: unreadable record skipped ({exc})")
+        for number, rec, problem in scan_records(data):
+            if rec is None:
+                problems.append(f"{path}:{number}: {problem}, skipped")
                 continue
             seen.setdefault(job_key(rec), (rec, path))
     return Loaded([r for r, _ in seen.values()], [str(f) for f in files], problems, [p for _, p in seen.values()])
