@@ -195,3 +195,23 @@ def test_gae_lambda_and_clip_range_reach_the_model_and_bad_values_are_refused(tm
     for bad in ({"gae_lambda": 1.5}, {"gae_lambda": -0.1}, {"clip_range": 0.0}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             TrainConfig(domain=DOMAIN, out=Path("x"), **bad)
+
+
+def test_the_learner_env_times_the_mask_and_the_summary_sums_every_env(trained: Path) -> None:
+    """MaskablePPO asks for the mask at every step: it is env time, counted with reset and step;
+    the summary's env share is the sum over every env the learner stepped (the run's layout),
+    beside the largest single env's."""
+    import numpy as np
+
+    from backoffice.training.train import training_env
+
+    env = training_env("approvals", split="train", reward_mode="shaped")
+    env.reset(seed=1)
+    before = env.env_seconds
+    mask = env.action_masks()
+    assert env.env_seconds > before
+    assert np.array_equal(mask, env.env.action_masks())  # the same mask, only timed
+    env.close()
+    summary = loads((trained / "summary.json").read_bytes())
+    assert summary["env_share_of_wall"] >= summary["env_share_per_worker"] > 0
+    assert summary["config"]["n_envs"] == 2 and summary["env_share_of_wall"] <= 2 * summary["env_share_per_worker"] + 1e-4

@@ -632,8 +632,8 @@ def train(
     table.add_row("timesteps (episodes)", f"{summary['timesteps']:,} ({summary['episodes']:,})")
     table.add_row("training wall time", f"{summary['train_seconds']:.0f} s")
     table.add_row("best validation pass rate", f"{summary['best_validation_pass_rate']:.1%} of {summary['validation_ids']}")
-    share = summary.get("env_share_per_worker", summary.get("env_share_of_wall", 0.0))
-    table.add_row("time in env reset+step / share of wall per worker", f"{summary['env_step_us']:.0f} us per step / {share:.1%}")
+    share = summary.get("env_share_of_wall", summary.get("env_share_per_worker", 0.0))
+    table.add_row("time in env reset+step+mask / share of wall (every env)", f"{summary['env_step_us']:.0f} us per step / {share:.1%}")
     if "heldout" in summary:
         h = summary["heldout"]
         table.add_row("heldout pass rate (pure)", f"{h['pass_rate']:.1%} of {h['episodes']}")

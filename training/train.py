@@ -213,7 +213,7 @@ class TrainingEnv(gym.Wrapper):
       episode there and the observation carries the step count (``step_fraction``): nothing
       follows, so SB3 must not bootstrap a value after it (it does on ``truncated``, which made
       harmless loops until the limit look valuable);
-    - the seconds spent inside ``reset`` and ``step`` are added up (for the summary only;
+    - the seconds spent inside ``reset``, ``step`` and ``action_masks`` are added up (for the summary only;
       nothing the agent sees depends on them);
     - a finished episode's info drops its ``grade``, ``diff`` and ``judge`` (:data:`UNREAD_INFO`):
       SB3's ``DummyVecEnv`` deep-copies every step's infos, nothing in training reads them (the
@@ -246,6 +246,14 @@ class TrainingEnv(gym.Wrapper):
             self._steps, self._last = [], (out[0], out[1]["action_mask"])
         self.env_seconds += time.perf_counter() - t0
         return out
+
+    def action_masks(self) -> np.ndarray:
+        """The catalog env's mask, timed with ``reset`` and ``step``: MaskablePPO asks for it at
+        every step, so it is env time too."""
+        t0 = time.perf_counter()
+        mask = self.env.get_wrapper_attr("action_masks")()
+        self.env_seconds += time.perf_counter() - t0
+        return mask
 
     def focus(self, task_ids: Sequence[str]) -> None:
         """Aim a ``greedy-failures`` env's draws at ``task_ids`` (the learner's greedy failures)."""
@@ -530,10 +538,12 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
         "timesteps": int(model.num_timesteps), "train_seconds": round(train_seconds, 1),
         "episodes": len(monitor.episodes), "best_validation_pass_rate": monitor.best,
         "validation_ids": len(val_ids),
-        # time inside the training envs' reset/step: per step (each worker steps its share of
-        # the timesteps), and as a share of the learn wall time per worker (the workers run in
-        # parallel, so their times are not added up); the largest worker share is reported
+        # time inside the training envs' reset, step and action mask: per step, summed over
+        # every env the learner steps as a share of the learn wall time (the run's own layout:
+        # with the default in-process envs, what the learner waits for), and the largest
+        # single env's share (with worker processes, the slowest worker's)
         "env_step_us": round(sum(worker_seconds) / max(1, model.num_timesteps) * 1e6, 1),
+        "env_share_of_wall": round(sum(worker_seconds) / max(train_seconds, 1e-9), 4),
         "env_share_per_worker": round(max(worker_seconds) / max(train_seconds, 1e-9), 4),
         "cpu_minutes": round(cpu_seconds / 60, 2),
         # the validation curve (a few dozen points) travels with the summary, which is committed
