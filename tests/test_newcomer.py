@@ -368,3 +368,13 @@ def test_resume_refuses_a_mistyped_line_with_file_and_line(capsys, tmp_path: Pat
     out.write_text(first + "\n" + json.dumps({**json.loads(second), "score": "0.5"}) + "\n")
     code, _, err = cli(capsys, "eval", "--env", "approvals", "--policy", "noop", "--limit", "3", "--out", str(out))
     assert code == 1 and f"{out}:2: not an evaluation record: field 'score' is '0.5', not a number" in one_line(err)
+
+
+def test_audit_json_is_json_on_stdout(capsys) -> None:
+    """``audit --json`` prints JSON on stdout and nothing else: its progress bar goes to stderr."""
+    if "approvals" not in DOMAINS:
+        pytest.skip("needs the approvals release")
+    code, out, _ = cli(capsys, "audit", "--env", "approvals", "--no-rules", "--json")
+    assert code == 0
+    (result,) = json.loads(out)
+    assert result["domain"] == "approvals" and set(result["id_tree"]) == {"1", "2", "4", "6"}

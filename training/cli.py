@@ -125,8 +125,10 @@ def refuse_tracked(path: Path, option: str, hint: str) -> None:
                         f"would overwrite; {hint}")
 
 
-def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console, transient=False)
+def _progress(to_stderr: bool = False) -> Progress:
+    """A progress bar on stdout, or on stderr (``to_stderr``: when stdout carries JSON)."""
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    console=err_console if to_stderr else console, transient=False)
 
 
 def _pct(rate: float, n: int) -> str:
@@ -462,7 +464,7 @@ def audit(
     domains_ = _domains(env)
     total = sum(policies_run(d, rules) * len(load_release(d).split_ids[split]) for d in domains_)
     results = []
-    with _progress() as progress:
+    with _progress(to_stderr=json) as progress:
         bar = progress.add_task(f"auditing {len(domains_)} domain(s)", total=total)
         for d in domains_:
             results.append(run_audit(d, split, rules, progress=lambda n: progress.advance(bar, n)))
