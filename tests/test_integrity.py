@@ -28,7 +28,9 @@ pytestmark = pytest.mark.parametrize("domain", domain_params())
 #: no blind policy may pass more than this share of heldout tasks
 BLIND_MAX_PASS = 0.10
 #: nor score more than this on average
-BLIND_MAX_SCORE = 0.5
+BLIND_MAX_SCORE = 0.4
+#: nor pass in an end state other than the oracle's on more than this share of heldout tasks
+BLIND_MAX_WRONG_PASS = 0.05
 #: submitting at once scores at most this on average
 NOOP_MAX_SCORE = 0.1
 #: no outcome class may hold more than this share of a split
@@ -42,13 +44,18 @@ def _ids(domain: str, split: str) -> tuple[str, ...]:
 
 
 @cache
-def _grades(domain: str, policy: str, split: str = "heldout") -> tuple[dict, ...]:
+def _runs(domain: str, policy: str, split: str = "heldout") -> tuple[tuple[dict, str], ...]:
+    """``(grade, end-state content hash)`` of ``policy`` on every task of ``split``."""
     env = make_native(domain, split=split)
     out = []
     for task_id in _ids(domain, split):
         res = run_episode(env, _policy(domain, policy), task_id=task_id)
-        out.append(res.grade)
+        out.append((res.grade, env.unwrapped.state.content_hash()))
     return tuple(out)
+
+
+def _grades(domain: str, policy: str, split: str = "heldout") -> tuple[dict, ...]:
+    return tuple(g for g, _ in _runs(domain, policy, split))
 
 
 def _policy(domain: str, name: str):
@@ -75,6 +82,19 @@ def test_blind_policies_do_not_pass(domain: str) -> None:
         report[name] = (mean(g["pass"] for g in grades), mean(g["score"] for g in grades))
     bad = {n: r for n, r in report.items() if r[0] > BLIND_MAX_PASS or r[1] > BLIND_MAX_SCORE}
     assert not bad, f"blind policies (pass rate, mean score) over the bounds: {bad}"
+
+
+def test_blind_policies_never_pass_in_a_wrong_end_state(domain: str) -> None:
+    """A blind pass in the oracle's end state is a lucky guess (bounded above); a pass in another
+    end state is a grader that accepts what the text does not ask for."""
+    oracle = [h for _, h in _runs(domain, "oracle")]
+    report = {}
+    for name in sorted(domain_module(domain).BLIND_POLICIES):
+        runs = _runs(domain, f"blind:{name}")
+        wrong = [i for i, (g, h) in enumerate(runs) if g["pass"] and h != oracle[i]]
+        report[name] = len(wrong) / len(runs)
+    bad = {n: r for n, r in report.items() if r > BLIND_MAX_WRONG_PASS}
+    assert not bad, f"blind policies passing in an end state other than the oracle's: {bad}"
 
 
 def test_score_is_one_exactly_when_pass(domain: str) -> None:

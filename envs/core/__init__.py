@@ -17,11 +17,14 @@ from backoffice.envs.core.tools import (
     ToolError,
     Toolkit,
     page,
+    page_result,
+    paged_list,
     require_row,
+    rule_document,
 )
 
 __all__ = [
-    "MAX_PAGE_SIZE", "PAGE_SIZE", "BackofficeEnv", "Domain", "Episode", "Generated", "NoArgs", "PageArgs", "page", "Release", "Snapshot", "Store",
+    "MAX_PAGE_SIZE", "PAGE_SIZE", "BackofficeEnv", "Domain", "Episode", "Generated", "NoArgs", "PageArgs", "page", "page_result", "paged_list", "rule_document", "Release", "Snapshot", "Store",
     "Task", "Tool", "ToolArgs", "ToolContext", "ToolError", "Toolkit", "dumps", "dumps_ascii",
     "hash_obj", "lazy", "load_release", "loads", "require_row", "retrying",
 ]

@@ -81,6 +81,12 @@ def default_report_fields(key: Mapping[str, Any], grade: Mapping[str, Any]) -> d
     return {"defect_tags": list(key.get("defect_tags", ())), "outcome_class": key.get("outcome_class")}
 
 
+def default_decision(key: Mapping[str, Any]) -> str:
+    """The decision a task's right answer takes, for the balance bound (no decision above 35 % of
+    a split): by default its ``outcome_class``."""
+    return str(key.get("outcome_class"))
+
+
 #: training-only cost of a successful call in :func:`default_step_shaping` (every domain's step
 #: shaping starts from it; an env's ``call_cost`` replaces it)
 CALL_COST = 0.01
@@ -128,6 +134,13 @@ class Domain:
             given to ``reset(options=...)`` instead of ``task_id`` (sufficiency: ``case_id``).
         tables: the tables of the domain's world; every generated snapshot has exactly these
             (plus ``clock``), which the release builder checks.
+        rule_tools: the tools that return the domain's rule documents (the one shape of
+            :func:`~backoffice.envs.core.tools.rule_document`); the ids of the rules they show
+            are exactly ``rules``, so every rule an agent is shown is proven to bind.
+        decision: the decision class of a task from its answer key (default: its
+            ``outcome_class``); every way to end the episode that is one decision for the agent
+            (all referral reasons: "refer") is one class, and none may hold more than 35 % of a
+            split.
         policies: import path of the module with the domain's ``Oracle``, ``WRONG_POLICIES``,
             ``BLIND_POLICIES``, ``RULE_POLICIES`` and ``EXPLOITS`` (``envs`` never imports
             ``training``: it is named, not imported).
@@ -155,6 +168,8 @@ class Domain:
     progress_exclude: tuple[str, ...] = ()
     task_aliases: tuple[str, ...] = ()
     tables: tuple[str, ...] = ()
+    rule_tools: tuple[str, ...] = ()
+    decision: Callable[[Mapping[str, Any]], str] = default_decision
     policies: str | None = None
     catalog: str | None = None
 

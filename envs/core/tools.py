@@ -21,7 +21,7 @@ that goes wrong) into a structured error result and rolls the store back.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_type_hints
 
@@ -91,6 +91,60 @@ def page(store: Store, table: str, args: PageArgs, where: Callable[[dict[str, An
         rows = rows[: args.limit]
         return rows, rows[-1]["id"]
     return rows, None
+
+
+def page_result(store: Store, table: str, args: PageArgs, key: str, where: Callable[[dict[str, Any]], bool] | None = None,
+                **equals: Any) -> dict[str, Any]:
+    """The one result shape of every list or search tool: one :func:`page` of rows under ``key``,
+    ``next_cursor`` (``None`` on the last page) and ``total``, the number of rows matching the
+    filters over every page. Callers add their own fields beside these."""
+    rows, cursor = page(store, table, args, where, **equals)
+    total = store.count(table, **equals) if where is None else len(store.select_where(table, equals, where))
+    return {key: rows, "next_cursor": cursor, "total": total}
+
+
+def paged_list(rows: Sequence[dict[str, Any]], args: PageArgs, key: str, id_field: str = "id") -> dict[str, Any]:
+    """:func:`page_result` over rows a tool computed itself (a search's hits, a bounded list such
+    as one person's delegations), in the order given: the rows after the one whose ``id_field`` is
+    ``args.cursor``, at most ``args.limit`` of them, ``next_cursor`` and ``total``. A cursor that
+    names no row of ``rows`` is an ``invalid_args`` error."""
+    start = 0
+    if args.cursor is not None:
+        at = next((i for i, r in enumerate(rows) if r.get(id_field) == args.cursor), None)
+        if at is None:
+            raise ToolError("invalid_args", f"cursor {args.cursor[:64]!r} is not a next_cursor this list returned: pass the "
+                            "next_cursor of the previous page, or omit cursor for the first page")
+        start = at + 1
+    shown = list(rows[start:start + args.limit])
+    more = start + args.limit < len(rows)
+    return {key: shown, "next_cursor": shown[-1][id_field] if more and shown else None, "total": len(rows)}
+
+
+#: the keys of one entry of a rule document: ``value`` is optional (a desk policy's setting)
+RULE_KEYS = ("id", "title", "text")
+RULE_OPTIONAL_KEYS = ("value",)
+
+
+def rule_document(rules: Iterable[Mapping[str, Any]], tables: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The one shape of every rule document a tool returns (a desk procedure, a rule file, desk
+    policies, a case type's requirements): ``{"rules": [...], "tables": {...}}``, whole, never
+    paginated or truncated.
+
+    Each entry of ``rules`` is one rule the agent must apply (a procedure step, a validity
+    condition, a desk policy and its ``value``) with exactly ``id``, ``title``, ``text`` and
+    optionally ``value``; its ``id`` is one of the domain's ``Domain.rules``, each of which the
+    test suite proves binds. ``tables`` holds the reference data the rules read (amount bands,
+    codes, requirement items), ``{}`` when there is none. Raises ``ValueError`` on another shape.
+    """
+    out = []
+    for rule in rules:
+        extra = set(rule) - set(RULE_KEYS) - set(RULE_OPTIONAL_KEYS)
+        missing = [k for k in RULE_KEYS if not isinstance(rule.get(k), str) or not rule.get(k)]
+        if extra or missing:
+            raise ValueError(f"a rule entry needs non-empty {RULE_KEYS} (and may have {RULE_OPTIONAL_KEYS}): "
+                             f"{dict(rule)!r} lacks {missing}, has extra {sorted(extra)}")
+        out.append(dict(rule))
+    return {"rules": out, "tables": dict(tables or {})}
 
 
 class ToolError(Exception):

@@ -72,6 +72,12 @@ def _applicable(rules: list[dict[str, Any]], amount: int) -> dict[str, Any]:
     return rule if rule is not None else sorted(rules, key=lambda r: r["min_amount"])[-1]
 
 
+def first_read(brief: dict[str, Any]) -> list[dict[str, Any]]:
+    """The agent's first read (the request): what the integrity probes give an attacker besides the
+    brief (``tree_probe.visible_probe``)."""
+    return [call("get_request", request_id=brief["params"]["request_id"])]
+
+
 class Oracle(ScriptedPolicy):
     """Follows the desk procedure from tool results only."""
 

@@ -51,6 +51,12 @@ def all_pages(tool: str, rows_key: str, **args: Any) -> Generator[Action, dict[s
     return rows
 
 
+def first_read(brief: dict[str, Any]) -> list[dict[str, Any]]:
+    """The agent's first read (the intake form): what the integrity probes give an attacker besides the
+    brief (``tree_probe.visible_probe``)."""
+    return [call("get_intake_form", intake_form_id=brief["params"]["intake_form_id"])]
+
+
 class Oracle(ScriptedPolicy):
     """Registers the intake form correctly, reading only tool results."""
 

@@ -46,6 +46,12 @@ def all_pages(tool: str, key: str, **args: Any) -> Generator[Action, dict[str, A
             return rows
 
 
+def first_read(brief: dict[str, Any]) -> list[dict[str, Any]]:
+    """The agent's first read (the payment and its remittance lines): what the integrity probes give an attacker besides the
+    brief (``tree_probe.visible_probe``)."""
+    return [call("get_payment", payment_id=brief["params"]["payment_id"])]
+
+
 class Oracle(ScriptedPolicy):
     """Passes every released task using only what the tools return."""
 

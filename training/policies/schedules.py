@@ -62,6 +62,12 @@ def every_row(tool: str, key: str, **args: Any) -> Generator[Action, dict[str, A
             return rows
 
 
+def first_read(brief: dict[str, Any]) -> list[dict[str, Any]]:
+    """The agent's first read (the customer's change request): what the integrity probes give an attacker besides the
+    brief (``tree_probe.visible_probe``)."""
+    return [call("get_request", request_id=brief["params"]["request_id"])]
+
+
 class Oracle(ScriptedPolicy):
     """Passes every released task using only tool results."""
 

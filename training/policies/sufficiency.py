@@ -41,6 +41,12 @@ def read_pages(tool: str, key: str, **args: Any) -> Generator[Action, dict[str, 
             return rows, first
 
 
+def first_read(brief: dict[str, Any]) -> list[dict[str, Any]]:
+    """The agent's first read (the case): what the integrity probes give an attacker besides the
+    brief (``tree_probe.visible_probe``)."""
+    return [call("get_case", case_id=brief["params"]["case_id"])]
+
+
 class Oracle(ScriptedPolicy):
     """Review, attach valid held records, request exactly the uncovered items, wait, resume the
     clock, review again; release and route once sufficient. Subclasses override one decision."""
