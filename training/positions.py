@@ -88,7 +88,7 @@ class ListMemory:
 def choices(episode: Observed, writing_tools: frozenset[str]) -> list[Choice]:
     """The choices of one observed episode: ids first seen in a list that a writing call uses."""
     memory = ListMemory(episode.brief)
-    out = []
+    out: list[Choice] = []
     for action, obs in episode.steps:
         tool = str(action.get("tool"))
         if tool in writing_tools:
