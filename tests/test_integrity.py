@@ -19,6 +19,7 @@ import pytest
 from backoffice.envs import get_domain, make_native
 from backoffice.envs.core.release import load_release
 from backoffice.training import exploits as ex
+from backoffice.training.audit import end_states, wrong_passes
 from backoffice.training.policies import domain_module, get_policy
 from backoffice.training.rollout import run_episode
 from conftest import domain_params
@@ -46,12 +47,7 @@ def _ids(domain: str, split: str) -> tuple[str, ...]:
 @cache
 def _runs(domain: str, policy: str, split: str = "heldout") -> tuple[tuple[dict, str], ...]:
     """``(grade, end-state content hash)`` of ``policy`` on every task of ``split``."""
-    env = make_native(domain, split=split)
-    out = []
-    for task_id in _ids(domain, split):
-        res = run_episode(env, _policy(domain, policy), task_id=task_id)
-        out.append((res.grade, env.unwrapped.state.content_hash()))
-    return tuple(out)
+    return tuple(end_states(domain, lambda: _policy(domain, policy), split))
 
 
 def _grades(domain: str, policy: str, split: str = "heldout") -> tuple[dict, ...]:
@@ -87,12 +83,8 @@ def test_blind_policies_do_not_pass(domain: str) -> None:
 def test_blind_policies_never_pass_in_a_wrong_end_state(domain: str) -> None:
     """A blind pass in the oracle's end state is a lucky guess (bounded above); a pass in another
     end state is a grader that accepts what the text does not ask for."""
-    oracle = [h for _, h in _runs(domain, "oracle")]
-    report = {}
-    for name in sorted(domain_module(domain).BLIND_POLICIES):
-        runs = _runs(domain, f"blind:{name}")
-        wrong = [i for i, (g, h) in enumerate(runs) if g["pass"] and h != oracle[i]]
-        report[name] = len(wrong) / len(runs)
+    oracle = _runs(domain, "oracle")
+    report = {name: wrong_passes(_runs(domain, f"blind:{name}"), oracle) for name in sorted(domain_module(domain).BLIND_POLICIES)}
     bad = {n: r for n, r in report.items() if r > BLIND_MAX_WRONG_PASS}
     assert not bad, f"blind policies passing in an end state other than the oracle's: {bad}"
 

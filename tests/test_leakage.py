@@ -15,17 +15,12 @@ The attackers here read what an agent reads, then guess instead of judging:
 from __future__ import annotations
 
 from collections import Counter
-from functools import cache
-from statistics import mean
 
 import pytest
 
-from backoffice.envs import get_domain, make_native
+from backoffice.envs import get_domain
 from backoffice.envs.core.release import load_release
-from backoffice.training.observed import oracle_episodes
-from backoffice.training.policies import get_policy
-from backoffice.training.positions import PositionAttacker, choices, position_report, writing_tools
-from backoffice.training.rollout import run_episode
+from backoffice.training.positions import position_attack, position_report
 from backoffice.training.tree_probe import visible_probe
 from conftest import domain_params
 
@@ -74,25 +69,8 @@ def test_the_right_entry_stands_anywhere_in_its_list_beside_a_decoy(domain: str)
             assert lp.last <= lp.chance + MAX_POSITION_EXCESS, lp.to_json()
 
 
-@cache
-def _attack(domain: str, pick: str) -> tuple[float, float, int]:
-    env = make_native(domain, split="heldout")
-    tools = writing_tools(domain)
-    passed, chance = [], []
-    for ep in oracle_episodes(domain, "heldout"):
-        cs = choices(ep, tools)
-        if not cs:
-            continue
-        g = run_episode(env, PositionAttacker(get_policy(domain, "oracle"), tools, pick), task_id=ep.task_id).grade
-        passed.append(bool(g["pass"]))
-        p = 1.0
-        for c in cs:
-            p /= c.length
-        chance.append(p)
-    return mean(passed), mean(chance), len(passed)
-
-
 @pytest.mark.parametrize("pick", ["first", "last"])
 def test_picking_by_position_passes_no_more_than_chance(domain: str, pick: str) -> None:
-    rate, chance, n = _attack(domain, pick)
-    assert rate <= chance + MAX_ATTACKER_EXCESS, f"the oracle picking the {pick} entry passes {rate:.1%} of {n} tasks (chance {chance:.1%})"
+    a = position_attack(domain, pick)
+    assert a.pass_rate <= a.chance + MAX_ATTACKER_EXCESS, (
+        f"the oracle picking the {pick} entry passes {a.pass_rate:.1%} of {a.tasks} tasks (chance {a.chance:.1%})")

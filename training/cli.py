@@ -453,8 +453,9 @@ def audit(
     json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Attack the grade with blind policies (constant outcome, first/last hit, acting without
-    reading) and rule-ignoring ones; print the no-op's score, each blind policy's pass rate and
-    score, the largest outcome class and each rule's binding count."""
+    reading), position attackers and rule-ignoring ones, and fit trees over what is visible before
+    the judgement (task ids, the first read, everything); print each attacker's numbers beside
+    its bound's reference (the class prior, chance)."""
     from backoffice.envs.core.canonical import dumps
     from backoffice.envs.core.release import load_release
     from backoffice.training.audit import audit as run_audit, policies_run
@@ -473,19 +474,28 @@ def audit(
         return
     for r in results:
         table = Table(title=f"{r.domain} ({r.split}, {r.tasks} tasks): no-op mean score {r.noop_score:.3f}; "
-                            f"largest outcome class {r.top_class[0]} {r.top_class[1]:.1%}")
+                            f"largest outcome class {r.top_class[0]} {r.top_class[1]:.1%}, "
+                            f"largest decision {r.top_decision[0]} {r.top_decision[1]:.1%}")
         table.add_column("blind policy")
         table.add_column("pass", justify="right")
         table.add_column("mean score", justify="right")
-        for name, (rate, score) in r.blind.items():
-            table.add_row(name, f"{rate:.1%}", f"{score:.3f}")
+        table.add_column("wrong-state pass", justify="right")
+        for name, b in r.blind.items():
+            table.add_row(name, f"{b.pass_rate:.1%}", f"{b.mean_score:.3f}", f"{b.wrong_pass:.1%}")
         console.print(table)
         if r.rule_binds:
             console.print("rule binds (tasks its ignoring policy fails): " +
                           ", ".join(f"{k} {v}" for k, v in r.rule_binds.items()), highlight=False)
-        if r.id_tree:
-            console.print("id tree (fitted on train task ids; heldout class accuracy vs prior): " +
-                          ", ".join(f"depth {d} {a:.1%} vs {p:.1%}" for d, (a, p) in r.id_tree.items()), highlight=False)
+        trees = {"task ids (outcome class)": r.id_tree, **{f"{view} (decision)": t for view, t in r.reader_tree.items()}}
+        for name, by_depth in trees.items():
+            console.print(f"tree over {name}, fitted on train; heldout accuracy vs prior: " +
+                          ", ".join(f"depth {d} {a:.1%} vs {p:.1%}" for d, (a, p) in by_depth.items()), highlight=False)
+        for lp in r.positions:
+            console.print(f"list {lp.list_name}: {lp.choices} choices, right entry first {lp.first:.0%} / last {lp.last:.0%} "
+                          f"(chance {lp.chance:.0%}), no decoy {lp.singletons:.0%}, mean length {lp.mean_length:.1f}", highlight=False)
+        for a in r.position_attacks:
+            console.print(f"position attacker ({a.pick} entry): passes {a.pass_rate:.1%} of {a.tasks} tasks with a choice "
+                          f"(chance {a.chance:.1%})", highlight=False)
 
 
 @app.command()

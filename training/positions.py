@@ -186,4 +186,42 @@ class PositionAttacker(Policy):
         return action
 
 
-__all__ = ["Choice", "ListMemory", "ListPositions", "PositionAttacker", "choices", "position_report", "writing_tools"]
+@dataclass(frozen=True)
+class Attack:
+    """The position attacker over the tasks of a split where the oracle picks from a list:
+    its pass rate, the rate picking at random would give (the mean over tasks of the product of
+    1/length over the task's choices) and how many tasks."""
+
+    pick: str
+    pass_rate: float
+    chance: float
+    tasks: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pick": self.pick, "pass_rate": self.pass_rate, "chance": self.chance, "tasks": self.tasks}
+
+
+def position_attack(domain: str, pick: str, split: str = "heldout") -> Attack:
+    """Run :class:`PositionAttacker` (``pick``: first or last) on every task of ``split`` whose
+    oracle episode picks from a list."""
+    from backoffice.envs import make_native
+    from backoffice.training.policies import get_policy
+    from backoffice.training.rollout import run_episode
+
+    env = make_native(domain, split=split)
+    tools = writing_tools(domain)
+    passed, chance = [], []
+    for ep in oracle_episodes(domain, split):
+        cs = choices(ep, tools)
+        if not cs:
+            continue
+        grade = run_episode(env, PositionAttacker(get_policy(domain, "oracle"), tools, pick), task_id=ep.task_id).grade
+        passed.append(bool(grade["pass"]))
+        p = 1.0
+        for c in cs:
+            p /= c.length
+        chance.append(p)
+    return Attack(pick, mean(passed) if passed else 0.0, mean(chance) if chance else 0.0, len(passed))
+
+
+__all__ = ["Attack", "Choice", "ListMemory", "ListPositions", "PositionAttacker", "choices", "position_attack", "position_report", "writing_tools"]
