@@ -30,8 +30,8 @@ from backoffice.envs import available_domains, make_native  # noqa: E402
 from backoffice.envs.core import BackofficeEnv, Domain, Generated  # noqa: E402
 from backoffice.envs.core.build import build_release  # noqa: E402
 from backoffice.envs.core.release import Release  # noqa: E402
+from backoffice.training.eval.rollout import run_episode  # noqa: E402
 from backoffice.training.policies import get_policy  # noqa: E402
-from backoffice.training.rollout import run_episode  # noqa: E402
 
 console = Console()
 

@@ -43,7 +43,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from backoffice.envs import available_domains  # noqa: E402
-from backoffice.training.evaluate import (  # noqa: E402
+from backoffice.training.eval.evaluate import (  # noqa: E402
     Executor,
     Job,
     ProcessExecutor,
@@ -132,7 +132,7 @@ def time_cli(workers: int, limit: int | None, repeat: int, tmp: Path) -> tuple[l
 STARTUP = r"""
 import sys, time
 t0 = time.perf_counter()
-from backoffice.training.evaluate import default_make_env, default_task_ids
+from backoffice.training.eval.evaluate import default_make_env, default_task_ids
 t_imports = time.perf_counter()
 marks = {}
 for domain in sys.argv[1:]:
@@ -234,7 +234,7 @@ def run_startup(repeat: int, report: dict[str, Any]) -> None:
 
     row("launch -> every domain reset (whole)", [r["launch_to_last_reset_s"] for r in runs])
     row("  interpreter start (launch - inside)", [r["launch_to_last_reset_s"] - r["inside_s"] for r in runs])
-    row("  imports (backoffice.training.evaluate)", [r["imports_s"] for r in runs])
+    row("  imports (backoffice.training.eval.evaluate)", [r["imports_s"] for r in runs])
     for d in domains:
         row(f"  make env + first reset: {d}", [r["domains_s"][d] for r in runs])
     console.print(table)

@@ -1,6 +1,6 @@
 """The env's share of MaskablePPO ``learn`` wall time, per worker, against a trivial env in the same run.
 
-Per domain, the vec env is built as ``training/train.py`` builds it with ``vec_env="subproc"``: a ``SubprocVecEnv``
+Per domain, the vec env is built as ``training/rl/train.py`` builds it with ``vec_env="subproc"``: a ``SubprocVecEnv``
 of ``training_env(domain, split="train", reward_mode="shaped", task_ids=<train minus validation>)``
 (``fork`` where the platform has it), ``n_envs=2``, MaskablePPO ``MlpPolicy`` 64x64 with the
 domain's tuned hyperparameters (``TrainConfig.for_domain``: ``n_steps``, ``batch_size``, ``gamma``
@@ -46,7 +46,7 @@ from rich.table import Table
 from backoffice.envs import available_domains
 from backoffice.envs.core.release import load_release
 from backoffice.training.catalog import make_catalog_env
-from backoffice.training.train import TrainConfig, TrainingEnv, ending_actions, rollout_on, training_env, validation_ids
+from backoffice.training.rl.train import TrainConfig, TrainingEnv, ending_actions, rollout_on, training_env, validation_ids
 
 console = Console(width=None if sys.stdout.isatty() else 200)
 GOAL = 0.10

@@ -55,7 +55,7 @@ if kind == "trace":
 import backoffice.envs
 from backoffice.envs import get_domain, make_native
 from backoffice.training.policies import get_policy
-from backoffice.training.rollout import run_episode
+from backoffice.training.eval.rollout import run_episode
 get_domain(domain)
 oracle = get_policy(domain, "oracle")
 rss1 = rss()

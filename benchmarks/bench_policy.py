@@ -5,7 +5,7 @@ same budget with the tier's tuned hyperparameters, without validation or heldout
 (``eval_freq`` above the budget):
 
 - **baseline**: ``policy="mlp"`` (SB3's 64x64 MLP actor-critic);
-- **slots**: ``policy="slots"`` (``training/slot_policy.py``: slot encoders, a shared scorer per
+- **slots**: ``policy="slots"`` (``training/rl/slot_policy.py``: slot encoders, a shared scorer per
   action family).
 
 It reports CPU seconds per 10k training steps of each, their ratio (slots / mlp) and the wall
@@ -29,7 +29,7 @@ from _paired import compare, cpu_now
 from rich.console import Console
 
 from backoffice.training.catalog import spec_class, tier_specs
-from backoffice.training.train import TrainConfig, train
+from backoffice.training.rl.train import TrainConfig, train
 
 console = Console(width=None if sys.stdout.isatty() else 200)
 TIER = "facts"

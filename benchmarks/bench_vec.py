@@ -30,7 +30,7 @@ from _paired import compare, cpu_now
 from rich.console import Console
 
 from backoffice.training.catalog import tier_specs
-from backoffice.training.train import TrainConfig, rollout_on, train
+from backoffice.training.rl.train import TrainConfig, rollout_on, train
 
 console = Console(width=None if sys.stdout.isatty() else 200)
 DOMAINS = ("approvals", "registration", "remittance", "schedules", "sufficiency")

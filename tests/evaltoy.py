@@ -1,5 +1,5 @@
 """The toy domain wired into the evaluation runner: env and policy factories for
-:class:`backoffice.training.evaluate.Runner`, so evaluation tests always have an env.
+:class:`backoffice.training.eval.evaluate.Runner`, so evaluation tests always have an env.
 
 Factories are module-level functions (bound with :func:`functools.partial`), so a runner that
 uses them pickles by reference and runs in worker processes, Ray workers and subprocesses
@@ -16,7 +16,7 @@ from typing import Any
 
 from backoffice.envs.core.build import build_release
 from backoffice.envs.core.release import Release
-from backoffice.training.evaluate import Runner
+from backoffice.training.eval.evaluate import Runner
 from backoffice.training.policies import ScriptedPolicy, call, get_policy
 from backoffice.training.policies.base import Plan, Policy
 from toy_domain import DOMAIN, ToyEnv
@@ -92,7 +92,7 @@ def ids(root: Path) -> Any:
 def main(argv: list[str]) -> None:
     """``python evaltoy.py ROOT OUT WORKERS DELAY ATTEMPTS``: a toy evaluation (run as a
     subprocess by the resume test)."""
-    from backoffice.training.evaluate import evaluate, plan_jobs
+    from backoffice.training.eval.evaluate import evaluate, plan_jobs
 
     root, out, workers, delay, attempts = Path(argv[0]), Path(argv[1]), int(argv[2]), float(argv[3]), int(argv[4])
     jobs = plan_jobs(["toy"], ["oracle", "random", "noop"], "heldout", attempts=attempts, task_ids=ids(root))

@@ -16,7 +16,7 @@ import pytest
 from backoffice.envs import get_domain
 from backoffice.envs.core.canonical import dumps
 from backoffice.envs.core.tools import PAGE_SIZE, RULE_KEYS, RULE_OPTIONAL_KEYS, PageArgs
-from backoffice.training.observed import oracle_episodes
+from backoffice.training.integrity.observed import oracle_episodes
 from conftest import domain_params
 
 pytestmark = pytest.mark.parametrize("domain", domain_params())

@@ -16,9 +16,9 @@ from backoffice.envs.approvals.tables import add_days
 from backoffice.envs.core import Episode, Snapshot, Store
 from backoffice.envs.core.release import load_release
 from backoffice.graders.approvals import grade
+from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
 from backoffice.training.policies.approvals import WRONG_POLICIES, Oracle
-from backoffice.training.rollout import run_episode
 from conftest import split_envs
 
 DOMAIN = "approvals"
@@ -377,7 +377,7 @@ def test_snapshot_store_round_trip_of_a_generated_task() -> None:
 
 # -- the whole trail is graded ---------------------------------------------------------------------
 def _exploit(hook_name: str, task_id: str) -> Any:
-    from backoffice.training.exploits import run_exploit
+    from backoffice.training.integrity.exploits import run_exploit
     from backoffice.training.policies.approvals import EXPLOITS
 
     return run_exploit(_env(task_id), Oracle(), EXPLOITS[hook_name], task_id)

@@ -236,7 +236,7 @@ def test_subproc_vec_env_maskable_ppo_runs(domain: str) -> None:
 def test_catalog_policies_run_in_the_common_evaluation_path(domain: str) -> None:
     """``catalog-features`` passes on the native env; the random catalog baselines are seeded
     and reproducible."""
-    from backoffice.training.evaluate import Runner, SerialExecutor, evaluate, plan_jobs
+    from backoffice.training.eval.evaluate import Runner, SerialExecutor, evaluate, plan_jobs
 
     jobs = plan_jobs([domain], ["catalog-features", "catalog-random", "catalog-mask-only"], "heldout", limit=6)
     first = {(r["agent"], r["task_id"]): r for r in evaluate(jobs, executor=SerialExecutor(), runner=Runner())}

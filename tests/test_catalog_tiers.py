@@ -41,8 +41,8 @@ from backoffice.training.catalog import (
 )
 from backoffice.training.catalog.registration import N_SLOTS
 from backoffice.training.catalog.remittance import N_ADJ
+from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
-from backoffice.training.rollout import run_episode
 from conftest import DOMAINS, play_catalog
 
 
@@ -236,7 +236,7 @@ def test_gymnasium_env_check(domain: str, tier: str) -> None:
 
 @each_tier
 def test_conclusions_tier_is_unchanged(domain: str, tier: str) -> None:
-    from backoffice.training.sb3_policy import catalog_signature
+    from backoffice.training.rl.sb3_policy import catalog_signature
 
     signature = catalog_signature(domain)
     assert signature["tier"] == "conclusions" and signature["catalog_hash"] == pinned(CONCLUSIONS_HASH, "CONCLUSIONS_HASH", domain)
@@ -414,7 +414,7 @@ def test_catalog_command_lists_a_tier() -> None:
     unknown tier is refused with the tiers there are."""
     from typer.testing import CliRunner
 
-    from backoffice.training.cli import app
+    from backoffice.training.cli.main import app
 
     result = CliRunner().invoke(app, ["catalog", "--env", "approvals", "--tier", "facts", "--json"])
     assert result.exit_code == 0, result.output

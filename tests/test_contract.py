@@ -19,8 +19,8 @@ from backoffice.envs.core.build import make_task_id, verify_release
 from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.release import load_release
 from backoffice.envs.core.replay import replay
+from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
-from backoffice.training.rollout import run_episode
 from conftest import DOMAINS, domain_params, release_ids, split_envs
 
 pytestmark = pytest.mark.parametrize("domain", domain_params())
@@ -276,7 +276,7 @@ from backoffice.envs import make_native
 from backoffice.envs.core.canonical import dumps
 from backoffice.envs.core.release import load_release
 from backoffice.training.policies import get_policy
-from backoffice.training.rollout import run_episode
+from backoffice.training.eval.rollout import run_episode
 domain, trace_path, ids = sys.argv[1], sys.argv[2], sys.argv[3:]
 envs = {s: make_native(domain, split=s, trace_path=trace_path) for s in ("train", "heldout")}  # an env per split
 for i, task_id in enumerate(ids):

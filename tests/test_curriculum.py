@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from backoffice.envs.core.canonical import loads
 from backoffice.envs.core.release import load_release
-from backoffice.training.cli import app
-from backoffice.training.curriculum import FailureWeighted, GreedyFailures, task_sampler
-from backoffice.training.train import TrainConfig, training_env, training_task_ids, validation_ids
+from backoffice.training.cli.main import app
+from backoffice.training.rl.curriculum import FailureWeighted, GreedyFailures, task_sampler
+from backoffice.training.rl.train import TrainConfig, training_env, training_task_ids, validation_ids
 
 pytestmark = pytest.mark.xdist_group("approvals")
 
@@ -102,7 +102,7 @@ def test_draws_repeat_under_a_seed_and_the_arguments_are_checked() -> None:
 def test_the_learner_env_draws_the_tasks_a_wrong_policy_fails_more_often(sampling: str) -> None:
     """A policy that does the work on half of the train tasks and submits at once on the other
     half: the env soon draws mostly from the failed half, and never a validation or heldout task."""
-    from backoffice.training.demos import feature_chooser
+    from backoffice.training.rl.demos import feature_chooser
 
     config = TrainConfig(domain="approvals", out=Path("x"), task_sampling="failures")
     ids = training_task_ids(config)
@@ -237,7 +237,7 @@ def test_passed_episodes_keep_the_latest_pass_per_task_and_drop_the_oldest_task(
 def test_the_learner_env_keeps_exactly_the_passed_episodes_it_played() -> None:
     """Feature-policy episodes on some tasks, submit at once on others: only the passes are
     kept, each with the observations, masks and actions of its steps."""
-    from backoffice.training.demos import feature_chooser
+    from backoffice.training.rl.demos import feature_chooser
 
     ids = list(load_release("approvals").split_ids["train"][:6])
     env = training_env("approvals", keep_passes=True, split="train", task_ids=ids, reward_mode="progress", call_cost=0.0)
@@ -274,7 +274,7 @@ def test_returns_to_go_discount_the_rest_of_the_episode() -> None:
 def test_imitation_pulls_the_policy_towards_the_kept_passes() -> None:
     from sb3_contrib import MaskablePPO
 
-    from backoffice.training.demos import collect
+    from backoffice.training.rl.demos import collect
     from backoffice.training.self_imitation import imitate
 
     ids = list(load_release("approvals").split_ids["train"][:40])

@@ -16,8 +16,8 @@ from backoffice.envs.core.store import Snapshot, Store
 from backoffice.envs.core.trace import episodes, read_trace
 from backoffice.graders import finalize, run_checks
 from backoffice.graders.checks import result
+from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import NoopPolicy
-from backoffice.training.rollout import run_episode
 from toy_domain import DOMAIN, ToyEnv
 
 

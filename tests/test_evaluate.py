@@ -26,7 +26,7 @@ import evaltoy
 from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.replay import replay_episode
 from backoffice.envs.core.trace import episodes, read_trace
-from backoffice.training.evaluate import (
+from backoffice.training.eval.evaluate import (
     CorruptOutput,
     Job,
     ProcessExecutor,
@@ -138,7 +138,7 @@ def test_make_executor_picks_the_backend() -> None:
 
 def test_ray_local_instance_writes_the_same_lines(root: Path, reference: list[bytes], tmp_path: Path) -> None:
     pytest.importorskip("ray")
-    from backoffice.training.evaluate import RayExecutor
+    from backoffice.training.eval.evaluate import RayExecutor
 
     # Ray >= 2.10 has no local_mode: this starts a private single-node instance with 2 CPUs.
     out = tmp_path / "ray.jsonl"
@@ -269,7 +269,7 @@ def test_replay_of_200_recorded_heldout_episodes_reproduces_every_grade(root: Pa
 def test_records_point_at_their_trace_and_diff(root: Path, tmp_path: Path) -> None:
     """With a trace folder, every record says where its episode's trace lines and diff are,
     and what is there is that episode (same task, same end-state hash, same diff)."""
-    from backoffice.training.evaluate import read_located, trace_files
+    from backoffice.training.eval.evaluate import read_located, trace_files
 
     folder = tmp_path / "traces"
     jobs = plan_jobs(["toy"], ["oracle", "random"], "heldout", attempts=2, task_ids=evaltoy.ids(root))[:12]
@@ -290,7 +290,7 @@ def test_records_point_at_their_trace_and_diff(root: Path, tmp_path: Path) -> No
 
 
 def test_eval_cli_rejects_an_unknown_judge() -> None:
-    from backoffice.training.cli import app
+    from backoffice.training.cli.main import app
 
     result = CliRunner().invoke(app, ["eval", "--env", "all", "--judge", "gpt", "--limit", "1"])
     assert result.exit_code != 0 and "judge" in result.output
@@ -305,7 +305,7 @@ def _toy_make_native(root: Path):
 
 def test_replay_command_says_where_a_trace_diverges(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import backoffice.envs
-    from backoffice.training.cli import app, replay_file
+    from backoffice.training.cli.main import app, replay_file
 
     monkeypatch.setattr(backoffice.envs, "make_native", _toy_make_native(root))
     trace = tmp_path / "t.jsonl"
@@ -341,7 +341,7 @@ def test_replay_command_says_where_a_trace_diverges(root: Path, tmp_path: Path, 
 # -- the CLI on the installed domains -----------------------------------------------------------
 @pytest.mark.skipif(not DOMAINS, reason="no domain installed yet (the toy-domain tests above cover the runner)")
 def test_cli_eval_all_domains_1_vs_2_workers_and_resume(tmp_path: Path) -> None:
-    from backoffice.training.cli import app
+    from backoffice.training.cli.main import app
 
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     args = ["eval", "--env", "all", "--limit", "3", "--policy", "oracle", "--policy", "random", "--policy", "noop"]
@@ -361,7 +361,7 @@ def test_cli_eval_all_domains_1_vs_2_workers_and_resume(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not DOMAINS, reason="needs an installed domain")
 def test_audit_cli_measures_noop_and_blind_policies() -> None:
-    from backoffice.training.cli import app
+    from backoffice.training.cli.main import app
 
     domain = DOMAINS[0]
     result = CliRunner().invoke(app, ["audit", "--env", domain, "--no-rules", "--json"])

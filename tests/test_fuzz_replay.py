@@ -17,9 +17,9 @@ from backoffice.envs.core.fuzz import fuzz
 from backoffice.envs.core.replay import replay, replay_episode
 from backoffice.envs.core.spaces import ACTION_MAX_BYTES
 from backoffice.envs.core.trace import LONG_ACTION, decode_sent, encode_sent, episodes, is_plain_json, read_trace
-from backoffice.training.cli import app
+from backoffice.training.cli.main import app
+from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
-from backoffice.training.rollout import run_episode
 from conftest import DOMAINS, domain_params, release_ids
 
 #: calls per domain of the suite's fuzz (the benchmark, benchmarks/fuzz_replay.py, runs 10^5)

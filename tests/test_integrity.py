@@ -5,7 +5,7 @@ policies that should not pass: blind ones (constant outcome, first or last hit, 
 reading), the oracle plus one extra decision, request or repeated write, and the oracle
 ignoring one documented rule; and they check that a careful agent (value-preserving update,
 formatting-only difference) is not failed. A domain gets them by defining ``BLIND_POLICIES``,
-``RULE_POLICIES`` and ``EXPLOITS`` in its policies module (see ``backoffice.training.exploits``).
+``RULE_POLICIES`` and ``EXPLOITS`` in its policies module (see ``backoffice.training.integrity.exploits``).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import pytest
 
 from backoffice.envs import get_domain, make_native
 from backoffice.envs.core.release import load_release
-from backoffice.training import exploits as ex
-from backoffice.training.audit import end_states, wrong_passes
+from backoffice.training.eval.rollout import run_episode
+from backoffice.training.integrity import exploits as ex
+from backoffice.training.integrity.audit import end_states, wrong_passes
 from backoffice.training.policies import domain_module, get_policy
-from backoffice.training.rollout import run_episode
 from conftest import domain_params
 
 pytestmark = pytest.mark.parametrize("domain", domain_params())
@@ -129,7 +129,7 @@ def test_task_ids_say_nothing_of_the_outcome(domain: str, depth: int) -> None:
     the index mod 2 ... 24) predicts the heldout outcome class no better than the class prior
     plus 2 points. (On seeds v1.1, where task i got tag i mod #tags, depth 4 reached 57 % on
     approvals against a 33 % prior, 67 % on registration against 29 %.)"""
-    from backoffice.training.tree_probe import id_probe
+    from backoffice.training.integrity.probes import id_probe
 
     result = id_probe(domain, depth=depth)
     assert result.gain <= 0.02, result.to_json()

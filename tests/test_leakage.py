@@ -20,8 +20,8 @@ import pytest
 
 from backoffice.envs import get_domain
 from backoffice.envs.core.release import load_release
-from backoffice.training.positions import position_attack, position_report
-from backoffice.training.tree_probe import visible_probe
+from backoffice.training.integrity.positions import position_attack, position_report
+from backoffice.training.integrity.probes import visible_probe
 from conftest import domain_params
 
 pytestmark = pytest.mark.parametrize("domain", domain_params())

@@ -19,13 +19,13 @@ from backoffice.envs.core.build import build_release
 from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.release import Release, load_release
 from backoffice.envs.core.trace import read_trace
-from backoffice.training import llm
-from backoffice.training.chat_openai import OpenAIChat
-from backoffice.training.fake_openai import FakeOpenAI
-from backoffice.training.llm import ChatAgent, ChatReply, ToolCall
+from backoffice.training.agents import chat as llm
+from backoffice.training.agents.chat import ChatAgent, ChatReply, ToolCall
+from backoffice.training.agents.fake_openai import FakeOpenAI
+from backoffice.training.agents.openai_chat import OpenAIChat
+from backoffice.training.eval.rollout import run_episode as native_run_episode
 from backoffice.training.policies import get_policy
 from backoffice.training.policies.base import ScriptedPolicy, call
-from backoffice.training.rollout import run_episode as native_run_episode
 from conftest import DOMAINS, domain_params
 from toy_domain import DOMAIN as TOY, ToyEnv
 
@@ -374,7 +374,7 @@ def test_openai_adapter_passes_domain_tasks_through_the_fake_endpoint(domain: st
 def test_cli_eval_with_an_openai_policy_reports_pass_hat_k(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from backoffice.training.cli import app
+    from backoffice.training.cli.main import app
 
     domain = DOMAINS[0]
     out = tmp_path / "llm.jsonl"
@@ -457,7 +457,7 @@ def faulty(domain_task: str, status: int, message: str):
 def test_cli_eval_survives_endpoint_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: int, message: str) -> None:
     from typer.testing import CliRunner
 
-    from backoffice.training.cli import app
+    from backoffice.training.cli.main import app
 
     domain = DOMAINS[0]
     ids = heldout(domain)[:3]
@@ -489,7 +489,7 @@ def test_cli_eval_survives_endpoint_errors(tmp_path: Path, monkeypatch: pytest.M
 def test_eval_help_lists_every_policy_kind() -> None:
     from typer.testing import CliRunner
 
-    from backoffice.training.cli import app
+    from backoffice.training.cli.main import app
     from backoffice.training.policies import CATALOG_POLICIES
 
     text = " ".join(CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "300"}).output.split())

@@ -24,10 +24,10 @@ from backoffice.envs.core.canonical import loads  # noqa: E402
 from backoffice.envs.core.release import Release, load_release  # noqa: E402
 from backoffice.envs.core.replay import replay  # noqa: E402
 from backoffice.envs.core.trace import read_trace  # noqa: E402
-from backoffice.training.mcp_server import EpisodeSession, build_server, make_pool, make_session  # noqa: E402
+from backoffice.training.agents.mcp import EpisodeSession, build_server, make_pool, make_session  # noqa: E402
+from backoffice.training.agents.session import PUBLIC_GRADE_FIELDS, Attempts  # noqa: E402
+from backoffice.training.eval.rollout import run_episode  # noqa: E402
 from backoffice.training.policies import get_policy  # noqa: E402
-from backoffice.training.rollout import run_episode  # noqa: E402
-from backoffice.training.session import PUBLIC_GRADE_FIELDS, Attempts  # noqa: E402
 from conftest import DOMAINS, domain_params  # noqa: E402
 from toy_domain import DOMAIN as TOY, ToyEnv  # noqa: E402
 
@@ -219,7 +219,7 @@ SERVE_TOY = textwrap.dedent("""
     sys.path.insert(0, sys.argv[1])
     from toy_domain import ToyEnv
     from backoffice.envs.core.release import Release
-    from backoffice.training.mcp_server import EpisodeSession, serve_stdio
+    from backoffice.training.agents.mcp import EpisodeSession, serve_stdio
     serve_stdio(EpisodeSession(ToyEnv(release=Release("toy", Path(sys.argv[2])), split="heldout"), task_id=sys.argv[3]))
 """)
 

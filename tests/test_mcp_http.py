@@ -22,9 +22,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # noqa: E402
 from backoffice.envs import make_native  # noqa: E402
 from backoffice.envs.core.build import build_release  # noqa: E402
 from backoffice.envs.core.release import Release  # noqa: E402
-from backoffice.training.mcp_server import BRIEF_URI, RULES_URI, EpisodeSession, SessionPool, build_server, http_app, serve_http  # noqa: E402
+from backoffice.training.agents.mcp import BRIEF_URI, RULES_URI, EpisodeSession, SessionPool, build_server, http_app, serve_http  # noqa: E402
+from backoffice.training.eval.rollout import run_episode  # noqa: E402
 from backoffice.training.policies import get_policy  # noqa: E402
-from backoffice.training.rollout import run_episode  # noqa: E402
 from conftest import DOMAINS  # noqa: E402
 from toy_domain import DOMAIN as TOY, ToyEnv  # noqa: E402
 
@@ -178,7 +178,7 @@ def load_test(pool: SessionPool, make_env: Any, domain: str, ids: list[str], ses
 def test_http_fifty_concurrent_sessions_are_isolated_and_grade_like_the_native_env(release: Release) -> None:
     """On the first installed domain (the oracle's calls), else on the toy domain."""
     from backoffice.envs.core.release import load_release
-    from backoffice.training.mcp_server import make_pool
+    from backoffice.training.agents.mcp import make_pool
 
     if DOMAINS:
         domain = DOMAINS[0]

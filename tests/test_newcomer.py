@@ -39,7 +39,7 @@ needs_approvals = pytest.mark.skipif("approvals" not in DOMAINS, reason="needs t
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     """Run ``backoffice ARGS`` in this process the way the console script does (through the
     app's ``__call__``, which turns known failures into one line); ``(exit code, stdout, stderr)``."""
-    from backoffice.training.cli import app
+    from backoffice.training.cli.main import app
 
     with pytest.raises(SystemExit) as exc:
         app(list(args), prog_name="backoffice")
@@ -92,7 +92,7 @@ def test_two_evals_on_one_out(capsys, tmp_path: Path) -> None:
 
 @needs_approvals
 def test_resume_retries_errored_episodes_unless_kept(capsys, tmp_path: Path) -> None:
-    from backoffice.training.evaluate import load_records
+    from backoffice.training.eval.evaluate import load_records
 
     out = tmp_path / "x.jsonl"
     assert cli(capsys, "eval", "--env", "approvals", "--policy", "noop", "--limit", "2", "--out", str(out))[0] == 0
@@ -161,9 +161,9 @@ def test_a_missing_extra_is_named(capsys, monkeypatch, tmp_path: Path, argv: lis
 
     # the training modules re-import here; at teardown both sys.modules and the package's
     # attribute must point at the module every later test imports (else a later test's
-    # monkeypatch of ``backoffice.training.train`` lands on another module object)
+    # monkeypatch of ``backoffice.training.rl.train`` lands on another module object)
     monkeypatch.setattr(training_package, "train", getattr(training_package, "train", None), raising=False)
-    for name in [m for m in sys.modules if m.startswith("backoffice.training.train")]:
+    for name in [m for m in sys.modules if m.startswith("backoffice.training.rl.train")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.chdir(tmp_path)
     code, _, err = cli(capsys, *argv)
@@ -190,7 +190,7 @@ def test_a_model_trained_in_python_evaluates_through_the_cli(capsys, tmp_path: P
     from sb3_contrib import MaskablePPO
 
     from backoffice.training.catalog import make_catalog_env
-    from backoffice.training.sb3_policy import save_model
+    from backoffice.training.rl.sb3_policy import save_model
 
     bare = tmp_path / "bare" / "model.zip"
     env = make_catalog_env("approvals", split="train")
@@ -210,7 +210,7 @@ def test_a_model_trained_in_python_evaluates_through_the_cli(capsys, tmp_path: P
 def test_trl_final_score_reward_alone_counts_the_score_once() -> None:
     import inspect
 
-    from backoffice.training.integrations.trl import final_score_reward, tool_env_class, tool_methods
+    from backoffice.training.agents.trl import final_score_reward, tool_env_class, tool_methods
 
     with_env_reward, without = tool_env_class("approvals"), tool_env_class("approvals", env_reward=False)
     env = without()
@@ -228,8 +228,8 @@ def test_a_garbage_cursor_is_invalid_args_never_an_empty_page(domain: str) -> No
     a structured ``invalid_args`` error (state untouched), never an empty ``ok`` page."""
     from backoffice.envs import make_native
     from backoffice.envs.core.tools import PageArgs
+    from backoffice.training.eval.rollout import run_episode
     from backoffice.training.policies import get_policy
-    from backoffice.training.rollout import run_episode
 
     env = make_native(domain, split="heldout")
     paged = {name for name, tool in env.domain.toolkit.tools.items() if issubclass(tool.args_model, PageArgs)}
@@ -344,14 +344,14 @@ def test_a_model_judge_whose_endpoint_fails_is_an_error(capsys, monkeypatch) -> 
 def test_the_train_bar_shows_where_an_early_stop_ended(capsys, monkeypatch, tmp_path: Path) -> None:
     if "approvals" not in DOMAINS:
         pytest.skip("needs the approvals release")
-    import backoffice.training.train as train_module
+    import backoffice.training.rl.train as train_module
 
     def early(config, on_progress=None):  # what an early stop at 100 % validation returns
         on_progress(30_000)
         return {"timesteps": 30_000, "episodes": 900, "train_seconds": 1.0, "best_validation_pass_rate": 1.0,
                 "validation_ids": 100, "env_step_us": 500.0, "model": str(config.out / "model.zip")}
 
-    import backoffice.training.cli as cli_module
+    import backoffice.training.cli.main as cli_module
 
     monkeypatch.setattr(train_module, "train", early)
     monkeypatch.setattr(cli_module.console, "width", 200)

@@ -16,9 +16,9 @@ import pytest
 
 from backoffice.envs import make_native
 from backoffice.envs.core.canonical import dumps, loads
-from backoffice.training.play import ArgsError, parse_call
+from backoffice.training.agents.play import ArgsError, parse_call
+from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
-from backoffice.training.rollout import run_episode
 
 pytestmark = pytest.mark.xdist_group("play")
 

@@ -9,8 +9,8 @@ from backoffice.envs import available_domains, get_domain, make_native
 from backoffice.envs.core.env import PROGRESS_WEIGHT
 from backoffice.envs.core.release import load_release
 from backoffice.graders.progress import check_distance, distance
+from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy, policy_names
-from backoffice.training.rollout import run_episode
 from conftest import split_envs
 
 DOMAINS = available_domains()

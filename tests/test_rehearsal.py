@@ -6,7 +6,7 @@ declared when it starts (``--attempts k``, default 1) across all its clients, an
 agent reads is ``pass``, ``score`` and ``failure_codes`` only: no check, detail or expected value.
 
 Surfaces: ``backoffice mcp`` over stdio and over streamable HTTP (the shipped commands, as
-subprocesses), the Python :class:`~backoffice.training.session.Session`, and the chat loop
+subprocesses), the Python :class:`~backoffice.training.agents.session.Session`, and the chat loop
 (``backoffice chat``), whose model never reads a grade at all. The in-process server pool is
 ``tests/test_mcp.py``'s.
 """
@@ -29,8 +29,8 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 from backoffice.envs import make_native  # noqa: E402
 from backoffice.envs.core.canonical import dumps, loads  # noqa: E402
 from backoffice.envs.core.release import load_release  # noqa: E402
-from backoffice.training.llm import oracle_chat, run_episode  # noqa: E402
-from backoffice.training.session import PUBLIC_GRADE_FIELDS, AttemptsExhausted, Session  # noqa: E402
+from backoffice.training.agents.chat import oracle_chat, run_episode  # noqa: E402
+from backoffice.training.agents.session import PUBLIC_GRADE_FIELDS, AttemptsExhausted, Session  # noqa: E402
 from conftest import DOMAINS  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not DOMAINS, reason="needs an installed domain")

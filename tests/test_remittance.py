@@ -17,9 +17,9 @@ from backoffice.envs.core.canonical import loads
 from backoffice.envs.core.release import load_release
 from backoffice.envs.remittance.generator import DEFECT_TAGS, generate
 from backoffice.envs.remittance.tables import item_status, norm, osa_distance, search_items, search_order_key
+from backoffice.training.eval.rollout import EpisodeResult, run_episode
 from backoffice.training.policies import get_policy
 from backoffice.training.policies.remittance import EXPLOITS, WRONG_POLICIES, ChurningPolicy, LeaveOpenOracle, Oracle, ReversingPolicy
-from backoffice.training.rollout import EpisodeResult, run_episode
 from conftest import split_envs
 
 DOMAIN = "remittance"
@@ -395,7 +395,7 @@ def test_payer_replies_must_be_waited_for_and_read() -> None:
 # -- exploit hooks: the oracle plus one thing ----------------------------------------------------------
 @pytest.mark.parametrize("category", sorted(EXPLOITS))
 def test_exploit_hooks_fail_or_are_refused_and_careful_variants_pass(category: str) -> None:
-    from backoffice.training.exploits import MUST_FAIL, run_exploit
+    from backoffice.training.integrity.exploits import MUST_FAIL, run_exploit
 
     hook = EXPLOITS[category]
     if hook is None:

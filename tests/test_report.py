@@ -12,9 +12,17 @@ from typer.testing import CliRunner
 
 import evaltoy
 from backoffice.envs.core.canonical import dumps
-from backoffice.training.cli import app
-from backoffice.training.evaluate import evaluate, load_records, plan_jobs
-from backoffice.training.report import build_report, failure_rows, pass_hat_k, pass_hat_k_rows, pass_hat_k_value, rate_rows, write_plots
+from backoffice.training.cli.main import app
+from backoffice.training.eval.evaluate import evaluate, load_records, plan_jobs
+from backoffice.training.eval.report import (
+    build_report,
+    failure_rows,
+    pass_hat_k,
+    pass_hat_k_rows,
+    pass_hat_k_value,
+    rate_rows,
+    write_plots,
+)
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

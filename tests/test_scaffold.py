@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from backoffice.training.scaffold import ScaffoldError, check_name, new_domain, render
+from backoffice.training.cli.scaffold import ScaffoldError, check_name, new_domain, render
 
 pytestmark = pytest.mark.xdist_group("scaffold")
 
@@ -109,7 +109,7 @@ import backoffice.envs.refunds as mod
 from backoffice.envs.core.build import build_release
 from backoffice.envs.core.release import Release
 from backoffice.training.policies import get_policy
-from backoffice.training.rollout import run_episode
+from backoffice.training.eval.rollout import run_episode
 assert discover()["refunds"].builtin
 build_release(mod.DOMAIN, root / "seeds")
 env = mod.RefundsEnv(split="heldout", release=Release("refunds", root / "seeds"))

@@ -13,8 +13,8 @@ from backoffice.envs.core.release import load_release
 from backoffice.envs.schedules import DOMAIN
 from backoffice.envs.schedules.generator import ALLOWED_TOOLS, generate
 from backoffice.envs.schedules.tables import approval_needed, due_date, parts_meeting_minimum, reminder_send_on, split_amounts
+from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
-from backoffice.training.rollout import run_episode
 from conftest import split_envs, task_split
 
 D = "schedules"
@@ -280,7 +280,7 @@ def _task_where(pred) -> str:
 
 
 def _run_with(task_id: str, hook):
-    from backoffice.training.exploits import run_exploit
+    from backoffice.training.integrity.exploits import run_exploit
     from backoffice.training.policies.schedules import Oracle
 
     return run_exploit(make_native(D, split=task_split(D, task_id), max_steps=200), Oracle(), hook, task_id).grade

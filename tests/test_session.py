@@ -11,7 +11,7 @@ import pytest
 from backoffice.envs.core.build import build_release
 from backoffice.envs.core.canonical import loads
 from backoffice.envs.core.release import Release
-from backoffice.training.session import EpisodeNotOver, Session
+from backoffice.training.agents.session import EpisodeNotOver, Session
 from toy_domain import DOMAIN as TOY, ToyEnv
 
 BUMP = {"counter_id": "C-1"}

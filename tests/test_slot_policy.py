@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from backoffice.envs.core.canonical import loads
 from backoffice.training.catalog import catalog_agent, spec_class, tier_specs
-from backoffice.training.cli import app
-from backoffice.training.slot_policy import slot_layout
-from backoffice.training.train import TrainConfig, build_model
+from backoffice.training.cli.main import app
+from backoffice.training.rl.slot_policy import slot_layout
+from backoffice.training.rl.train import TrainConfig, build_model
 
 SLOTTED = [(d, t) for d in ("approvals", "registration", "remittance") for t in ("facts",)]
 
@@ -57,7 +57,7 @@ def _model(domain: str, tier: str, **overrides: object):  # noqa: ANN202 - an SB
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from backoffice.training.catalog import make_catalog_env
-    from backoffice.training.train import ending_actions
+    from backoffice.training.rl.train import ending_actions
 
     config = TrainConfig.for_domain(domain, Path("unused"), tier=tier, policy="slots", **overrides)
     env = make_catalog_env(domain, split="train", spec=config.spec)
@@ -110,7 +110,7 @@ def test_finish_bias_is_the_initial_prior_of_the_ending_actions() -> None:
 def test_finish_tools_put_the_finishing_prior_on_their_actions_too() -> None:
     """``finish_tools`` adds the actions of those native tools (remittance's ``post_payment``) to
     the ending actions that start with the finishing prior; the others start level."""
-    from backoffice.training.train import ending_actions
+    from backoffice.training.rl.train import ending_actions
 
     bare, env = _model("remittance", "facts", finish_bias=-4.0, finish_tools=())
     tooled, _ = _model("remittance", "facts", finish_bias=-4.0, finish_tools=("post_payment",))
@@ -149,7 +149,7 @@ def test_a_slots_model_trains_saves_and_plays_through_sb3(tmp_path: Path) -> Non
     policy = get_policy("approvals", f"sb3:{out / 'model.zip'}")
     # the loaded model plays the recorded heldout episodes again, to the grade
     from backoffice.envs import make_native
-    from backoffice.training.rollout import run_episode
+    from backoffice.training.eval.rollout import run_episode
 
     records = [loads(line) for line in (out / "heldout.jsonl").read_bytes().splitlines()][:5]
     env = make_native("approvals", split="heldout")

@@ -13,9 +13,9 @@ from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.release import load_release
 from backoffice.envs.sufficiency.generator import DEFECT_TAGS, generate
 from backoffice.envs.sufficiency.rules import assess, failed_conditions, normalise_name
+from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
 from backoffice.training.policies.sufficiency import WRONG_POLICIES, Oracle
-from backoffice.training.rollout import run_episode
 from conftest import split_envs
 
 DOMAIN = "sufficiency"
@@ -364,7 +364,7 @@ def test_shaped_reward_gives_partial_credit_for_covered_gaps() -> None:
 
 
 def test_evaluation_line_carries_case_seed_scores_tags_and_steps() -> None:
-    from backoffice.training.evaluate import Job, run_job
+    from backoffice.training.eval.evaluate import Job, run_job
 
     task_id = _release().split_ids["heldout"][0]
     rec = run_job(Job(DOMAIN, "wrong:over_request", task_id, "heldout", "t"))

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.release import load_release
-from backoffice.training.cli import app
-from backoffice.training.train import TrainConfig, validation_ids
+from backoffice.training.cli.main import app
+from backoffice.training.rl.train import TrainConfig, validation_ids
 
 pytestmark = pytest.mark.xdist_group("approvals")
 DOMAIN = "approvals"
@@ -143,7 +143,7 @@ def test_demonstrations_follow_the_training_split() -> None:
     """A run on released train tasks clones on them (never validation, never heldout); a run on
     generated tasks clones on generated ones (it used to clone on nothing)."""
     from backoffice.envs.core.release import is_generated_id
-    from backoffice.training.train import DEMO_GENERATED, demo_task_ids, training_task_ids
+    from backoffice.training.rl.train import DEMO_GENERATED, demo_task_ids, training_task_ids
 
     rel = load_release(DOMAIN)
     on_train = TrainConfig(domain=DOMAIN, out=Path("x"), warm_start="demos")
@@ -163,7 +163,7 @@ def test_the_learner_env_ends_at_the_limit_and_drops_the_unread_grade() -> None:
     step; the step limit ends the episode (``terminated``, never ``truncated``)."""
     import numpy as np
 
-    from backoffice.training.train import UNREAD_INFO, training_env
+    from backoffice.training.rl.train import UNREAD_INFO, training_env
 
     env = training_env("remittance", split="train", reward_mode="progress", call_cost=0.0, tier="facts", max_steps=3)
     env.reset(seed=3)
@@ -182,7 +182,7 @@ def test_the_learner_env_ends_at_the_limit_and_drops_the_unread_grade() -> None:
 def test_gae_lambda_and_clip_range_reach_the_model_and_bad_values_are_refused(tmp_path: Path) -> None:
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from backoffice.training.train import build_model, training_env
+    from backoffice.training.rl.train import build_model, training_env
 
     config = TrainConfig(domain=DOMAIN, out=tmp_path, gae_lambda=1.0, clip_range=0.35, n_envs=1)
     venv = DummyVecEnv([lambda: training_env(DOMAIN, split="train", task_ids=list(load_release(DOMAIN).split_ids["train"][:3]))])
@@ -203,7 +203,7 @@ def test_the_learner_env_times_the_mask_and_the_summary_sums_every_env(trained: 
     beside the largest single env's."""
     import numpy as np
 
-    from backoffice.training.train import training_env
+    from backoffice.training.rl.train import training_env
 
     env = training_env("approvals", split="train", reward_mode="shaped")
     env.reset(seed=1)

@@ -25,7 +25,7 @@ from transformers.utils import get_json_schema  # noqa: E402
 
 from backoffice.envs import make_native  # noqa: E402
 from backoffice.envs.core.canonical import loads  # noqa: E402
-from backoffice.training.integrations.trl import (  # noqa: E402
+from backoffice.training.agents.trl import (  # noqa: E402
     RESERVED,
     UNEXPRESSIBLE,
     BackofficeToolEnv,
@@ -33,8 +33,8 @@ from backoffice.training.integrations.trl import (  # noqa: E402
     final_score_reward,
     tool_env_class,
 )
+from backoffice.training.eval.rollout import run_episode  # noqa: E402
 from backoffice.training.policies import get_policy  # noqa: E402
-from backoffice.training.rollout import run_episode  # noqa: E402
 from conftest import DOMAINS, domain_params  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not DOMAINS, reason="needs an installed domain")
@@ -148,7 +148,7 @@ def test_factory_contract() -> None:
     import pickle
 
     from backoffice.envs import DOMAINS as TITLES
-    from backoffice.training.integrations import trl
+    from backoffice.training.agents import trl
 
     domain = DOMAINS[0]
     cls = getattr(trl, f"{TITLES[domain]}ToolEnv")

@@ -279,8 +279,8 @@ def test_action_masks_before_reset() -> None:
 @pytest.mark.skipif(not DOMAINS, reason="needs an installed domain")
 def test_sb3_split_helper_runs_each_task_once() -> None:
     from backoffice.envs.core.release import load_release
-    from backoffice.training.evaluate import evaluate, plan_jobs
-    from backoffice.training.sb3_policy import evaluate_split
+    from backoffice.training.eval.evaluate import evaluate, plan_jobs
+    from backoffice.training.rl.sb3_policy import evaluate_split
 
     domain = DOMAINS[0]
     ids = load_release(domain).split_ids["heldout"][:15]

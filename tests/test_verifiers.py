@@ -6,9 +6,9 @@ openai 3, so verifiers cannot live in the project's venv. This test builds a sep
 the project installed editable without its extras, its core dependencies pinned from
 ``constraints.txt``, and ``verifiers==0.4.0``; then, in that venv, it runs
 ``verifiers.v1.cli.eval.runner.run_eval`` (the in-process path of ``vf-eval``) over
-:mod:`backoffice.training.integrations.verifiers` for a few held-out tasks of two domains:
+:mod:`backoffice.training.agents.verifiers` for a few held-out tasks of two domains:
 
-- the model is :class:`backoffice.training.fake_openai.FakeOpenAI` on 127.0.0.1 (verifiers'
+- the model is :class:`backoffice.training.agents.fake_openai.FakeOpenAI` on 127.0.0.1 (verifiers'
   ``EvalClient`` talks to it as to any OpenAI-compatible endpoint): ``oracle_chat`` replays each
   domain's oracle from the conversation, ``text_only_chat`` never calls a tool;
 - everything between is verifiers': the interception server, the ``null`` harness's chat program
@@ -123,10 +123,10 @@ from pathlib import Path
 from verifiers.v1.cli.eval.runner import run_eval
 from verifiers.v1.configs.cli.eval import EvalConfig
 
-from backoffice.training.fake_openai import completion
-from backoffice.training.integrations.verifiers import register_plugin, task_ids
-from backoffice.training.llm import oracle_chat, text_only_chat
-from backoffice.training.session import Session
+from backoffice.training.agents.fake_openai import completion
+from backoffice.training.agents.verifiers import register_plugin, task_ids
+from backoffice.training.agents.chat import oracle_chat, text_only_chat
+from backoffice.training.agents.session import Session
 
 domains = json.loads(sys.argv[1])
 out = Path(sys.argv[2])

@@ -1,5 +1,5 @@
 """``backoffice view``: the page is tested in a real browser (headless Chromium over the DevTools
-protocol, :mod:`backoffice.training.view.browser`), opened from disk, reading the rendered DOM:
+protocol, :mod:`backoffice.training.eval.view.browser`), opened from disk, reading the rendered DOM:
 
 - the overview's numbers equal ``backoffice report --json`` for the same records;
 - a click on a failure-code cell, or the failure-code filter, lists exactly those episodes;
@@ -29,11 +29,11 @@ from typing import Any
 import pytest
 
 from backoffice.envs.core.canonical import dumps, loads
-from backoffice.training.evaluate import Runner, evaluate, load_records, plan_jobs, read_located
+from backoffice.training.eval.evaluate import Runner, evaluate, load_records, plan_jobs, read_located
+from backoffice.training.eval.view import embed_json, write_page
+from backoffice.training.eval.view.browser import Chromium, find_chromium
+from backoffice.training.eval.view.data import build
 from backoffice.training.policies.base import Policy
-from backoffice.training.view import embed_json, write_page
-from backoffice.training.view.browser import Chromium, find_chromium
-from backoffice.training.view.data import build
 
 pytestmark = pytest.mark.xdist_group("view")
 
@@ -424,7 +424,7 @@ def test_cli_view_writes_the_page_and_serves_it(runs: dict[str, Any], tmp_path: 
 def test_notebook_shows_the_page_in_an_iframe(runs: dict[str, Any]) -> None:
     import html
 
-    from backoffice.training.view import notebook
+    from backoffice.training.eval.view import notebook
 
     shown = notebook(runs["files"][:1])
     text = shown.data

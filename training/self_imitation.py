@@ -10,7 +10,7 @@ the pass rate of those train tasks from 0 to 77 % (return +0.56), and forcing it
 due drops it from 87 % to 0. PPO knows the answer after a few dozen lucky tries and still does
 not act on it. Self-imitation keeps every lucky pass and fits the policy to it.
 
-What. Each learner env (:class:`~backoffice.training.train.TrainingEnv`) keeps the latest passed
+What. Each learner env (:class:`~backoffice.training.rl.train.TrainingEnv`) keeps the latest passed
 episode of every train task it passed (observations, masks, actions, training rewards; at most
 :data:`KEEP` tasks, the oldest dropped first). After each rollout, :func:`imitate` takes
 ``steps`` minibatches of steps from those episodes (one per task across the envs) and lowers the

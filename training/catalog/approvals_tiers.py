@@ -70,7 +70,7 @@ from backoffice.envs.approvals.rules import ORDER_TYPES, is_ledger_type, is_miss
 from backoffice.envs.approvals.tables import INFO_FIELDS, REQUEST_TYPES, today
 from backoffice.training.catalog.approvals import DESK_TOOLS, ApprovalsCatalog, ApprovalsDesk
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, FeatureReader, slots
-from backoffice.training.train import rollout_on
+from backoffice.training.rl.train import rollout_on
 
 #: person slots: the people ``find_people`` returns for the approver's name (1-2 in the release)
 N_PEOPLE = 3

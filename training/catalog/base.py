@@ -12,7 +12,7 @@ catalog and a fixed-size feature vector, for off-the-shelf RL (stable-baselines3
 
 :class:`CatalogAgent` runs a spec over native observations. The Gymnasium wrapper
 (:mod:`backoffice.training.catalog.wrapper`) and the evaluation policy of a trained model
-(:mod:`backoffice.training.sb3_policy`) both use it, so training and evaluation see exactly the
+(:mod:`backoffice.training.rl.sb3_policy`) both use it, so training and evaluation see exactly the
 same observation for the same history.
 """
 

@@ -7,7 +7,7 @@ evaluation path (``backoffice eval``) like every other policy:
   when nothing else is valid: how much of a task the mask alone solves;
 - ``catalog-features``: the domain's hand-written ``feature_policy`` over (features, mask), which
   shows the features suffice;
-- ``sb3:<model.zip>``: a trained model (:mod:`backoffice.training.sb3_policy`).
+- ``sb3:<model.zip>``: a trained model (:mod:`backoffice.training.rl.sb3_policy`).
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ from backoffice.envs.registration.tables import (
 )
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, FeatureReader, scale, slots
 from backoffice.training.catalog.registration import CREATE_FIELDS, N_SLOTS, RegistrationCatalog, _member, _squash
-from backoffice.training.train import rollout_on
+from backoffice.training.rl.train import rollout_on
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
 

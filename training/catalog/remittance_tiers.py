@@ -93,7 +93,7 @@ import numpy as np
 from backoffice.envs.remittance.tables import norm, osa_distance
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, FeatureReader, scale, slots
 from backoffice.training.catalog.remittance import CASE_ACTIONS, DESK_ACTIONS, N_ADJ, PaymentDesk, RemittanceCatalog
-from backoffice.training.train import rollout_on
+from backoffice.training.rl.train import rollout_on
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
 
@@ -686,7 +686,7 @@ class RemittanceFacts(_RemittanceTier):
     #: (86.5 %), gave 86.5 / 72.0 / 66.0 % on seeds 0-2: worse, not adopted (README); alone
     #: 83.5 / 80.5 / 84.5 %. With ``task_sampling="greedy-failures"`` (half the draws from the
     #: train tasks the greedy policy fails, which isolates the refund cases it never opened;
-    #: :mod:`backoffice.training.curriculum`) it learns them: 94.0 / 90.0 / 76.0 % at 900k (seed
+    #: :mod:`backoffice.training.rl.curriculum`) it learns them: 94.0 / 90.0 / 76.0 % at 900k (seed
     #: 2 still rising), 94.0 / 94.5 / 94.0 % with the 1.2M budget (README)
     hyperparams = {**_RemittanceTier.hyperparams, "timesteps": 1_200_000, "ent_coef": 0.06, "policy": "slots",
                    "gate_cap": False, "finish_tools": ("post_payment",), "gae_lambda": 0.99,

@@ -67,7 +67,7 @@ from backoffice.envs.schedules.tables import (
 )
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, FeatureReader
 from backoffice.training.catalog.schedules import FREQUENCY, KINDS, READS, TRIGGERS, ScheduleDesk, SchedulesCatalog
-from backoffice.training.train import rollout_on
+from backoffice.training.rl.train import rollout_on
 
 #: counts a draft can be declared with (every released plan has 1-12 instalments)
 COUNTS = tuple(range(1, 13))

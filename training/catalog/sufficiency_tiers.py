@@ -85,7 +85,7 @@ from backoffice.envs.sufficiency.rules import normalise_name
 from backoffice.envs.sufficiency.tables import INTAKE_QUEUE, parse_day
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, scale
 from backoffice.training.catalog.sufficiency import CASE_TYPES, SufficiencyCatalog, _merge
-from backoffice.training.train import rollout_on
+from backoffice.training.rl.train import rollout_on
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
 

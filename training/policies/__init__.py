@@ -38,7 +38,7 @@ def get_policy(domain: str, name: str, seed: int = 0) -> Policy:
     if name == "random":
         return RandomPolicy(seed=seed)
     if name.startswith("openai:"):
-        from backoffice.training.chat_openai import openai_policy
+        from backoffice.training.agents.openai_chat import openai_policy
 
         return openai_policy(name.split(":", 1)[1], seed=seed)
     base, _, tier = name.partition("@")
@@ -55,7 +55,7 @@ def get_policy(domain: str, name: str, seed: int = 0) -> Policy:
             policy.name = name
         return policy
     if name.startswith("sb3:"):
-        from backoffice.training.sb3_policy import SB3Policy
+        from backoffice.training.rl.sb3_policy import SB3Policy
 
         return SB3Policy(domain, name.split(":", 1)[1])
     module = domain_module(domain)

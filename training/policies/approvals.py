@@ -37,7 +37,7 @@ from backoffice.envs.approvals.rules import (
     line_breach,
     missing_fields,
 )
-from backoffice.training.exploits import repeat_last_write
+from backoffice.training.integrity.exploits import repeat_last_write
 from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call
 
 

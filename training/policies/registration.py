@@ -7,7 +7,7 @@ identifier held by another record), an ambiguous or a deceased match citing the 
 in ``basis``, otherwise create or update the record and add what the form calls for. Each wrong
 policy overrides one decision of the oracle; ``BLIND_POLICIES`` decide without judging the
 search; ``RULE_POLICIES`` are the oracle ignoring one rule of the rule file; ``EXPLOITS`` inject
-one call into the oracle's run (see :mod:`backoffice.training.exploits`).
+one call into the oracle's run (see :mod:`backoffice.training.integrity.exploits`).
 
 Rule sharing: the oracle and the catalog may share the domain's public rule helpers
 (:mod:`backoffice.envs.registration.tables`: ``decide``, ``match_candidates``, the identifier and
@@ -34,7 +34,7 @@ from backoffice.envs.registration.tables import (
     match_candidates,
     phone_key,
 )
-from backoffice.training import exploits as ex
+from backoffice.training.integrity import exploits as ex
 from backoffice.training.policies.base import Action, Plan, ScriptedPolicy, call
 
 Decision = tuple[str, Any]  # ("create", None) | ("update", patient_id) | ("refer", (reason, ids)) | ("stop", None)

@@ -25,7 +25,7 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import Any, Final, Literal
 
 from backoffice.envs.remittance.tables import norm, osa_distance
-from backoffice.training.exploits import Hook
+from backoffice.training.integrity.exploits import Hook
 from backoffice.training.policies.base import Action, Plan, Policy, ScriptedPolicy, call
 
 AMBIGUOUS: Final = "ambiguous"
@@ -642,7 +642,7 @@ BLIND_POLICIES: dict[str, type[Policy]] = {
 }
 
 
-# -- exploit hooks (see backoffice.training.exploits) ---------------------------------------------
+# -- exploit hooks (see backoffice.training.integrity.exploits) ---------------------------------------------
 _MOVES = ("allocate", "write_off", "transfer_to_patient", "open_case", "reverse_allocation")
 
 

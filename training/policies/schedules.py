@@ -34,7 +34,7 @@ from backoffice.envs.schedules.tables import (
     reminder_send_on,
     split_amounts,
 )
-from backoffice.training.exploits import Action, Hook
+from backoffice.training.integrity.exploits import Action, Hook
 from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call
 
 FREQUENCY = {"to_monthly": "monthly", "to_quarterly": "quarterly", "split": "monthly", "deferral": "monthly"}
@@ -480,7 +480,7 @@ def same_collection_day(action: Action, trace: Sequence[Mapping[str, Any]]) -> l
     return [{"tool": "update_instruction", "args": {"instruction_id": man, "collection_day": day}}]
 
 
-#: exploit hooks on top of the oracle (see ``backoffice.training.exploits``)
+#: exploit hooks on top of the oracle (see ``backoffice.training.integrity.exploits``)
 EXPLOITS: dict[str, Hook | None] = {
     "extra_decision": extra_draft,
     "extra_request": extra_approval_request,

@@ -19,7 +19,7 @@ from typing import Any
 
 from backoffice.envs.sufficiency.rules import Assessment, assess
 from backoffice.envs.sufficiency.tables import decision_queue
-from backoffice.training.exploits import Hook, repeat_last_write
+from backoffice.training.integrity.exploits import Hook, repeat_last_write
 from backoffice.training.policies.base import Action, Plan, Policy, ScriptedPolicy, call
 
 
@@ -438,7 +438,7 @@ RULE_POLICIES: dict[str, type[Policy]] = {
 }
 
 
-# -- exploit hooks (see backoffice.training.exploits) -----------------------------------------------
+# -- exploit hooks (see backoffice.training.integrity.exploits) -----------------------------------------------
 def _last_ok(trace: Sequence[Mapping[str, Any]], tool: str) -> Mapping[str, Any] | None:
     for rec in reversed(trace):
         if rec["tool"] == tool and rec["result_status"] == "ok":

@@ -36,8 +36,8 @@ def register(app: typer.Typer) -> None:
         serves --split only, each task at most --attempts times. With --http and --trace, TRACE
         is a folder: one trace file per MCP session."""
         from backoffice.envs import DOMAINS
-        from backoffice.training.mcp_server import LOOPBACK, make_session, serve_stdio
-        from backoffice.training.session import Attempts, default_attempts
+        from backoffice.training.agents.mcp import LOOPBACK, make_session, serve_stdio
+        from backoffice.training.agents.session import Attempts, default_attempts
 
         if env not in DOMAINS:
             raise typer.BadParameter(f"unknown domain {env!r}; choose from {', '.join(DOMAINS)}")
@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("split must be train or heldout")
         ledger = Attempts(attempts if attempts is not None else default_attempts(split))
         if http:
-            from backoffice.training.mcp_server import SessionPool, serve_http
+            from backoffice.training.agents.mcp import SessionPool, serve_http
 
             if host not in LOOPBACK:
                 raise typer.BadParameter(f"--host must be a loopback address ({', '.join(LOOPBACK)}): the MCP server has no authentication")
@@ -79,8 +79,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Play tasks with an LLM behind an OpenAI-compatible endpoint; write trace and transcript."""
         from backoffice.envs import make_native
-        from backoffice.training.chat_openai import OpenAIChat
-        from backoffice.training.llm import run_episode, transcript_path_for
+        from backoffice.training.agents.chat import run_episode, transcript_path_for
+        from backoffice.training.agents.openai_chat import OpenAIChat
 
         if split not in ("train", "heldout"):
             raise typer.BadParameter("split must be train or heldout")

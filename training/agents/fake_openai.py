@@ -1,7 +1,7 @@
 """A small fake OpenAI-compatible endpoint on 127.0.0.1, for tests and examples (no network, no key).
 
 It implements ``POST /v1/chat/completions`` (non-streaming) and ``GET /v1/models``. Replies come
-from a *brain*: a chat function (see :mod:`backoffice.training.llm`) that receives the request's
+from a *brain*: a chat function (see :mod:`backoffice.training.agents.chat`) that receives the request's
 ``messages`` and ``tools`` and returns tool calls or text, which the server wraps in the
 chat-completions response shape. The default brain replays each domain's oracle, one tool call
 per reply, reading the task from the conversation itself (the brief is the first user message).
@@ -14,7 +14,7 @@ In a test::
 
 From a shell (the README example)::
 
-    python -m backoffice.training.fake_openai --port 8011 --brain oracle   # or --brain text
+    python -m backoffice.training.agents.fake_openai --port 8011 --brain oracle   # or --brain text
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from backoffice.envs.core.canonical import dumps, loads
-from backoffice.training.llm import ChatFn, normalize_reply, oracle_chat, text_only_chat
+from backoffice.training.agents.chat import ChatFn, normalize_reply, oracle_chat, text_only_chat
 
 
 def completion(request: dict[str, Any], brain: ChatFn, index: int) -> dict[str, Any]:

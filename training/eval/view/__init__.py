@@ -2,7 +2,7 @@
 
 ::
 
-    from backoffice.training.view import write_page
+    from backoffice.training.eval.view import write_page
     write_page(["runs/x.jsonl"], "runs/x.html", trace="runs/t/")   # open it from disk, no network
 
 The page (no network, no CDN: its script, style and plots are inside it) has an overview (pass
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from backoffice.envs.core.canonical import dumps
-from backoffice.training.view.assets import CSS, JS
-from backoffice.training.view.data import build, load
+from backoffice.training.eval.view.assets import CSS, JS
+from backoffice.training.eval.view.data import build, load
 
 __all__ = ["build", "embed_json", "load", "notebook", "page", "serve", "write_page"]
 
@@ -42,7 +42,7 @@ def embed_json(obj: Any) -> str:
 
 def _plots(records: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
     """The report's two PNG plots (pass rate, failure codes), base64-encoded."""
-    from backoffice.training.report import write_plots
+    from backoffice.training.eval.report import write_plots
 
     out = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -31,7 +31,7 @@ EXTRAS = {"anyio": "llm", "mcp": "llm", "uvicorn": "llm", "openai": "llm", "http
 def one_line_error(exc: BaseException) -> UserError | None:
     """The :class:`UserError` a known failure means (a missing extra, a refused or corrupt
     output file), else ``None`` (a bug: the traceback is shown)."""
-    from backoffice.training.evaluate import CorruptOutput, OutputLocked
+    from backoffice.training.eval.evaluate import CorruptOutput, OutputLocked
 
     if isinstance(exc, UserError):
         return exc
@@ -137,7 +137,7 @@ def _pct(rate: float, n: int) -> str:
 
 def print_summary(records: list[dict], title: str = "Evaluation") -> None:
     """Pass rate, mean score and mean steps per domain and agent."""
-    from backoffice.training.report import rate_rows
+    from backoffice.training.eval.report import rate_rows
 
     _print_rows(rate_rows(records, ["domain", "agent"]), title)
 
@@ -169,7 +169,7 @@ def _grid(title: str, rows: list[dict], row_fields: list[str], cell: str = "rate
 
 
 def print_report(report: dict) -> None:
-    """The tables of :func:`backoffice.training.report.build_report` as rich tables."""
+    """The tables of :func:`backoffice.training.eval.report.build_report` as rich tables."""
     _print_rows(report["by_domain_agent"], f"{report['episodes']} episodes, runs: {', '.join(report['runs'])}")
     console.print(_grid(f"Pass rate by domain x agent ({report['episodes']} episodes)", report["by_domain_agent"], ["domain"]))
     if len(report["domains"]) > 1:
@@ -253,7 +253,7 @@ def eval_cmd(
     """Evaluate policies on a split and print a summary table."""
     import functools
 
-    from backoffice.training.evaluate import Executor, Job, Runner, default_make_env, evaluate, make_executor, plan_jobs, trace_files
+    from backoffice.training.eval.evaluate import Executor, Job, Runner, default_make_env, evaluate, make_executor, plan_jobs, trace_files
 
     if split not in ("train", "heldout"):
         raise typer.BadParameter("split must be train or heldout")
@@ -284,14 +284,14 @@ def eval_cmd(
                        if (j.domain, j.agent) in pairs]
     llm = any(p.startswith("openai:") for p in policy)
     if llm:  # endpoint failures become error records; token usage, finish reasons, transcripts
-        from backoffice.training.llm import transcript_path_for
-        from backoffice.training.llm_eval import llm_runner
+        from backoffice.training.agents.chat import transcript_path_for
+        from backoffice.training.eval.llm import llm_runner
 
         runner = llm_runner(runner, timeout=timeout, retries=retries,
                             transcript_path=transcript_path_for(trace_files(trace)[0]) if trace is not None else None)
     executor: Executor
     if concurrency > 1:
-        from backoffice.training.llm_eval import ThreadExecutor
+        from backoffice.training.eval.llm import ThreadExecutor
 
         executor = ThreadExecutor(concurrency)
     else:
@@ -309,7 +309,7 @@ def eval_cmd(
         trace_file, diff_file = trace_files(trace)
         console.print(f"trace: {trace_file}; diffs: {diff_file}")
     if plot is not None:
-        from backoffice.training.report import plot_pass_rates
+        from backoffice.training.eval.report import plot_pass_rates
 
         console.print(f"plot: {plot_pass_rates(records, plot)}")
     if judge.startswith("model:"):  # a chosen judge that never ran is an error, not a silent None
@@ -322,7 +322,7 @@ def eval_cmd(
                             "its endpoint failed (check $BACKOFFICE_JUDGE_ENDPOINT and $BACKOFFICE_JUDGE_API_KEY) or no "
                             "episode wrote a note", code=1)
     if llm:
-        from backoffice.training.llm_eval import error_summary
+        from backoffice.training.eval.llm import error_summary
 
         if trace is not None:
             console.print(f"transcripts: {transcript_path_for(trace_files(trace)[0])}")
@@ -342,8 +342,8 @@ def report(
     """Tables by domain x agent, failure code, defect tag, outcome class, requirement type and
     pass^k; PNG plots of pass rate and failure codes beside the first file."""
     from backoffice.envs.core.canonical import dumps
-    from backoffice.training.evaluate import load_records
-    from backoffice.training.report import build_report, write_plots
+    from backoffice.training.eval.evaluate import load_records
+    from backoffice.training.eval.report import build_report, write_plots
 
     missing = [str(f) for f in files if not f.exists()]
     if missing:
@@ -458,7 +458,7 @@ def audit(
     its bound's reference (the class prior, chance)."""
     from backoffice.envs.core.canonical import dumps
     from backoffice.envs.core.release import load_release
-    from backoffice.training.audit import audit as run_audit, policies_run
+    from backoffice.training.integrity.audit import audit as run_audit, policies_run
 
     if split not in ("train", "heldout"):
         raise typer.BadParameter("split must be train or heldout")
@@ -607,7 +607,7 @@ def train(
     defaults of ``TrainConfig``.
     """
     from backoffice.envs import DOMAINS
-    from backoffice.training.train import TrainConfig, train as run_training
+    from backoffice.training.rl.train import TrainConfig, train as run_training
 
     if env not in DOMAINS:
         raise typer.BadParameter(f"unknown domain {env!r}; choose from {', '.join(DOMAINS)}")
@@ -668,7 +668,7 @@ def results(
     MaskablePPO seeds, one warm-started run), compute the baselines, plot the learning curves per
     tier and print the table. Resumable: finished runs are skipped."""
     from backoffice.envs import DOMAINS
-    from backoffice.training import results as res
+    from backoffice.training.rl import results as res
 
     domains = list(DOMAINS) if env == "all" else [env]
     runs = res.plan(domains, tier or None)
@@ -739,7 +739,7 @@ def new_domain_cmd(
     package: Annotated[Path | None, typer.Option("--package", help="Write a standalone installable distribution DIR/backoffice-<name>/ (entry point backoffice.domains) instead of the in-repo layout.")] = None,
 ) -> None:
     """Scaffold a complete minimal domain (tables, two tools, a generator with three defect tags, a grader, policies, a catalog, tests) and build its seeds; see docs/DOMAIN_GUIDE.md."""
-    from backoffice.training.scaffold import ScaffoldError, new_domain
+    from backoffice.training.cli.scaffold import ScaffoldError, new_domain
 
     try:
         written = new_domain(name, package_dir=package)
@@ -752,11 +752,11 @@ def new_domain_cmd(
                   f"`backoffice seeds build --env {name}`, then the tests", highlight=False, soft_wrap=True)
 
 
-from backoffice.training.cli_llm import register as _register_llm  # noqa: E402
+from backoffice.training.cli.llm import register as _register_llm  # noqa: E402
 
 _register_llm(app)
 
-from backoffice.training.cli_view import register as _register_view  # noqa: E402
+from backoffice.training.cli.view import register as _register_view  # noqa: E402
 
 _register_view(app)
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from backoffice.envs.core.canonical import derive_seed, dumps
 from backoffice.graders.progress import DISTANCE_VERSION
-from backoffice.training.curriculum import TASK_SAMPLINGS, FailureWeighted, GreedyFailures, task_sampler
+from backoffice.training.rl.curriculum import TASK_SAMPLINGS, FailureWeighted, GreedyFailures, task_sampler
 from backoffice.training.self_imitation import PassedEpisodes, imitate, merge
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class TrainConfig:
     #: ``1 - score`` towards the tasks it has been failing),
     #: ``unsolved`` (by the running failure rate to the 4th power: the tasks it fails every
     #: time) or ``greedy-failures`` (half the draws from the train tasks its deterministic
-    #: policy failed at the latest replay), see :mod:`backoffice.training.curriculum`; released
+    #: policy failed at the latest replay), see :mod:`backoffice.training.rl.curriculum`; released
     #: train tasks only
     task_sampling: str = "uniform"
     #: ``greedy-failures``: timesteps between replays of the greedy policy on the train tasks
@@ -108,7 +108,7 @@ class TrainConfig:
     ent_coef: float = 0.01
     net_arch: Sequence[int] = field(default_factory=lambda: (64, 64))
     #: ``mlp``: SB3's MLP actor-critic; ``slots``: one scorer shared by the slots of an entity
-    #: list (:mod:`backoffice.training.slot_policy`; the catalog names them in ``slot_actions``)
+    #: list (:mod:`backoffice.training.rl.slot_policy`; the catalog names them in ``slot_actions``)
     policy: str = "mlp"
     torch_threads: int = 1
     #: added to the initial logits of the actions that end the episode (``submit``, always
@@ -280,8 +280,8 @@ class TrainingEnv(gym.Wrapper):
 def training_env(domain: str, task_sampling: str = "uniform", keep_passes: bool = False, **kwargs: Any) -> TrainingEnv:
     """A catalog env inside a :class:`TrainingEnv` (picklable factory for ``SubprocVecEnv``);
     ``task_sampling="failures"`` or ``"unsolved"`` gives it a
-    :class:`~backoffice.training.curriculum.FailureWeighted` choice over its ``task_ids``,
-    ``"greedy-failures"`` a :class:`~backoffice.training.curriculum.GreedyFailures` one;
+    :class:`~backoffice.training.rl.curriculum.FailureWeighted` choice over its ``task_ids``,
+    ``"greedy-failures"`` a :class:`~backoffice.training.rl.curriculum.GreedyFailures` one;
     ``keep_passes`` keeps its passed episodes for self-imitation."""
     from backoffice.training.catalog import make_catalog_env
 
@@ -482,7 +482,7 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     from backoffice.training.catalog import catalog_env_id, make_catalog_env
-    from backoffice.training.sb3_policy import META_FILE, catalog_signature
+    from backoffice.training.rl.sb3_policy import META_FILE, catalog_signature
 
     torch.set_num_threads(config.torch_threads)
     out = config.out
@@ -575,7 +575,7 @@ def build_model(config: TrainConfig, venv: Any, ending: Sequence[int]) -> OnPoli
     policy: Any = "MlpPolicy"
     if config.policy == "slots":
         from backoffice.training.catalog import catalog_agent
-        from backoffice.training.slot_policy import SlotPolicy, slot_layout
+        from backoffice.training.rl.slot_policy import SlotPolicy, slot_layout
 
         agent = catalog_agent(config.domain, spec=config.spec)
         spec = type(agent.spec)
@@ -617,8 +617,8 @@ def warm_start_from_demos(model: Any, config: TrainConfig) -> dict[str, Any]:
     """Behaviour-clone the tier's feature policy (on :func:`demo_task_ids`) into ``model`` before PPO;
     returns the demonstrations' size, the fit and the cloned policy's heldout pass rate (the
     behaviour-cloning ceiling), measured before any PPO update."""
-    from backoffice.training.demos import behaviour_clone, collect
-    from backoffice.training.sb3_policy import evaluate_split
+    from backoffice.training.rl.demos import behaviour_clone, collect
+    from backoffice.training.rl.sb3_policy import evaluate_split
 
     started = time.perf_counter()
     demos = collect(config.domain, demo_task_ids(config), spec=config.spec)
@@ -633,7 +633,7 @@ def warm_start_from_demos(model: Any, config: TrainConfig) -> dict[str, Any]:
 def evaluate_heldout(domain: str, model_path: Path, out: Path) -> dict[str, Any]:
     """Pure-grade evaluation of a saved model on the heldout split, through the common
     evaluation path (one JSONL record per episode)."""
-    from backoffice.training.evaluate import SerialExecutor, evaluate, plan_jobs
+    from backoffice.training.eval.evaluate import SerialExecutor, evaluate, plan_jobs
 
     agent = f"sb3:{model_path}"
     started = time.perf_counter()

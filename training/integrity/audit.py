@@ -21,11 +21,11 @@ from typing import Any
 
 from backoffice.envs import get_domain, make_native
 from backoffice.envs.core.release import load_release
+from backoffice.training.eval.rollout import run_episode
+from backoffice.training.integrity.positions import Attack, ListPositions, position_attack, position_report
+from backoffice.training.integrity.probes import id_probe, visible_probe
 from backoffice.training.policies import domain_module, get_policy
 from backoffice.training.policies.base import Policy
-from backoffice.training.positions import Attack, ListPositions, position_attack, position_report
-from backoffice.training.rollout import run_episode
-from backoffice.training.tree_probe import id_probe, visible_probe
 
 #: the tree depths of the id and reader attackers the audit reports
 TREE_DEPTHS = (1, 2, 4, 6)
@@ -70,10 +70,10 @@ class Audit:
     rule_binds: dict[str, int] = field(default_factory=dict)  # rule -> tasks the rule-ignoring policy fails
     top_class: tuple[str, float] = ("", 0.0)
     top_decision: tuple[str, float] = ("", 0.0)
-    #: the id attacker (:func:`~backoffice.training.tree_probe.id_probe`) per tree depth: heldout
+    #: the id attacker (:func:`~backoffice.training.integrity.probes.id_probe`) per tree depth: heldout
     #: accuracy and the class prior
     id_tree: dict[int, tuple[float, float]] = field(default_factory=dict)
-    #: the reader attacker (:func:`~backoffice.training.tree_probe.visible_probe`, decision class)
+    #: the reader attacker (:func:`~backoffice.training.integrity.probes.visible_probe`, decision class)
     #: per view (first_read, everything_before) and depth: heldout accuracy and the prior
     reader_tree: dict[str, dict[int, tuple[float, float]]] = field(default_factory=dict)
     positions: list[ListPositions] = field(default_factory=list)

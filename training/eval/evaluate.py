@@ -125,7 +125,7 @@ class Runner:
         return env
 
     def __call__(self, job: Job) -> Record:
-        from backoffice.training.rollout import run_episode
+        from backoffice.training.eval.rollout import run_episode
 
         env = self.env(job.domain, job.split)
         policy = self.make_policy(job.domain, job.agent, job.attempt)

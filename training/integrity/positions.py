@@ -18,7 +18,7 @@ from statistics import mean
 from typing import Any
 
 from backoffice.envs.core.canonical import loads
-from backoffice.training.observed import Observed, oracle_episodes
+from backoffice.training.integrity.observed import Observed, oracle_episodes
 from backoffice.training.policies.base import Policy, call
 
 
@@ -205,8 +205,8 @@ def position_attack(domain: str, pick: str, split: str = "heldout") -> Attack:
     """Run :class:`PositionAttacker` (``pick``: first or last) on every task of ``split`` whose
     oracle episode picks from a list."""
     from backoffice.envs import make_native
+    from backoffice.training.eval.rollout import run_episode
     from backoffice.training.policies import get_policy
-    from backoffice.training.rollout import run_episode
 
     env = make_native(domain, split=split)
     tools = writing_tools(domain)

@@ -34,7 +34,7 @@ def model_meta(model_path: str | Path) -> dict[str, Any]:
         raise FileNotFoundError(f"no model at {path} (train one with `backoffice train`)")
     if not meta.exists():
         raise FileNotFoundError(f"{meta} is missing: save a model trained in Python with "
-                                f"backoffice.training.sb3_policy.save_model(model, {str(path)!r}, domain, spec=tier), "
+                                f"backoffice.training.rl.sb3_policy.save_model(model, {str(path)!r}, domain, spec=tier), "
                                 "which writes it (or train with `backoffice train`)")
     return loads(meta.read_bytes())
 

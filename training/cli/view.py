@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
         """One self-contained HTML page (no network) over evaluation records: overview by domain x
         agent, the episode list with filters, every episode's steps, diff and checks, and two
         episodes of a task side by side. Open it from disk or in a notebook."""
-        from backoffice.training.view import serve, write_page
+        from backoffice.training.eval.view import serve, write_page
 
         missing = [str(f) for f in files if not f.exists()]
         if missing:
@@ -55,7 +55,7 @@ def register(app: typer.Typer) -> None:
         arguments, see each result as the agent would, and at the end the grade, the diff and the
         trace file (replayable with `backoffice replay`)."""
         from backoffice.envs import DOMAINS
-        from backoffice.training.play import Play, default_trace_path
+        from backoffice.training.agents.play import Play, default_trace_path
 
         if env not in DOMAINS:
             raise typer.BadParameter(f"unknown domain {env!r}; choose from {', '.join(DOMAINS)}")

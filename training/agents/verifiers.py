@@ -6,7 +6,7 @@
                                                  # openai<3, the llm extra mcp 2.3 and openai 3
 
     # in Python: the Taskset object, or a run through verifiers' eval runner
-    from backoffice.training.integrations.verifiers import load_taskset, register_plugin
+    from backoffice.training.agents.verifiers import load_taskset, register_plugin
     taskset = load_taskset("approvals", split="train")       # a verifiers.v1.Taskset
     taskset_id = register_plugin()                           # "backoffice_gym_verifiers"
     # EvalConfig(env={"taskset": {"id": taskset_id, "domain": "approvals", "split": "train"}, ...})
@@ -14,7 +14,7 @@
 verifiers resolves a taskset id by importing it as a top-level module (``owner/name`` ->
 ``name``; a dotted path is not accepted), so :func:`register_plugin` makes this module importable
 as ``backoffice_gym_verifiers`` in the current process. For the ``vf-eval`` CLI, put a one-line
-module of that name on the path (``from backoffice.training.integrations.verifiers import *``) and
+module of that name on the path (``from backoffice.training.agents.verifiers import *``) and
 pass ``--env.taskset.id backoffice_gym_verifiers --env.taskset.domain approvals``.
 
 What it is, in verifiers' terms (the module is a taskset plugin: its ``__all__`` exports one
@@ -26,7 +26,7 @@ What it is, in verifiers' terms (the module is a taskset plugin: its ``__all__``
   id), ``prompt`` (the brief, the canonical JSON the native ``reset`` returns), ``system_prompt``
   (the one every adapter uses, from the brief and the tool specs), ``domain``, ``split``, ``seed``.
 - :class:`BackofficeToolset` is the task's tool server (``Task.toolsets``, one per rollout, a
-  subprocess by default). At setup it opens a :class:`~backoffice.training.session.Session` on the
+  subprocess by default). At setup it opens a :class:`~backoffice.training.agents.session.Session` on the
   rollout's task; it advertises every tool of the domain under its own name (``TOOL_PREFIX =
   None``) with the native JSON schema (the pydantic model's: lengths, ranges, enums, defaults),
   and each call is one :meth:`Session.call` (one ``env.step``; the pydantic model validates the
@@ -73,7 +73,7 @@ def _tool_function(spec: dict[str, Any], call: Any) -> Any:
     """A function with one keyword per argument of ``spec`` (for the MCP server's registration;
     the advertised schema is then replaced by the native one). It forwards exactly the
     arguments given."""
-    from backoffice.training.integrations.trl import python_type
+    from backoffice.training.agents.trl import python_type
 
     params = spec["parameters"]
     required = set(params.get("required", ()))
@@ -129,7 +129,7 @@ def _build() -> dict[str, Any]:
             self.session: Any = None
 
         async def setup_task(self, task: Any) -> None:
-            from backoffice.training.session import Session
+            from backoffice.training.agents.session import Session
 
             data = task if isinstance(task, BackofficeTaskData) else BackofficeTaskData.model_validate(task)
             self.session = Session(data.domain, task_id=data.id, split=data.split, max_steps=data.max_steps)
@@ -198,7 +198,7 @@ def _build() -> dict[str, Any]:
     class BackofficeTaskset(vf.Taskset[BackofficeTask, BackofficeTasksetConfig]):
         def load(self) -> Any:
             from backoffice.envs import make_native
-            from backoffice.training.session import Session
+            from backoffice.training.agents.session import Session
 
             cfg = self.config
             task_config = cfg.task.model_copy(update={"tools": cfg.task.tools.model_copy(update={"domain": cfg.domain})})
@@ -275,7 +275,7 @@ def __getattr__(name: str) -> Any:
 
 if __name__ == "__main__":
     # verifiers launches a rollout's tool server as `python -m <this module>` (config in VF_CONFIG)
-    from backoffice.training.integrations.verifiers import BackofficeToolset as _Toolset
+    from backoffice.training.agents.verifiers import BackofficeToolset as _Toolset
 
     # mypy types a module's import of itself through its __getattr__ as an unresolved Any ("Any?")
     _Toolset.run()  # type: ignore[attr-defined]

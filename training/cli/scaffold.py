@@ -563,7 +563,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from backoffice.training.exploits import Hook, boundary_write, repeat_last_write
+from backoffice.training.integrity.exploits import Hook, boundary_write, repeat_last_write
 from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call
 from $pkg.tables import available_cents, decide
 
@@ -689,7 +689,7 @@ def _ignoring(rule: str) -> type[Policy]:
 RULE_POLICIES: dict[str, type[Policy]] = {rule: _ignoring(rule) for rule in ("cap", "restocking_fee", "late_window")}
 
 
-# -- exploits (backoffice.training.exploits): the oracle plus one injected call ---------------
+# -- exploits (backoffice.training.integrity.exploits): the oracle plus one injected call ---------------
 def _decision(trace: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     for rec in reversed(trace):
         if rec["tool"] == "decide_refund" and rec["result_status"] == "ok":
@@ -858,7 +858,7 @@ import pytest
 from backoffice.envs import get_domain, make_native
 from backoffice.envs.core.release import load_release
 from backoffice.training.policies import get_policy
-from backoffice.training.rollout import run_episode
+from backoffice.training.eval.rollout import run_episode
 from $pkg.tables import decide
 
 NAME = "$name"

@@ -31,7 +31,7 @@ from typing import IO, Any
 
 from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.release import is_generated_id
-from backoffice.training.session import Attempts
+from backoffice.training.agents.session import Attempts
 
 HELP = """\
 Type one tool call per line:

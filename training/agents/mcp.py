@@ -9,7 +9,7 @@ a ``task_id``) to start an episode, works through the task's own tools and finis
   text content is the env's observation, byte for byte, and the result is flagged ``isError``
   when the observation is a structured error (which, as natively, leaves the state untouched);
 - ``reset(task_id?, seed?)``: start an episode (a released task, or one drawn from the split by
-  ``seed``). Returns the brief, the system prompt of :func:`backoffice.training.llm.system_prompt`
+  ``seed``). Returns the brief, the system prompt of :func:`backoffice.training.agents.chat.system_prompt`
   and the episode's ids. Without ``seed`` a named task uses its own seed, as native rollouts do,
   so the same calls give the same trace, end state and grade;
 - ``grade()``: once the episode has ended (``final: true``), its ``pass``, ``score`` and
@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from backoffice.envs.core.canonical import dumps, loads
-from backoffice.training.session import Attempts, AttemptsExhausted, Session, default_attempts
+from backoffice.training.agents.session import Attempts, AttemptsExhausted, Session, default_attempts
 
 RESET_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -58,7 +58,7 @@ INSTRUCTIONS = (
 
 
 class EpisodeSession(Session):
-    """A :class:`~backoffice.training.session.Session` plus the MCP control tools (``reset``,
+    """A :class:`~backoffice.training.agents.session.Session` plus the MCP control tools (``reset``,
     ``grade``); every method returns plain data, so the MCP handlers stay thin and tests can
     use it directly (transport-free)."""
 
@@ -155,7 +155,7 @@ class SessionPool:
 def rules_document(session: EpisodeSession) -> str:
     """The environment's rules as a document: the domain's description and the general rules
     (public material only, the same as the system prompt's)."""
-    from backoffice.training.llm import GENERAL_RULES, domain_description
+    from backoffice.training.agents.chat import GENERAL_RULES, domain_description
 
     unwrapped = session.env.unwrapped
     limit = str(session.info["max_steps"])
@@ -300,7 +300,7 @@ def make_session(domain: str, task_id: str | None = None, split: str = "heldout"
                  attempts: int | Attempts | None | str = "default") -> EpisodeSession:
     """An :class:`EpisodeSession` over a fresh native env of ``domain`` on ``split``, with
     ``attempts`` per task (an int, a ledger shared with other sessions, ``None``: unlimited;
-    default: :func:`~backoffice.training.session.default_attempts`)."""
+    default: :func:`~backoffice.training.agents.session.default_attempts`)."""
     from backoffice.envs import make_native
 
     env = make_native(domain, split=split, trace_path=trace_path, max_steps=max_steps)

@@ -25,7 +25,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from backoffice.training.llm import ChatAgent, ChatReply, Message, ToolCall
+from backoffice.training.agents.chat import ChatAgent, ChatReply, Message, ToolCall
 
 INSTALL_HINT = "the OpenAI chat adapter needs the `llm` extra: pip install 'backoffice-gym[llm]'"
 

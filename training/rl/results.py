@@ -63,8 +63,8 @@ def plan(domains: Iterable[str], tiers: Iterable[str] | None = None) -> list[Run
 
 def _identity(domain: str, tier: str) -> dict[str, str]:
     from backoffice.training.catalog import resolve_spec
-    from backoffice.training.sb3_policy import catalog_signature
-    from backoffice.training.train import release_id
+    from backoffice.training.rl.sb3_policy import catalog_signature
+    from backoffice.training.rl.train import release_id
 
     return {"catalog_hash": catalog_signature(domain, resolve_spec(domain, tier=tier))["catalog_hash"],
             "release": release_id(domain)}
@@ -101,7 +101,7 @@ def reevaluate(run: Run, force: bool = False) -> dict[str, Any] | None:
     new summary, or ``None`` if the run is current already (unless ``force``: measure it again,
     e.g. after a change in how the catalog grounds an action) or not re-evaluable (missing, or
     made for another catalog or settings: retrain it)."""
-    from backoffice.training.train import evaluate_heldout
+    from backoffice.training.rl.train import evaluate_heldout
 
     summary = current_summary(run, any_release=True)
     release = _identity(run.domain, run.tier)["release"]
@@ -120,7 +120,7 @@ def reevaluate(run: Run, force: bool = False) -> dict[str, Any] | None:
 def _train_config(run: Run, timesteps: int | None = None) -> Any:
     """The ``TrainConfig`` of ``run``: the catalog's tuned hyperparameters, its seed and kind,
     on ``timesteps`` (default: the tuned budget)."""
-    from backoffice.training.train import TrainConfig
+    from backoffice.training.rl.train import TrainConfig
 
     return TrainConfig.for_domain(run.domain, run.out, tier=run.tier, seed=run.seed, timesteps=timesteps,
                                   warm_start="demos" if run.kind == "warm" else None)
@@ -158,7 +158,7 @@ def _settings(config: dict[str, Any]) -> dict[str, Any]:
     tested). A setting missing from an older summary had its default then (it was added later)."""
     from dataclasses import MISSING, fields
 
-    from backoffice.training.train import TrainConfig
+    from backoffice.training.rl.train import TrainConfig
 
     defaults = {f.name: f.default for f in fields(TrainConfig) if f.default is not MISSING}
     settings = {k: v for k, v in {**defaults, **config}.items() if k not in ("timesteps", "out", "vec_env", "tensorboard_log")}
@@ -168,14 +168,14 @@ def _settings(config: dict[str, Any]) -> dict[str, Any]:
 def train_run(run: Run, timesteps: int | None = None, on_progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Train one run (pure PPO or warm-started) with the catalog's tuned hyperparameters, on
     ``timesteps`` (default: :func:`budget`)."""
-    from backoffice.training.train import train
+    from backoffice.training.rl.train import train
 
     return train(_train_config(run, timesteps), on_progress=on_progress)
 
 
 def _heldout_pass(domain: str, policy: Any) -> float:
     from backoffice.envs import make_native
-    from backoffice.training.rollout import run_episode
+    from backoffice.training.eval.rollout import run_episode
 
     env = make_native(domain, split="heldout")
     ids = env.release.split_ids["heldout"]
@@ -201,13 +201,13 @@ def _bc_settings(config: Any) -> dict[str, Any]:
 def bc_ceiling(domain: str, tier: str) -> dict[str, Any]:
     """The behaviour-cloning ceiling of a tier: the tier's untrained model (its tuned
     hyperparameters, seed 0) cloned from the feature policy's demonstrations on its training tasks
-    (:func:`~backoffice.training.train.demo_task_ids`), then played on heldout before any PPO update. The same
+    (:func:`~backoffice.training.rl.train.demo_task_ids`), then played on heldout before any PPO update. The same
     measurement as a warm-started run's ``bc_heldout_pass_rate``, without the PPO that follows."""
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from backoffice.training.catalog import make_catalog_env
-    from backoffice.training.train import build_model, ending_actions, warm_start_from_demos
+    from backoffice.training.rl.train import build_model, ending_actions, warm_start_from_demos
 
     config = _train_config(Run(domain, tier, "warm", 0))
     threads = torch.get_num_threads()
@@ -247,8 +247,8 @@ def _fixed_baselines(domain: str, tier: str, ident: dict[str, str]) -> dict[str,
     """Random, mask-only, the depth-limited tree, the feature policy and the oracle on heldout."""
     from backoffice.envs.core.release import load_release
     from backoffice.training.catalog import resolve_spec
-    from backoffice.training.demos import TreePolicy, collect, fit_tree
     from backoffice.training.policies import get_policy
+    from backoffice.training.rl.demos import TreePolicy, collect, fit_tree
 
     spec = resolve_spec(domain, tier=tier)
     demos = collect(domain, load_release(domain).split_ids["train"], spec=spec)

@@ -3,7 +3,7 @@
 ::
 
     from trl import GRPOConfig, GRPOTrainer
-    from backoffice.training.integrations.trl import tool_env_class
+    from backoffice.training.agents.trl import tool_env_class
 
     ApprovalsToolEnv = tool_env_class("approvals", split="train")   # or: from ...trl import ApprovalsToolEnv
     trainer = GRPOTrainer(model=..., args=GRPOConfig(max_steps=...), environment_factory=ApprovalsToolEnv)
@@ -199,7 +199,7 @@ class BackofficeToolEnv:
         reset equally often (one GRPO group) share a task. Other dataset columns (``prompt`` ...)
         are TRL's and are ignored.
         """
-        from backoffice.training.session import Session
+        from backoffice.training.agents.session import Session
 
         if isinstance(seed, str):
             seed = int(seed)  # a dataset column may hold seeds as text (they exceed 2^53)

@@ -3,7 +3,7 @@ verifiers).
 
 ::
 
-    from backoffice.training.session import Session
+    from backoffice.training.agents.session import Session
 
     s = Session("approvals", task_id="APR-H0000")       # or Session(env, ...) over any native env
     s.tools                                              # the episode's tool specs (function shape)
@@ -135,7 +135,7 @@ class Session:
     def reset(self, task_id: str | None = None, seed: int | None = None) -> dict[str, Any]:
         """Start an episode (a task by id, else drawn from the split by ``seed``, default 0);
         return its public start: brief, system prompt, ids, allowed tools, step limit."""
-        from backoffice.training.llm import system_prompt
+        from backoffice.training.agents.chat import system_prompt
 
         unwrapped = self.env.unwrapped
         options = None

@@ -1,7 +1,7 @@
 """Evaluating LLM agents (``backoffice eval --policy openai:<model>``) so that the run survives
 its endpoint.
 
-- :class:`LLMRunner`: the evaluation :class:`~backoffice.training.evaluate.Runner` for chat
+- :class:`LLMRunner`: the evaluation :class:`~backoffice.training.eval.evaluate.Runner` for chat
   agents. An episode whose endpoint fails (a persistent 5xx, a 400 "context length exceeded", a
   timeout, after the client's retries) gets a record with an ``error`` object (``type``,
   ``message``, ``status_code``, ``step``), ``pass: false`` and ``score: 0.0``, and the run goes
@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from backoffice.envs.core.canonical import dumps
-from backoffice.training.evaluate import DIFF_KEY, TRACE_KEY, Job, PoolExecutor, Record, Runner, default_make_policy
-from backoffice.training.llm import ChatAgent, EndpointError
+from backoffice.training.agents.chat import ChatAgent, EndpointError
+from backoffice.training.eval.evaluate import DIFF_KEY, TRACE_KEY, Job, PoolExecutor, Record, Runner, default_make_policy
 
 
 def llm_make_policy(domain: str, agent: str, seed: int, timeout: float | None = None, retries: int | None = None) -> Any:
     """``openai:<model>`` with the given client timeout and retries; any other name as usual."""
     if agent.startswith("openai:"):
-        from backoffice.training.chat_openai import openai_policy
+        from backoffice.training.agents.openai_chat import openai_policy
 
         return openai_policy(agent.split(":", 1)[1], seed=seed, timeout=timeout, max_retries=retries)
     return default_make_policy(domain, agent, seed)
@@ -105,7 +105,7 @@ def llm_runner(base: Runner | None, timeout: float | None = None, retries: int |
 
 
 class ThreadExecutor(PoolExecutor):
-    """Runs jobs in ``workers`` threads of this process (an :class:`~backoffice.training.evaluate.Executor`)."""
+    """Runs jobs in ``workers`` threads of this process (an :class:`~backoffice.training.eval.evaluate.Executor`)."""
 
     def __init__(self, workers: int = 4):
         super().__init__(workers)

@@ -12,7 +12,7 @@ A *chat function* is anything with the signature ``chat(messages, tools) -> repl
 
 :func:`run_episode` plays one episode::
 
-    from backoffice.training.llm import run_episode
+    from backoffice.training.agents.chat import run_episode
     result = run_episode(env, chat, task_id="APR-H0000")
     result.grade["pass"], result.transcript
 
@@ -238,7 +238,7 @@ class ChatAgent(Policy):
 
     It keeps the conversation, asks ``chat`` for a reply whenever it has no pending tool call,
     and turns replies into actions as described in the module docstring. Use it directly with
-    :func:`backoffice.training.rollout.run_episode` / ``evaluate`` (``--policy openai:<model>``)
+    :func:`backoffice.training.eval.rollout.run_episode` / ``evaluate`` (``--policy openai:<model>``)
     or through :func:`run_episode` here, which also writes the transcript.
     """
 
@@ -365,7 +365,7 @@ def run_episode(env: Any, chat: ChatFn | ChatAgent, task_id: str | None = None, 
     """Play one episode of ``env`` with a chat function; see the module docstring for the rules.
 
     ``env`` is a native env (wrapped or not). With ``task_id`` and no ``seed`` the task's own
-    seed is used, as in :func:`backoffice.training.rollout.run_episode`. The transcript is
+    seed is used, as in :func:`backoffice.training.eval.rollout.run_episode`. The transcript is
     appended to ``transcript_path`` or, when the env writes a trace, beside it; otherwise it is
     only returned. Exceptions raised by ``chat`` itself (e.g. the endpoint is down) propagate
     after the transcript so far is written; the episode is then left unfinished.

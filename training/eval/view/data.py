@@ -1,5 +1,5 @@
 """What the episode viewer shows, as plain data: evaluation records (read as ``backoffice report``
-reads them), the overview (:func:`backoffice.training.report.build_report`), a compact column
+reads them), the overview (:func:`backoffice.training.eval.report.build_report`), a compact column
 index of every episode for the list, and per episode its record, trace, diff and problems.
 
 Traces and diffs are read where the records point at them (``trace_location``,
@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from backoffice.envs.core.canonical import loads
-from backoffice.training.evaluate import job_key, scan_records, trace_files
-from backoffice.training.report import build_report
+from backoffice.training.eval.evaluate import job_key, scan_records, trace_files
+from backoffice.training.eval.report import build_report
 
 Record = dict[str, Any]
 

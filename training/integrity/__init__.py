@@ -1,0 +1,1 @@
+"""Grade integrity: the attackers an optimiser or an agent could be (blind, position, rule-ignoring, exploit injections), the probes of what is visible before a judgement, and the audit that runs them."""
