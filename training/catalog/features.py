@@ -1,0 +1,252 @@
+"""Named features and actions of a domain's catalog, and the one vector builder every tier uses.
+
+A domain's catalog keeps one observation state, its **desk** (:class:`Desk`): what the agent has
+read so far (the brief, the tool results), updated by :meth:`Desk.observe` after every call.
+Everything else is a named function of the desk, written once:
+
+- a **feature** is one observed fact, comparison or conclusion: ``fn(desk) -> float`` in
+  ``[-1, 1]``; a slot family ``row[i].covers_type`` takes the slot index, ``fn(desk, i)``; a
+  **block** computes several named values together (a one-hot, a slot's row of values) when
+  that is how they are read;
+- an **action** grounds one native call: ``ground(desk) -> {"tool", "args"} | None`` (``None``:
+  its slot is empty), with ``legal(desk) -> bool``, the mask (legality only, never judgement);
+  an action family takes the slot index too.
+
+A tier (:mod:`.tier`) is then a declaration: the ordered feature names and action names it uses.
+:class:`VectorPlan` turns a tier's feature names into one call per producing function per step
+(a block or a family member shared by two features of the tier is computed once).
+
+::
+
+    FEATURES = Features()
+
+    @FEATURES.feature("request_read", "1 once get_request returned the target request")
+    def request_read(desk: ApprovalsDesk) -> float:
+        return float(desk.request is not None)
+
+    @FEATURES.family("row[{i}].in_effect", N_ROWS, "1 if row slot {i} is in effect now")
+    def row_in_effect(desk: ApprovalsDesk, i: int) -> float:
+        ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from backoffice.training.catalog.base import ActionDef, FeatureDef
+
+D = TypeVar("D", bound="Desk")
+
+
+class Desk:
+    """A domain's observation state: what the agent has read, nothing else (never the store or
+    the answer key). Subclasses implement :meth:`reset` and :meth:`observe` and keep plain
+    attributes; :meth:`memo` caches a value derived from them until the next observation, so a
+    fact several features read (an assessment, a band lookup) is computed once per step."""
+
+    def __init__(self) -> None:
+        self._memo: dict[Any, Any] = {}
+
+    def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:  # pragma: no cover - interface
+        """Forget the last episode; ``brief`` is the parsed reset observation."""
+        raise NotImplementedError
+
+    def observe(self, action: str, call: dict[str, Any], result: dict[str, Any]) -> None:  # pragma: no cover
+        """Take in the parsed native observation ``result`` of ``call``, made for the catalog
+        action named ``action``."""
+        raise NotImplementedError
+
+    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()``, cached until :meth:`changed` (which the catalog calls after every
+        reset and observation)."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = compute()
+            return value
+
+    def changed(self) -> None:
+        """Forget the derived values: the desk's state changed."""
+        self._memo.clear()
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One named feature: ``producer`` computes it (alone, or in a block with others) and
+    ``slot`` is where its value stands in the producer's output (``-1``: a scalar)."""
+
+    name: str
+    doc: str
+    producer: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    slot: int = -1
+
+    @property
+    def definition(self) -> FeatureDef:
+        return FeatureDef(self.name, self.doc)
+
+
+class Features(Generic[D]):
+    """A domain's registry of named features (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, Feature] = {}
+
+    def _add(self, feature: Feature) -> None:
+        if feature.name in self._by_name:
+            raise ValueError(f"feature {feature.name!r} is defined twice")
+        self._by_name[feature.name] = feature
+
+    def feature(self, name: str, doc: str) -> Callable[[Callable[[D], float]], Callable[[D], float]]:
+        """Register ``fn(desk) -> float`` as the feature ``name``."""
+        def register(fn: Callable[[D], float]) -> Callable[[D], float]:
+            self._add(Feature(name, doc, fn))
+            return fn
+        return register
+
+    def family(self, pattern: str, n: int, doc: str) -> Callable[[Callable[[D, int], float]], Callable[[D, int], float]]:
+        """Register ``fn(desk, i) -> float`` as the features ``pattern.format(i=i)`` for each
+        slot ``i < n`` (``{i}`` in ``doc`` is the slot too)."""
+        def register(fn: Callable[[D, int], float]) -> Callable[[D, int], float]:
+            for i in range(n):
+                self._add(Feature(pattern.format(i=i), doc.format(i=i), fn, (i,)))
+            return fn
+        return register
+
+    def block(self, named: Sequence[tuple[str, str]]) -> Callable[[Callable[[D], Sequence[float]]], Callable[[D], Sequence[float]]]:
+        """Register ``fn(desk) -> values`` as the features ``named`` (``(name, doc)`` pairs):
+        the k-th value is the k-th name's."""
+        def register(fn: Callable[[D], Sequence[float]]) -> Callable[[D], Sequence[float]]:
+            for k, (name, doc) in enumerate(named):
+                self._add(Feature(name, doc, fn, (), k))
+            return fn
+        return register
+
+    def block_family(self, named: Sequence[tuple[str, str]], n: int
+                     ) -> Callable[[Callable[[D, int], Sequence[float]]], Callable[[D, int], Sequence[float]]]:
+        """A block per slot: ``fn(desk, i) -> values`` for the names ``name.format(i=i)``."""
+        def register(fn: Callable[[D, int], Sequence[float]]) -> Callable[[D, int], Sequence[float]]:
+            for i in range(n):
+                for k, (name, doc) in enumerate(named):
+                    self._add(Feature(name.format(i=i), doc.format(i=i), fn, (i,), k))
+            return fn
+        return register
+
+    def add(self, feature: Feature) -> None:
+        """Register an already built feature (e.g. one a user's tier brings)."""
+        self._add(feature)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __getitem__(self, name: str) -> Feature:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"no feature named {name!r}; e.g. {', '.join(list(self._by_name)[:8])} ...") from None
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._by_name)
+
+    def select(self, names: Iterable[str | Feature]) -> tuple[Feature, ...]:
+        """The features of a tier, in its order: names from this registry or :class:`Feature`
+        objects of the tier's own."""
+        return tuple(n if isinstance(n, Feature) else self[n] for n in names)
+
+
+class VectorPlan:
+    """A tier's features as one call per distinct (producer, args) per step: the generic vector
+    builder. Values outside ``[-1, 1]`` are clipped."""
+
+    def __init__(self, features: Sequence[Feature]):
+        self.size = len(features)
+        calls: dict[tuple[Any, tuple[Any, ...]], list[tuple[int, int]]] = {}
+        for position, f in enumerate(features):
+            calls.setdefault((f.producer, f.args), []).append((f.slot, position))
+        self._calls = [(producer, args, targets) for (producer, args), targets in calls.items()]
+
+    def __call__(self, desk: Any) -> np.ndarray:
+        out = np.zeros(self.size, dtype=np.float32)
+        for producer, args, targets in self._calls:
+            value = producer(desk, *args)
+            for slot, position in targets:
+                out[position] = value if slot < 0 else value[slot]
+        return np.clip(out, -1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Action:
+    """One named catalog action: its native ``tool``, how it is grounded and when it is legal."""
+
+    name: str
+    tool: str
+    doc: str
+    ground: Callable[..., dict[str, Any] | None]
+    legal: Callable[..., bool]
+    args: tuple[Any, ...] = ()
+
+    @property
+    def definition(self) -> ActionDef:
+        return ActionDef(self.name, self.tool, self.doc)
+
+
+def always(desk: Any, *args: Any) -> bool:
+    """The legality of an action that is always valid (``submit``)."""
+    return True
+
+
+class Actions(Generic[D]):
+    """A domain's registry of named actions: ``ground`` and ``legal`` per action or family."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, Action] = {}
+
+    def _add(self, action: Action) -> None:
+        if action.name in self._by_name:
+            raise ValueError(f"action {action.name!r} is defined twice")
+        self._by_name[action.name] = action
+
+    def action(self, name: str, tool: str, doc: str, legal: Callable[[D], bool] = always
+               ) -> Callable[[Callable[[D], dict[str, Any] | None]], Callable[[D], dict[str, Any] | None]]:
+        """Register ``ground(desk) -> call | None`` as the action ``name`` over ``tool``."""
+        def register(fn: Callable[[D], dict[str, Any] | None]) -> Callable[[D], dict[str, Any] | None]:
+            self._add(Action(name, tool, doc, fn, legal))
+            return fn
+        return register
+
+    def family(self, pattern: str, n: int, tool: str, doc: str, legal: Callable[[D, int], bool] = always
+               ) -> Callable[[Callable[[D, int], dict[str, Any] | None]], Callable[[D, int], dict[str, Any] | None]]:
+        """Register ``ground(desk, i)`` as the actions ``pattern.format(i=i)``, ``i < n``."""
+        def register(fn: Callable[[D, int], dict[str, Any] | None]) -> Callable[[D, int], dict[str, Any] | None]:
+            for i in range(n):
+                self._add(Action(pattern.format(i=i), tool, doc.format(i=i), fn, legal, (i,)))
+            return fn
+        return register
+
+    def add(self, action: Action) -> None:
+        self._add(action)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __getitem__(self, name: str) -> Action:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"no action named {name!r}; e.g. {', '.join(list(self._by_name)[:8])} ...") from None
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._by_name)
+
+    def select(self, names: Iterable[str | Action]) -> tuple[Action, ...]:
+        return tuple(n if isinstance(n, Action) else self[n] for n in names)
+
+
+__all__ = ["Action", "Actions", "Desk", "Feature", "Features", "VectorPlan", "always"]
