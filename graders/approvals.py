@@ -56,15 +56,29 @@ if TYPE_CHECKING:
     from backoffice.envs.core.domain import Episode
     from backoffice.envs.core.store import Snapshot
 
-#: assessment problem -> failure code of a proceed that ignored it (first one wins)
-_PROBLEM_CODE = (
-    (auth.SELF, "self_approval"),
-    (auth.HARD_LIMIT, "over_limit"),
-    (auth.INACTIVE_DELEGATION, "expired_delegation_used"),
-    (auth.LIMIT, "over_limit"),
-    (auth.NO_AUTHORITY, "invalid_approver"),
-    (auth.REPORTING_LINE, "invalid_approver"),
-)
+#: the authority rules whose near miss makes a decision by an approver without authority an
+#: expired delegation used (the delegation is not in effect) or an over limit (it falls short)
+_INACTIVE = ("window", "revocation", "delegator_holds")
+_SHORT = ("role_level", "role_limit", "delegation_cap")
+
+
+def _problem_code(verdict: auth.Assessment | None, problems: set[str]) -> str:
+    """The failure code of a decision by someone who may not decide (first problem wins: the
+    requester, a proceed above the hard limit, no authority by what its near misses lack, the
+    reporting line)."""
+    if auth.SELF in problems:
+        return "self_approval"
+    if auth.HARD_LIMIT in problems:
+        return "over_limit"
+    if auth.NO_AUTHORITY in problems:
+        near = set(verdict.near_checks) if verdict is not None else set()
+        if near & set(_INACTIVE):
+            return "expired_delegation_used"
+        if near & set(_SHORT):
+            return "over_limit"
+    return "invalid_approver"
+
+
 _DOWNSTREAM = ("ledger_entries", "orders")
 
 #: the verdicts and basis judgements a snapshot remembers (a bound on memory, not on results)
@@ -161,7 +175,7 @@ def _approver_check(decisions: list[dict[str, Any]], verdicts: dict[str, auth.As
         if d["outcome"] == "proceed" and verdict is not None and auth.HARD_LIMIT in verdict.problems:
             problems.add(auth.HARD_LIMIT)
         if problems:
-            invalid_codes.append(next(code for p, code in _PROBLEM_CODE if p in problems))
+            invalid_codes.append(_problem_code(verdict, problems))
         elif d["outcome"] == "proceed" and verdict is not None and verdict.outcome == "proceed" and first_valid_step is None:
             first_valid_step = d["_step"]
     ok = not invalid_codes

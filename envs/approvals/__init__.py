@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from backoffice.envs.approvals.generator import DEFECT_TAGS, generate
-from backoffice.envs.approvals.tables import TABLES
+from backoffice.envs.approvals.tables import PROCEDURE, TABLES
 from backoffice.envs.approvals.tools import toolkit
 from backoffice.envs.core import BackofficeEnv, Domain, lazy
 
@@ -12,18 +12,10 @@ FAILURE_CODES = (
     "basis_missing_or_wrong", "expired_delegation_used", "over_limit", "extra_decision", "forbidden_write",
 )
 
-#: The documented rules of the desk procedure (``get_rules``' ``procedure``) that decide a
-#: task's right answer; ``training.policies.approvals.RULE_POLICIES`` holds, per rule, the
-#: oracle ignoring it.
-RULES = (
-    "authority",  # step 2: a role covering the type, level and amount limit, held now (assignment or delegation in effect, cap)
-    "separation_of_duties",  # step 3: not the requester, not in the requester's reporting line when the rule says so
-    "blocking_fact_cited",  # step 4: an escalation cites the fact that keeps the approver from deciding
-    "hard_limit",  # step 5: above the hard limit, reject
-    "required_fields",  # step 5: an empty required field, hold
-    "release_after_proceed",  # step 6: the ledger entry / order release only after the proceed
-    "single_decision",  # step 7: one decision per request
-)
+#: The rules of the desk procedure, as ``get_rules`` shows them (``tables.PROCEDURE``): one entry
+#: per rule the agent applies; ``training.policies.approvals.RULE_POLICIES`` holds, per rule, the
+#: oracle ignoring it (each changes the right end state in >= 20 tasks of each split).
+RULES = tuple(rid for rid, _, _ in PROCEDURE)
 
 
 DOMAIN = Domain(
@@ -37,11 +29,12 @@ DOMAIN = Domain(
     grade=lazy("backoffice.graders.approvals:grade"),
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
-    generator_version="2",
+    generator_version="3",
     sizes={"train": 480, "heldout": 240},
     default_max_steps=40,
     guardrail_code="forbidden_write",
     rules=RULES,
+    rule_tools=("get_rules",),
     tables=TABLES,
 )
 
