@@ -62,19 +62,19 @@ _INACTIVE = ("window", "revocation", "delegator_holds")
 _SHORT = ("role_level", "role_limit", "delegation_cap")
 
 
-def _problem_code(verdict: auth.Assessment | None, problems: set[str]) -> str:
+def _problem_code(verdict: auth.Assessment | None, problems: set[str], tables: auth.Reader) -> str:
     """The failure code of a decision by someone who may not decide (first problem wins: the
-    requester, a proceed above the hard limit, no authority by what its near misses lack, the
-    reporting line)."""
+    requester, a proceed above the hard limit, no authority by what its near misses lack (a
+    delegation not in effect, or a role, limit or cap that falls short), the reporting line)."""
     if auth.SELF in problems:
         return "self_approval"
     if auth.HARD_LIMIT in problems:
         return "over_limit"
-    if auth.NO_AUTHORITY in problems:
-        near = set(verdict.near_checks) if verdict is not None else set()
-        if near & set(_INACTIVE):
+    if auth.NO_AUTHORITY in problems and verdict is not None:
+        near = [(i, f[0]) for i, f in verdict.failures.items() if len(f) == 1]
+        if any(c in _INACTIVE and tables.get("delegations", i) is not None for i, c in near):
             return "expired_delegation_used"
-        if near & set(_SHORT):
+        if any(c in _SHORT for _, c in near):
             return "over_limit"
     return "invalid_approver"
 
@@ -175,7 +175,7 @@ def _approver_check(decisions: list[dict[str, Any]], verdicts: dict[str, auth.As
         if d["outcome"] == "proceed" and verdict is not None and auth.HARD_LIMIT in verdict.problems:
             problems.add(auth.HARD_LIMIT)
         if problems:
-            invalid_codes.append(_problem_code(verdict, problems))
+            invalid_codes.append(_problem_code(verdict, problems, tables))
         elif d["outcome"] == "proceed" and verdict is not None and verdict.outcome == "proceed" and first_valid_step is None:
             first_valid_step = d["_step"]
     ok = not invalid_codes

@@ -59,7 +59,7 @@ class TablesReader:
         self._indexes: dict[tuple[str, str], dict[Any, list[Row]]] = {}
 
     def get(self, table: str, rid: str) -> Row | None:
-        return self._tables[table].get(rid)
+        return self._tables.get(table, {}).get(rid)
 
     def _index(self, table: str, field: str) -> dict[Any, list[Row]]:
         index = self._indexes.get((table, field))

@@ -942,6 +942,7 @@ def _key(plan: Plan, request: dict[str, Any], cast: Cast, verdict: auth.Assessme
             "accepted_roles": verdict.accepted_roles, "required_role_id": verdict.required_role_id,
             "authority_ids": verdict.authority_ids, "blocking_ids": sorted(verdict.blocking_ids),
             "approver_problems": verdict.approver_problems, "near_checks": near,
+            "near": sorted([i, f[0]] for i, f in verdict.failures.items() if len(f) == 1),
             "downstream": downstream,
         },
     }

@@ -665,7 +665,7 @@ def escalate_after_decision(action: dict[str, Any], trace: Sequence[Mapping[str,
     request = req[1]["request"] if isinstance(req[1], Mapping) and "request" in req[1] else None
     if request is None:
         return []
-    rule = _applicable(rules[1]["rules"], request["amount"])
+    rule = _applicable(_bands(rules[1]), request["amount"])
     return [call("escalate", request_id=request["id"], role_id=rule["required_role_id"], basis_ids=[rule["id"]],
                  note="routing again")]
 
