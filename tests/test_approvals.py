@@ -49,34 +49,53 @@ _env = split_envs(DOMAIN)  # _env(task_id): a native env of the task's split
 
 
 # -- wrong policies: each triggers its code wherever the mistake is possible ---------------------
+@cache
+def verdict(task_id: str) -> auth.Assessment:
+    """The grader's verdict on the task's request and approver at the desk clock (what the
+    tests below select tasks by; the answer key holds only what the grade checks)."""
+    snap = release().snapshot(task_id)
+    exp = key(task_id)["expected"]
+    return auth.assess(auth.SnapshotReader(snap), snap.table("requests")[exp["request_id"]], exp["approver_id"],
+                       snap.table("clock")["clock"]["now"])
+
+
+def _near(task_id: str) -> list[tuple[str, str]]:
+    """The near misses (id, the one authority rule it fails) of the task's approver."""
+    return sorted((i, f[0]) for i, f in verdict(task_id).failures.items() if len(f) == 1)
+
+
 def _problems(*problems: str):
-    return lambda k: k["expected"]["approver_problems"] == list(problems)
+    return lambda t: verdict(t).approver_problems == list(problems)
 
 
 def _blocked_by(*checks: str):
     """Escalations where the approver has no authority, only a near miss failing one of ``checks``."""
-    return lambda k: _problems("no_authority")(k) and set(k["expected"]["near_checks"]) <= set(checks)
+    return lambda t: _problems("no_authority")(t) and {c for _, c in _near(t)} <= set(checks)
 
 
-def _inactive_delegation(k: dict[str, Any]) -> bool:
+def _inactive_delegation(t: str) -> bool:
     """A delegation near miss not in effect (window, revocation, delegator) beside the authority
     or as the only near miss of an approver without authority."""
-    return k["expected"]["approver_problems"] in ([], ["no_authority"]) and any(
-        i.startswith("DLG") and c in ("window", "revocation", "delegator_holds") for i, c in k["expected"]["near"])
+    return verdict(t).approver_problems in ([], ["no_authority"]) and any(
+        i.startswith("DLG") and c in ("window", "revocation", "delegator_holds") for i, c in _near(t))
+
+
+def _outcome(*outcomes: str):
+    return lambda t: key(t)["outcome_class"] in outcomes
 
 
 POSSIBLE = {
-    "invalid_approver": lambda k: _problems("reporting_line")(k) or _blocked_by("role_type")(k),
+    "invalid_approver": lambda t: _problems("reporting_line")(t) or _blocked_by("role_type")(t),
     "self_approval": _problems("self"),
-    "wrong_outcome": lambda k: k["outcome_class"] in ("escalate", "reject"),
-    "side_effect_before_decision": lambda k: k["outcome_class"] == "proceed",
-    "basis_missing_or_wrong": lambda k: True,
+    "wrong_outcome": _outcome("escalate", "reject"),
+    "side_effect_before_decision": _outcome("proceed"),
+    "basis_missing_or_wrong": lambda t: True,
     "expired_delegation_used": _inactive_delegation,
     # a reject without an empty required field is recorded as a proceed; an approver whose only near miss falls short decides
-    "over_limit": lambda k: (k["outcome_class"] == "reject" and "missing_information" not in k["defect_tags"])
-    or _blocked_by("role_level", "role_limit", "delegation_cap")(k),
-    "extra_decision": lambda k: True,
-    "forbidden_write": lambda k: True,
+    "over_limit": lambda t: (_outcome("reject")(t) and "missing_information" not in key(t)["defect_tags"])
+    or _blocked_by("role_level", "role_limit", "delegation_cap")(t),
+    "extra_decision": lambda t: True,
+    "forbidden_write": lambda t: True,
 }
 
 
@@ -86,7 +105,7 @@ def test_every_failure_code_has_a_wrong_policy() -> None:
 
 @pytest.mark.parametrize("code", sorted(POSSIBLE))
 def test_wrong_policy_triggers_its_code_where_possible(code: str) -> None:
-    possible = [t for t in all_ids() if POSSIBLE[code](key(t))]
+    possible = [t for t in all_ids() if POSSIBLE[code](t)]
     assert len(possible) >= 20
     missed = [t for t in possible if code not in run(f"wrong:{code}", t)["failure_codes"]]
     assert not missed, f"wrong:{code} misses {len(missed)} tasks, e.g. {missed[:5]}"

@@ -933,7 +933,6 @@ def _key(plan: Plan, request: dict[str, Any], cast: Cast, verdict: auth.Assessme
     targets.append(f"ledger_entries:LE-{rid}-*" if ledger else f"orders:{request['order_id']}")
     tags = [plan.tag]
     tags += [t for t, on in (("over_limit", plan.over), ("missing_information", plan.missing)) if on and t != plan.tag]
-    near = sorted({c for f in verdict.failures.values() if len(f) == 1 for c in f})
     return {
         "defect_tags": tags, "decoy": plan.tag in AUTHORITY_TAGS and not plan.blocked, "targets": targets,
         "outcome_class": verdict.outcome, "needs_action": True,
@@ -941,8 +940,6 @@ def _key(plan: Plan, request: dict[str, Any], cast: Cast, verdict: auth.Assessme
             "request_id": rid, "approver_id": cast.approver, "outcome": verdict.outcome, "rule_id": verdict.rule_id,
             "accepted_roles": verdict.accepted_roles, "required_role_id": verdict.required_role_id,
             "authority_ids": verdict.authority_ids, "blocking_ids": sorted(verdict.blocking_ids),
-            "approver_problems": verdict.approver_problems, "near_checks": near,
-            "near": sorted([i, f[0]] for i, f in verdict.failures.items() if len(f) == 1),
             "downstream": downstream,
         },
     }

@@ -225,6 +225,8 @@ class ApprovalsDesk(CatalogSpec):
         self._find_cursor: str | None = None
         self._holders_read: dict[str, list[dict[str, Any]]] = {}
         self._holders_cursor: dict[str, str] = {}
+        self._delegations_read: dict[str, list[dict[str, Any]]] = {}  # person id -> delegations read so far
+        self._delegations_cursor: dict[str, str] = {}
         self.decision: str | None = None
         self.downstream_done = False
         self.last_write_error = False
@@ -273,7 +275,19 @@ class ApprovalsDesk(CatalogSpec):
     def _delegations_call(self, person_id: str | None) -> dict[str, Any] | None:
         if person_id is None:
             return None
-        return {"tool": "lookup_delegations", "args": {"person_id": person_id, "include_inactive": True}}
+        return {"tool": "lookup_delegations",
+                "args": _after({"person_id": person_id, "include_inactive": True}, self._delegations_cursor.get(person_id))}
+
+    def _take_delegations(self, person_id: str, res: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+        """Every delegation ``person_id`` received, once the last page of ``lookup_delegations``
+        was read (``None`` while pages remain: the next call asks for the next one)."""
+        self._delegations_read.setdefault(person_id, []).extend(res.get("delegations") or [])
+        cursor = res.get("next_cursor")
+        if cursor is not None:
+            self._delegations_cursor[person_id] = cursor
+            return None
+        self._delegations_cursor.pop(person_id, None)
+        return self._delegations_read.pop(person_id)
 
     def _holders_call(self, role_id: str | None) -> dict[str, Any] | None:
         if role_id is None:
@@ -485,8 +499,8 @@ class ApprovalsCatalog(ApprovalsDesk):
         elif tool == "get_person":
             self.line = list(res.get("reporting_line") or [])
             self.assignments = list(res.get("assignments") or [])
-        elif tool == "lookup_delegations":
-            self.received_all = list(res.get("delegations") or [])
+        elif tool == "lookup_delegations" and isinstance(args.get("person_id"), str):
+            self.received_all = self._take_delegations(args["person_id"], res)
 
     def mask(self) -> np.ndarray:
         """Legality only (see the module docstring): groundable, not a repeated read, not a

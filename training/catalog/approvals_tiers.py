@@ -257,7 +257,7 @@ class _ApprovalsTier(ApprovalsDesk):
                 self.on_file = pid
         elif tool == "lookup_delegations":
             if isinstance(pid, str) and pid in self.files:
-                self.files[pid]["received"] = list(res.get("delegations") or [])
+                self.files[pid]["received"] = self._take_delegations(pid, res)
 
     def mask(self) -> np.ndarray:
         """Legality only: groundable, not a repeated read, not visibly refused, not after the
