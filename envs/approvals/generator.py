@@ -879,10 +879,10 @@ def _attempt(seed: int, tag: str, attempt: int, scale: int = 1) -> Generated | N
         line_flags[plan.rtype] = False
     _bands(w, plan, tops, _required_fields(rng, plan), line_flags)
     cast = _cast(w, plan, line_flags)
-    for key, _, _, _, natural in ROLE_TEMPLATES:
+    for role_key, _, _, _, natural in ROLE_TEMPLATES:
         for holder in natural:
             if w.by_key[holder] != cast.approver:
-                w.assign(w.by_key[holder], w.role_by_key[key], w.past_day(120, 900), None)
+                w.assign(w.by_key[holder], w.role_by_key[role_key], w.past_day(120, 900), None)
     planted = _plant_entries(w, plan, cast)
     if planted is None:
         return None

@@ -1,4 +1,4 @@
-"""Tables of the approvals domain, the desk policy text and small shared helpers.
+"""Tables of the approvals domain, the desk's rule document and small shared helpers.
 
 Every snapshot holds these tables (rows are flat dicts keyed by a string ``id``):
 
@@ -16,11 +16,13 @@ Every snapshot holds these tables (rows are flat dicts keyed by a string ``id``)
     ``valid_to`` (dates, inclusive), ``cap`` (cents or ``None``: the largest amount the delegate
     may approve under it), ``revoked_at`` (ISO datetime or ``None``), ``reason``.
 ``rules``
-    ``id`` (``RULE-204``), ``request_type``, ``min_amount`` / ``max_amount`` (cents, inclusive
-    band; ``max_amount`` ``None`` for the top band), ``required_role_id`` and ``required_level``
-    (the least senior role that may approve in the band), ``hard_limit`` (cents: above it the
-    request is rejected), ``sod_not_requester``, ``sod_not_in_requester_line`` (separation of
-    duties flags), ``required_fields`` (request fields that must be filled in).
+    the amount bands (``get_rules``' ``tables.bands``): ``id`` (``BAND-204``), ``request_type``,
+    ``min_amount`` / ``max_amount`` (cents, inclusive band; ``max_amount`` ``None`` for the top
+    band), ``required_level`` (the least level of a role that may approve in the band),
+    ``required_role_id`` (the least senior role that may approve every amount in it: where an
+    escalation goes), ``hard_limit`` (cents: above it the request is rejected),
+    ``sod_not_in_requester_line`` (separation of duties flag), ``required_fields`` (request
+    fields that must be filled in).
 ``requests``
     ``id`` (``REQ-4821``), ``type``, ``amount`` (cents), ``currency``, ``requester_id``,
     ``beneficiary_account``, ``cost_center``, ``invoice_ref``, ``justification``, ``order_id``
