@@ -1,9 +1,10 @@
 """The approvals grader: a pure function of the episode.
 
-Every decision the episode recorded on the target request is judged, each against the rules
-and the delegation windows **at its own decision time** (the clock of its trace line), using
-the snapshot's reference tables (people, roles, role_holders, delegations, rules), which no tool
-can change. The whole trail counts: exactly one decision (or one escalation) is allowed.
+Every decision the episode recorded on the target request is judged, each against the rule
+document (``tables.PROCEDURE``) **at its own decision time** (the clock of its trace line), using
+the snapshot's reference tables (people, roles, role_holders, delegations, the bands), which no
+tool can change. The whole trail counts: exactly one decision (or one escalation) is allowed.
+The grade accepts exactly what the text names, nothing it does not.
 
 Grade fields and checks (work checks earn the score; gates only cap it when they fail):
     approver_valid   (gate) every decision recorded in an approver's name (proceed, hold,
@@ -12,18 +13,21 @@ Grade fields and checks (work checks earn the score; gates only cap it when they
                      within the hard limit
     single_decision  (gate) at most one decision or escalation on the request
     outcome_match    (work) the decision's outcome is the expected one; an escalation counts when
-                     it goes to the rule's required_role_id, the role the procedure names
+                     it goes to the band's required_role_id, the role rule escalation names
     downstream       (work, proceed tasks) exactly the request's ledger entry / order release
     side_effects     (gate) downstream rows (``ledger_entries:*``, ``orders:*``) written before a
                      valid proceed decision (all of them when there is none)
-    basis_cited      (work) every decision cites the applicable rule and, in the approver's
-                     name, the assignment or delegation that gives the authority; an escalation
-                     cites the fact that blocks the approver (see ``authority.applies_as_basis``);
-                     every cited id exists and applies
+    basis_cited      (work) every decision cites the band and, in the approver's name, an
+                     assignment or delegation that gives the authority (rule cite_authority); an
+                     escalation cites the band and the blocking fact of rule blocking_fact (the
+                     request, else the requester, else a near miss failing exactly one authority
+                     rule, else the approver: ``authority.applies_as_basis``); nothing else
     outcome          the last decision's outcome (``None`` when nothing was decided)
 
 Failure codes: invalid_approver, self_approval, expired_delegation_used, over_limit (a decision
-by someone who may not decide, by reason, or a proceed above the hard limit;
+by someone who may not decide, by reason: the requester, the reporting line, no authority by
+what its near miss lacks (a delegation not in effect; a level, limit or cap that falls short;
+else invalid_approver), or a proceed above the hard limit;
 expired_delegation_used also when a decision cites a delegation not in effect at decision time
 as authority), wrong_outcome (wrong outcome, or a proceed whose ledger entry / order release is
 missing or wrong), side_effect_before_decision, basis_missing_or_wrong, extra_decision (more
@@ -56,15 +60,29 @@ if TYPE_CHECKING:
     from backoffice.envs.core.domain import Episode
     from backoffice.envs.core.store import Snapshot
 
-#: assessment problem -> failure code of a proceed that ignored it (first one wins)
-_PROBLEM_CODE = (
-    (auth.SELF, "self_approval"),
-    (auth.HARD_LIMIT, "over_limit"),
-    (auth.INACTIVE_DELEGATION, "expired_delegation_used"),
-    (auth.LIMIT, "over_limit"),
-    (auth.NO_AUTHORITY, "invalid_approver"),
-    (auth.REPORTING_LINE, "invalid_approver"),
-)
+#: the authority rules whose near miss makes a decision by an approver without authority an
+#: expired delegation used (the delegation is not in effect) or an over limit (it falls short)
+_INACTIVE = ("window", "revocation", "delegator_holds")
+_SHORT = ("role_level", "role_limit", "delegation_cap")
+
+
+def _problem_code(verdict: auth.Assessment | None, problems: set[str], tables: auth.Reader) -> str:
+    """The failure code of a decision by someone who may not decide (first problem wins: the
+    requester, a proceed above the hard limit, no authority by what its near misses lack (a
+    delegation not in effect, or a role, limit or cap that falls short), the reporting line)."""
+    if auth.SELF in problems:
+        return "self_approval"
+    if auth.HARD_LIMIT in problems:
+        return "over_limit"
+    if auth.NO_AUTHORITY in problems and verdict is not None:
+        near = [(i, f[0]) for i, f in verdict.failures.items() if len(f) == 1]
+        if any(c in _INACTIVE and tables.get("delegations", i) is not None for i, c in near):
+            return "expired_delegation_used"
+        if any(c in _SHORT for _, c in near):
+            return "over_limit"
+    return "invalid_approver"
+
+
 _DOWNSTREAM = ("ledger_entries", "orders")
 
 #: the verdicts and basis judgements a snapshot remembers (a bound on memory, not on results)
@@ -161,7 +179,7 @@ def _approver_check(decisions: list[dict[str, Any]], verdicts: dict[str, auth.As
         if d["outcome"] == "proceed" and verdict is not None and auth.HARD_LIMIT in verdict.problems:
             problems.add(auth.HARD_LIMIT)
         if problems:
-            invalid_codes.append(next(code for p, code in _PROBLEM_CODE if p in problems))
+            invalid_codes.append(_problem_code(verdict, problems, tables))
         elif d["outcome"] == "proceed" and verdict is not None and verdict.outcome == "proceed" and first_valid_step is None:
             first_valid_step = d["_step"]
     ok = not invalid_codes

@@ -12,6 +12,7 @@ import pytest
 from backoffice.envs import get_domain, make_native
 from backoffice.envs.approvals import authority as auth
 from backoffice.envs.approvals.generator import DEFECT_TAGS, generate
+from backoffice.envs.approvals.rules import AUTHORITY_CHECKS
 from backoffice.envs.approvals.tables import add_days
 from backoffice.envs.core import Episode, Snapshot, Store
 from backoffice.envs.core.release import load_release
@@ -48,20 +49,53 @@ _env = split_envs(DOMAIN)  # _env(task_id): a native env of the task's split
 
 
 # -- wrong policies: each triggers its code wherever the mistake is possible ---------------------
-def _escalate_with(*tags: str):
-    return lambda k: k["defect_tags"][0] in tags and k["outcome_class"] == "escalate"
+@cache
+def verdict(task_id: str) -> auth.Assessment:
+    """The grader's verdict on the task's request and approver at the desk clock (what the
+    tests below select tasks by; the answer key holds only what the grade checks)."""
+    snap = release().snapshot(task_id)
+    exp = key(task_id)["expected"]
+    return auth.assess(auth.SnapshotReader(snap), snap.table("requests")[exp["request_id"]], exp["approver_id"],
+                       snap.table("clock")["clock"]["now"])
+
+
+def _near(task_id: str) -> list[tuple[str, str]]:
+    """The near misses (id, the one authority rule it fails) of the task's approver."""
+    return sorted((i, f[0]) for i, f in verdict(task_id).failures.items() if len(f) == 1)
+
+
+def _problems(*problems: str):
+    return lambda t: verdict(t).approver_problems == list(problems)
+
+
+def _blocked_by(*checks: str):
+    """Escalations where the approver has no authority, only a near miss failing one of ``checks``."""
+    return lambda t: _problems("no_authority")(t) and {c for _, c in _near(t)} <= set(checks)
+
+
+def _inactive_delegation(t: str) -> bool:
+    """A delegation near miss not in effect (window, revocation, delegator) beside the authority
+    or as the only near miss of an approver without authority."""
+    return verdict(t).approver_problems in ([], ["no_authority"]) and any(
+        i.startswith("DLG") and c in ("window", "revocation", "delegator_holds") for i, c in _near(t))
+
+
+def _outcome(*outcomes: str):
+    return lambda t: key(t)["outcome_class"] in outcomes
 
 
 POSSIBLE = {
-    "invalid_approver": _escalate_with("wrong_request_type", "approver_is_requesters_subordinate"),
-    "self_approval": _escalate_with("self_approval"),
-    "wrong_outcome": lambda k: k["outcome_class"] in ("escalate", "reject"),
-    "side_effect_before_decision": lambda k: k["outcome_class"] == "proceed",
-    "basis_missing_or_wrong": lambda k: True,
-    "expired_delegation_used": _escalate_with("expired_delegation", "future_delegation", "revoked_delegation"),
-    "over_limit": lambda k: k["defect_tags"][0] == "over_limit" or _escalate_with("needs_escalation")(k),
-    "extra_decision": lambda k: True,
-    "forbidden_write": lambda k: True,
+    "invalid_approver": lambda t: _problems("reporting_line")(t) or _blocked_by("role_type")(t),
+    "self_approval": _problems("self"),
+    "wrong_outcome": _outcome("escalate", "reject"),
+    "side_effect_before_decision": _outcome("proceed"),
+    "basis_missing_or_wrong": lambda t: True,
+    "expired_delegation_used": _inactive_delegation,
+    # a reject without an empty required field is recorded as a proceed; an approver whose only near miss falls short decides
+    "over_limit": lambda t: (_outcome("reject")(t) and "missing_information" not in key(t)["defect_tags"])
+    or _blocked_by("role_level", "role_limit", "delegation_cap")(t),
+    "extra_decision": lambda t: True,
+    "forbidden_write": lambda t: True,
 }
 
 
@@ -71,7 +105,7 @@ def test_every_failure_code_has_a_wrong_policy() -> None:
 
 @pytest.mark.parametrize("code", sorted(POSSIBLE))
 def test_wrong_policy_triggers_its_code_where_possible(code: str) -> None:
-    possible = [t for t in all_ids() if POSSIBLE[code](key(t))]
+    possible = [t for t in all_ids() if POSSIBLE[code](t)]
     assert len(possible) >= 20
     missed = [t for t in possible if code not in run(f"wrong:{code}", t)["failure_codes"]]
     assert not missed, f"wrong:{code} misses {len(missed)} tasks, e.g. {missed[:5]}"
@@ -88,6 +122,8 @@ def test_oracle_never_triggers_any_code() -> None:
 class TrustsAnyRole(Oracle):
     """Decides in the approver's name whenever they hold any role (or delegation) at all."""
 
+    ignored = frozenset(AUTHORITY_CHECKS)
+
     def hard_limit_exceeded(self, request, rule):
         return False
 
@@ -96,15 +132,6 @@ class TrustsAnyRole(Oracle):
 
     def line_breach(self, rule, request, line):
         return False
-
-    def covers(self, role, request):
-        return True
-
-    def sufficient(self, role, request, rule, limit):
-        return True
-
-    def delegation_in_window(self, d, now):
-        return True
 
 
 def test_trusting_any_role_fails_most_tasks() -> None:
@@ -256,9 +283,68 @@ def test_separation_of_duties_and_caps() -> None:
     relaxed = {rid: {**r, "sod_not_in_requester_line": False} for rid, r in tables["rules"].items()}
     assert auth.assess({**tables, "rules": relaxed}, REQ, "EMP-3", NOW).outcome == "proceed"
     capped = _tables(delegations={"DLG-1": _delegation(delegate_id="EMP-2", cap=1_999_99)})
-    assert auth.assess(capped, {**REQ, "requester_id": "EMP-3"}, "EMP-2", NOW).approver_problems == [auth.LIMIT]
+    verdict = auth.assess(capped, {**REQ, "requester_id": "EMP-3"}, "EMP-2", NOW)
+    assert verdict.approver_problems == [auth.NO_AUTHORITY] and verdict.blocking == ["DLG-1"]
+    assert verdict.failures == {"DLG-1": ["delegation_cap"]}
     exact = _tables(delegations={"DLG-1": _delegation(delegate_id="EMP-2", cap=2_000_00)})
     assert auth.assess(exact, {**REQ, "requester_id": "EMP-3"}, "EMP-2", NOW).authority_ids == ["DLG-1"]
+
+
+ROLES = {
+    "R-1": {"id": "R-1", "name": "FM", "request_types": ["refund"], "amount_limit": 10_000_00, "level": 2},
+    "R-2": {"id": "R-2", "name": "Other", "request_types": ["purchase_order"], "amount_limit": 10_000_00, "level": 2},
+    "R-3": {"id": "R-3", "name": "Junior", "request_types": ["refund"], "amount_limit": 10_000_00, "level": 1},
+    "R-4": {"id": "R-4", "name": "Small", "request_types": ["refund"], "amount_limit": 1_000_00, "level": 2},
+}
+
+
+@pytest.mark.parametrize("over,failed", [
+    ({}, []),
+    ({"role_id": "R-2"}, ["role_type"]),
+    ({"role_id": "R-3"}, ["role_level"]),
+    ({"role_id": "R-4"}, ["role_limit"]),
+    ({"valid_to": "2026-03-01"}, ["window"]),
+    ({"valid_from": "2026-03-03", "valid_to": "2026-03-09"}, ["window"]),
+    ({"revoked_at": "2026-03-02T08:59:59"}, ["revocation"]),
+    ({"delegator_id": "EMP-2"}, ["delegator_holds"]),
+    ({"cap": 1_999_99}, ["delegation_cap"]),
+    ({"cap": 1_999_99, "role_id": "R-3"}, ["role_level", "delegation_cap"]),  # a far miss: fails two rules
+])
+def test_each_authority_rule_is_one_check(over: dict[str, Any], failed: list[str]) -> None:
+    """Each authority rule of the rule document is one check of one delegation, and an
+    approver whose only delegation fails exactly one of them is escalated citing it."""
+    holders = {
+        "RH-1": {"id": "RH-1", "person_id": "EMP-4", "role_id": "R-1", "valid_from": "2025-01-01", "valid_to": None},
+        **{f"RH-{i}": {"id": f"RH-{i}", "person_id": "EMP-4", "role_id": f"R-{i}", "valid_from": "2025-01-01", "valid_to": None}
+           for i in (2, 3, 4)},
+    }
+    tables = {**_tables(role_holders=holders, delegations={"DLG-1": _delegation(**over)}), "roles": ROLES}
+    verdict = auth.assess(tables, {**REQ, "requester_id": "EMP-4"}, "EMP-3", NOW)
+    assert verdict.failures == {"DLG-1": failed}
+    if not failed:
+        assert verdict.outcome == "proceed" and verdict.authority_ids == ["DLG-1"]
+    else:
+        assert verdict.outcome == "escalate" and verdict.blocking == (["DLG-1"] if len(failed) == 1 else ["EMP-3"])
+
+
+def test_the_basis_is_exactly_what_the_rules_name() -> None:
+    """A decision cites the band and its authority, nothing else; an escalation the band and the
+    first blocking fact by the rule's precedence (the request before the reporting line before a
+    near miss), nothing else."""
+    rh = {"RH-3": {"id": "RH-3", "person_id": "EMP-3", "role_id": "R-1", "valid_from": "2025-01-01", "valid_to": None}}
+    tables = _tables(role_holders=rh, delegations={"DLG-1": _delegation(cap=1_00)})
+    ok = auth.assess(tables, {**REQ, "requester_id": "EMP-4"}, "EMP-3", NOW)
+    assert ok.outcome == "proceed" and ok.authority_ids == ["RH-3"]
+    assert auth.applies_as_basis(tables, ["RULE-2", "RH-3"], ok, "proceed", "EMP-3", NOW)[0]
+    assert not auth.applies_as_basis(tables, ["RULE-2", "RH-3", "DLG-1"], ok, "proceed", "EMP-3", NOW)[0]
+    assert not auth.applies_as_basis(tables, ["RH-3"], ok, "proceed", "EMP-3", NOW)[0]
+    own = auth.assess(tables, {**REQ, "requester_id": "EMP-3"}, "EMP-3", NOW)  # their own request
+    assert own.blocking == ["REQ-1"]
+    assert auth.applies_as_basis(tables, ["RULE-2", "REQ-1"], own, "escalate", None, NOW)[0]
+    assert not auth.applies_as_basis(tables, ["RULE-2", "REQ-1", "EMP-3"], own, "escalate", None, NOW)[0]
+    line = auth.assess(tables, REQ, "EMP-3", NOW)  # EMP-3 reports (indirectly) to the requester EMP-1
+    assert line.blocking == ["EMP-1"]
+    assert not auth.applies_as_basis(tables, ["RULE-2", "REQ-1"], line, "escalate", None, NOW)[0]
 
 
 def _oracle_episode(tag: str, outcome: str) -> tuple[Any, list[dict[str, Any]], str]:
@@ -358,7 +444,7 @@ def test_lookups_read_the_clock_and_honour_as_of() -> None:
 
     def received(**args: Any) -> list[str]:
         obs, *_ = env.step({"tool": "lookup_delegations", "args": {"person_id": exp["approver_id"], **args}})
-        return [d["id"] for d in json.loads(obs)["result"]["received"]]
+        return [d["id"] for d in json.loads(obs)["result"]["delegations"]]
 
     assert exp["blocking_ids"] and not set(exp["blocking_ids"]) & set(received())  # not in effect now
     assert set(exp["blocking_ids"]) <= set(received(as_of=submitted))  # but it was when the request came in
@@ -412,7 +498,7 @@ def test_escalating_with_the_rule_alone_fails_every_escalation() -> None:
     from backoffice.training.policies.approvals import RULE_POLICIES
 
     for task_id in [t for t in release().split_ids["heldout"] if key(t)["outcome_class"] == "escalate"][:15]:
-        g = run_episode(_env(task_id), RULE_POLICIES["blocking_fact_cited"](), task_id=task_id).grade
+        g = run_episode(_env(task_id), RULE_POLICIES["blocking_fact"](), task_id=task_id).grade
         assert g["failure_codes"] == ["basis_missing_or_wrong"], task_id
         assert g["score"] == 0.5
 
@@ -466,8 +552,8 @@ def test_generator_invariants_hold_over_the_release() -> None:
         verdict = auth.assess(tables, tables["requests"][exp["request_id"]], exp["approver_id"], now)
         assert verdict.outcome == exp["outcome"] == k["outcome_class"]
         assert sorted(verdict.blocking_ids) == exp["blocking_ids"]
-        if exp["outcome"] == "escalate":
-            assert exp["required_role_id"] in exp["accepted_roles"]
+        if exp["outcome"] == "escalate" and tables["requests"][exp["request_id"]]["amount"] <= tables["rules"][exp["rule_id"]]["hard_limit"]:
+            assert exp["required_role_id"] in exp["accepted_roles"]  # the required role may approve the amount
         assert today >= tables["requests"][exp["request_id"]]["submitted_at"][:10]
 
 

@@ -196,11 +196,12 @@ def test_per_snapshot_reads_follow_the_episodes_writes() -> None:
     store.update("people", person["id"], {"manager_id": None, "name": "Zebedee Quux"})
     store.insert("role_holders", {"id": "RH-ZZZZ", "person_id": person["id"], "role_id": first["roles"]["roles"][0]["id"],
                                   "valid_from": "2020-01-01", "valid_to": None})
-    low = first["rules"]["rules"][0]["id"]
-    store.update("rules", low, {"min_amount": 10**12})
+    low = first["rules"]["tables"]["bands"][0]["id"]
+    store.update("rules", low, {"hard_limit": 10**12})
     store.delete("roles", first["roles"]["roles"][0]["id"])
     assert opened not in [r["id"] for r in call("list_pending")["requests"]]
-    assert [r["id"] for r in call("get_rules", request_type="refund")["rules"]][-1] == low
+    bands = call("get_rules", request_type="refund")["tables"]["bands"]
+    assert [b["id"] for b in bands] == [b["id"] for b in first["rules"]["tables"]["bands"]] and bands[0]["hard_limit"] == 10**12
     assert [r["id"] for r in call("list_roles")["roles"]] == [r["id"] for r in first["roles"]["roles"][1:]]
     assert [p["id"] for p in call("find_people", name="quux")["people"]] == [person["id"]]
     card = call("get_person", person_id=person["id"])

@@ -208,6 +208,7 @@ TABLE: dict[str, Scaled] = {
             Paged("list_roles", "roles", lambda env, a: env.state.ids("roles")),
             Paged("lookup_role_holders", "holders", _holders_now, _busiest_role, field="assignment_id", min_rows=14),
             Paged("find_people", "people", _people_named, lambda env: {"name": "an"}, min_rows=38),
+            Paged("lookup_delegations", "delegations", lambda env, a: [d["id"] for d in env.state.rows("delegations", delegate_id=a["person_id"])], lambda env: {"person_id": max(env.state.ids("people"), key=lambda p: env.state.count("delegations", delegate_id=p)), "include_inactive": True}, min_rows=3),
         ),
         wrong=("forbidden_write",),
     ),

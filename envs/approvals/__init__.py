@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from backoffice.envs.approvals.generator import DEFECT_TAGS, generate
-from backoffice.envs.approvals.tables import TABLES
+from backoffice.envs.approvals.tables import PROCEDURE, TABLES
 from backoffice.envs.approvals.tools import toolkit
 from backoffice.envs.core import BackofficeEnv, Domain, lazy
 
@@ -12,18 +12,10 @@ FAILURE_CODES = (
     "basis_missing_or_wrong", "expired_delegation_used", "over_limit", "extra_decision", "forbidden_write",
 )
 
-#: The documented rules of the desk procedure (``get_rules``' ``procedure``) that decide a
-#: task's right answer; ``training.policies.approvals.RULE_POLICIES`` holds, per rule, the
-#: oracle ignoring it.
-RULES = (
-    "authority",  # step 2: a role covering the type, level and amount limit, held now (assignment or delegation in effect, cap)
-    "separation_of_duties",  # step 3: not the requester, not in the requester's reporting line when the rule says so
-    "blocking_fact_cited",  # step 4: an escalation cites the fact that keeps the approver from deciding
-    "hard_limit",  # step 5: above the hard limit, reject
-    "required_fields",  # step 5: an empty required field, hold
-    "release_after_proceed",  # step 6: the ledger entry / order release only after the proceed
-    "single_decision",  # step 7: one decision per request
-)
+#: The rules of the desk procedure, as ``get_rules`` shows them (``tables.PROCEDURE``): one entry
+#: per rule the agent applies; ``training.policies.approvals.RULE_POLICIES`` holds, per rule, the
+#: oracle ignoring it (each changes the right end state in >= 20 tasks of each split).
+RULES = tuple(rid for rid, _, _ in PROCEDURE)
 
 
 DOMAIN = Domain(
@@ -37,11 +29,12 @@ DOMAIN = Domain(
     grade=lazy("backoffice.graders.approvals:grade"),
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
-    generator_version="2",
+    generator_version="3",
     sizes={"train": 480, "heldout": 240},
     default_max_steps=40,
     guardrail_code="forbidden_write",
     rules=RULES,
+    rule_tools=("get_rules",),
     tables=TABLES,
 )
 
@@ -52,34 +45,41 @@ class ApprovalsEnv(BackofficeEnv):
     ## Description
     A colleague asks the desk to record that a named person approves a pending request
     (refund, credit adjustment, write-off, expense claim, purchase order or vendor payment).
-    The agent must first check, at decision time, that the person may decide on it: a role
-    covering the request type with enough level and amount limit, held directly or through a
-    delegation that is in effect (window, revocation, cap), and separation of duties (not the
-    requester, not in the requester's reporting line when the rule says so). If they may not, it
-    escalates to the role the rule requires, citing the rule and the fact that blocks the
-    approver (the request, the requester, the delegation not in effect, the assignment or
-    delegation that falls short). If they may, it records their decision citing the rule and
-    their authority: ``reject`` above the rule's hard limit, ``hold`` when a required field is
-    empty, else ``proceed`` (and only then posts the ledger entry or releases the order).
-    Exactly one decision (or escalation) per request.
+    ``get_rules`` returns the desk's rule document: seventeen rules, one check each, and the
+    request type's amount bands. The agent finds the band holding the amount, then checks, at
+    decision time, that the named person (name *and* department: namesakes work elsewhere) may
+    decide: not the requester, not below the requester when the band says so, and one of their
+    role assignments or delegations received passing every authority rule (the role covers the
+    type, is senior enough, its limit covers the amount; in effect today; not revoked; the
+    delegator still holds the role; the cap covers the amount). If they may not, it escalates to
+    the band's required role citing the band and the blocking fact (the request, the requester,
+    or the one assignment or delegation that fails exactly one rule). If they may, it records
+    their decision citing the band and their authority: ``reject`` above the hard limit, ``hold``
+    when a required field is empty, else ``proceed`` (and only then posts the ledger entry or
+    releases the order). Exactly one decision (or escalation) per request.
 
     ## Action Space
     A tool call ``{"tool": name, "args": {...}}`` (or its JSON string), see ``ToolCallSpace``.
 
     ## Observation Space
     Canonical ASCII JSON text: the task brief after reset, the tool result after each step.
+    Money is integer cents everywhere (brief, rules, tools).
 
     ## Rewards
     ``sparse``: the pure grade's score on the terminal step. ``shaped``: a small cost per call,
     a larger one per rejected call, plus half the score and half the pass bit at the end.
 
     ## Starting State
-    A released world snapshot: about 27 people in a reporting hierarchy, nine roles, rules for
-    six request types, role assignments, delegations, a pending queue, history, and the clock.
-    A generated task takes a ``scale`` (``reset(options={"generate": n, "scale": k})``): the
-    same task in an organisation about k times larger (extra teams with their own people,
-    requests, history, and the other desks' roles, assignments and delegations), whose extra
-    rows never change the answer.
+    A released world snapshot: 27 people in a reporting hierarchy plus the approver's one or two
+    namesakes, nine roles, three bands for each of six request types, role assignments,
+    delegations, a pending queue, history, and the clock. The amount is drawn alike for every
+    outcome and the world (limits, bands, hard limits) around it; every request has one or two
+    empty fields, required or not by its type's bands; every approver has three assignments and
+    three delegations received, the authorising (or blocking) one among near misses. A
+    generated task takes a ``scale`` (``reset(options={"generate": n, "scale": k})``): the same
+    task in an organisation about k times larger (extra teams with their own people, requests,
+    history, and the other desks' roles, assignments and delegations), whose extra rows never
+    change the answer.
 
     ## Episode End
     Terminates on ``submit``; truncates at ``max_steps`` (default 40).
@@ -91,16 +91,20 @@ class ApprovalsEnv(BackofficeEnv):
     ## Tools
     list_pending, get_request, get_rules, list_roles, find_people, get_person,
     lookup_role_holders, lookup_delegations, record_decision, escalate, post_ledger_entry,
-    release_order, submit. The list tools (list_pending, list_roles, find_people,
-    lookup_role_holders) are paginated in id order: ``limit`` rows per call (default 50, at most
-    200) and ``next_cursor``, passed back as ``cursor`` for the next page (null on the last).
+    release_order, submit. ``get_rules(request_type)`` returns the rule document whole
+    (``{"rules": [{id, title, text}], "tables": {"bands": [...]}}``, bands in id order). The list
+    tools (list_pending, list_roles, find_people, lookup_role_holders, lookup_delegations) are
+    paginated in id order: ``limit`` rows per call (default 50, at most 200), ``next_cursor``
+    (passed back as ``cursor`` for the next page; null on the last) and ``total``.
 
     ## Grade
     ``approver_valid``, ``outcome_match``, ``side_effects``, ``basis_cited``, ``outcome``, plus
     the checks, ``pass``, ``score``, ``failure_codes`` and ``process_metrics``. Work checks
-    (earn the score): ``outcome_match``, ``basis_cited``, ``downstream_released`` (proceed
-    tasks). Gates (cap the score at 0.25 when they fail): ``approver_valid``,
-    ``single_decision``, ``side_effects``, ``guardrail``.
+    (earn the score): ``outcome_match`` (an escalation must go to the band's
+    ``required_role_id``), ``basis_cited`` (exactly what the rules cite_authority and
+    blocking_fact name: the band and an authorising entry, or the band and the blocking fact;
+    nothing else), ``downstream_released`` (proceed tasks). Gates (cap the score at 0.25 when
+    they fail): ``approver_valid``, ``single_decision``, ``side_effects``, ``guardrail``.
 
     ## Failure codes
     invalid_approver, self_approval, wrong_outcome, side_effect_before_decision,
@@ -115,6 +119,14 @@ class ApprovalsEnv(BackofficeEnv):
     * v0, seeds v1: list tools paginate with ``limit`` / ``cursor`` (``list_pending`` in id
       order, replacing its ``page`` argument); generated worlds take a ``scale``; released
       tasks unchanged.
+    * v0, seeds v2 (generator version 3): ``get_rules`` returns the one rule-document shape
+      (17 rules, each binding in >= 20 tasks of each split; the bands, ids ``BAND-*``, in
+      ``tables``); ``lookup_delegations`` is paginated (``direction`` received / given, one
+      list ``delegations``) and every list tool returns ``total``; money in cents in the brief;
+      the blocking fact of an approver without authority is the assignment or delegation that
+      fails exactly one authority rule; the grade accepts exactly the basis the rules name;
+      the amount, the empty fields and the approver are drawn alike for every outcome, and the
+      authorising or blocking entry stands anywhere among near misses.
     """
 
     domain = DOMAIN

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from backoffice.envs.approvals import rules
-from backoffice.envs.approvals.rules import role_sufficient, window_covers
+from backoffice.envs.approvals.rules import window_covers
 from backoffice.envs.core.store import Snapshot, Store
 
 __all__ = [
-    "Assessment", "Authority", "Reader", "SnapshotReader", "Source", "TablesReader", "accepted_roles", "applicable_rule", "applies_as_basis", "approver_rows", "assess",
-    "assignment_active", "authority", "delegation_in_effect", "holds_directly", "reporting_line", "role_sufficient",
-    "reader", "window_covers",
+    "Assessment", "Reader", "SnapshotReader", "Source", "TablesReader", "accepted_roles", "applicable_rule",
+    "applies_as_basis", "approver_rows", "assess", "assignment_active", "delegation_in_effect", "entry_failures",
+    "holds_directly", "reader", "reporting_line", "window_covers",
 ]
 
 Row = Mapping[str, Any]
@@ -59,7 +59,7 @@ class TablesReader:
         self._indexes: dict[tuple[str, str], dict[Any, list[Row]]] = {}
 
     def get(self, table: str, rid: str) -> Row | None:
-        return self._tables[table].get(rid)
+        return self._tables.get(table, {}).get(rid)
 
     def _index(self, table: str, field: str) -> dict[Any, list[Row]]:
         index = self._indexes.get((table, field))
@@ -132,28 +132,28 @@ HARD_LIMIT = "hard_limit"
 MISSING_INFO = "missing_info"
 SELF = "self"
 REPORTING_LINE = "reporting_line"
-INACTIVE_DELEGATION = "inactive_delegation"
-LIMIT = "limit"
 NO_AUTHORITY = "no_authority"
 
 
 def applicable_rule(tables: Source, request_type: str, amount: int) -> Row | None:
-    """The rule whose band holds ``amount``; above every band, the top band (its hard limit
-    then decides). ``None`` if the type has no rules."""
+    """The band whose ``[min_amount, max_amount]`` holds ``amount`` (rule ``band``); above every
+    band, the top band. ``None`` if the type has no bands."""
     return rules.applicable_rule(reader(tables).rows("rules", request_type=request_type), amount)
 
 
 def assignment_active(rh: Row, at: str) -> bool:
+    """A role assignment whose window covers the day of ``at`` (rule ``window``)."""
     return rules.in_window(rh, at)
 
 
 def holds_directly(tables: Source, person_id: str, role_id: str, at: str) -> list[Row]:
-    """Role assignments of ``person_id`` to ``role_id`` valid at ``at`` (by id)."""
+    """Role assignments of ``person_id`` to ``role_id`` in their window at ``at`` (by id)."""
     return reader(tables).rows("role_holders", lambda rh: assignment_active(rh, at), person_id=person_id, role_id=role_id)
 
 
 def delegation_in_effect(tables: Source, d: Row, at: str) -> bool:
-    """Window covers the day, not revoked at or before ``at``, delegator still holds the role."""
+    """Window covers the day, not revoked at or before ``at``, delegator still holds the role
+    (rules window, revocation, delegator_holds)."""
     return rules.in_window(d, at) and bool(holds_directly(tables, d["delegator_id"], d["role_id"], at))
 
 
@@ -168,68 +168,57 @@ def reporting_line(tables: Source, person_id: str) -> list[str]:
     return out
 
 
-@dataclass
-class Authority:
-    """What ``person`` holds at ``at`` for a request."""
-
-    ids: list[str] = field(default_factory=list)  # assignment / delegation ids that authorise
-    covering: list[str] = field(default_factory=list)  # ids held now covering the type, any level/limit
-    inactive: list[str] = field(default_factory=list)  # delegations that would authorise if in effect
-    delegators: dict[str, str] = field(default_factory=dict)  # authorising delegation id -> delegator
-
-
-def authority(tables: Source, person_id: str, request_type: str, amount: int, level: int, at: str) -> Authority:
-    """The person's authority for a request of ``request_type`` and ``amount`` at ``at``: reads
-    only the person's own assignments and received delegations (and their delegators' roles)."""
+def entry_failures(tables: Source, person_id: str, request: Row, band: Row, at: str) -> dict[str, list[str]]:
+    """Every role assignment of ``person_id`` and every delegation they received (any window),
+    each with the authority rules it fails for ``request`` under ``band`` at ``at``
+    (:func:`rules.failed_checks`). Reads only the person's rows, their roles and their
+    delegators' assignments."""
     src = reader(tables)
-    out = Authority()
+    out: dict[str, list[str]] = {}
     for rh in src.rows("role_holders", person_id=person_id):
-        role = src.get("roles", rh["role_id"])
-        if role is None or not assignment_active(rh, at):
-            continue
-        if request_type in role["request_types"]:
-            out.covering.append(rh["id"])
-            if role_sufficient(role, request_type, level) and role["amount_limit"] >= amount:
-                out.ids.append(rh["id"])
+        out[rh["id"]] = rules.failed_checks(rh, src.get("roles", rh["role_id"]), request, band, at, delegation=False)
     for d in src.rows("delegations", delegate_id=person_id):
-        role = src.get("roles", d["role_id"])
-        if role is None or request_type not in role["request_types"]:
-            continue
-        sufficient = role_sufficient(role, request_type, level) and rules.delegated_limit(role, d) >= amount
-        if delegation_in_effect(src, d, at):
-            out.covering.append(d["id"])
-            if sufficient:
-                out.ids.append(d["id"])
-                out.delegators[d["id"]] = d["delegator_id"]
-        elif sufficient:
-            out.inactive.append(d["id"])
+        holds = bool(holds_directly(src, d["delegator_id"], d["role_id"], at))
+        out[d["id"]] = rules.failed_checks(d, src.get("roles", d["role_id"]), request, band, at, delegation=True,
+                                           delegator_holds=holds)
     return out
 
 
 @dataclass
 class Assessment:
-    """The policy's verdict on one request with one named approver at one instant."""
+    """The procedure's verdict on one request with one named approver at one instant."""
 
     rule_id: str | None
     outcome: str  # proceed / hold / reject / escalate
-    problems: list[str]  # every problem found, in policy order
+    problems: list[str]  # every problem found, in the procedure's order
     approver_problems: list[str]  # the subset that keeps the approver from deciding at all
-    authority_ids: list[str]
-    accepted_roles: list[str]
-    required_role_id: str | None
-    delegators: dict[str, str]
-    #: ids that show why the approver may not decide (what an escalation cites), per problem
-    blocking: dict[str, list[str]] = field(default_factory=dict)
+    authority_ids: list[str]  # the approver's entries that give authority (rule cite_authority)
+    accepted_roles: list[str]  # roles that could approve the request (cover, level, limit)
+    required_role_id: str | None  # the band's: where an escalation goes (rule escalation)
+    #: every assignment and delegation of the approver -> the authority rules it fails
+    failures: dict[str, list[str]] = field(default_factory=dict)
+    #: the ids an escalation may cite beside the band (rule blocking_fact): the request, the
+    #: requester, the near misses or the approver, by the rule's precedence
+    blocking: list[str] = field(default_factory=list)
 
     @property
     def blocking_ids(self) -> set[str]:
-        return {i for ids in self.blocking.values() for i in ids}
+        return set(self.blocking)
+
+    @property
+    def near_checks(self) -> list[str]:
+        """The authority rule each near miss fails (what keeps the approver without authority)."""
+        return sorted({f[0] for f in self.failures.values() if len(f) == 1})
 
 
 def accepted_roles(tables: Source, request_type: str, amount: int, level: int) -> list[str]:
-    """Roles that could approve the request (escalation targets that count). Reads the whole
-    ``roles`` table: the desk's role catalogue, which does not grow with the organisation."""
-    return [r["id"] for r in rules.candidate_roles(reader(tables).rows("roles"), request_type, amount, level)]
+    """Roles that could approve the request (cover the type, level and amount limit enough), by
+    id. Reads the whole ``roles`` table: the desk's role catalogue, which does not grow with the
+    organisation."""
+    return sorted(
+        r["id"] for r in reader(tables).rows("roles")
+        if request_type in r["request_types"] and r["level"] >= level and r["amount_limit"] >= amount
+    )
 
 
 def approver_rows(tables: Source, person_id: str) -> list[str]:
@@ -241,44 +230,44 @@ def approver_rows(tables: Source, person_id: str) -> list[str]:
     )
 
 
-def _blocking(tables: Reader, rule: Row, request: Row, approver_id: str, auth: Authority) -> dict[str, list[str]]:
-    """The problems that keep the approver from deciding (procedure steps 2-3), in policy
-    order, each with the ids that show it (what an escalation cites)."""
-    blocking: dict[str, list[str]] = {}
-    if rule["sod_not_requester"] and approver_id == request["requester_id"]:
-        blocking[SELF] = [request["id"]]
-    if rules.line_breach(rule, request, reporting_line(tables, approver_id)):
-        blocking[REPORTING_LINE] = [request["requester_id"]]
-    if not auth.ids:
-        if auth.inactive:
-            blocking[INACTIVE_DELEGATION] = list(auth.inactive)
-        elif auth.covering:
-            blocking[LIMIT] = list(auth.covering)
-        else:
-            blocking[NO_AUTHORITY] = approver_rows(tables, approver_id) or [approver_id]
-    return blocking
-
-
 def assess(tables: Source, request: Row, approver_id: str, at: str) -> Assessment:
-    """Apply the desk policy (``tables.POLICY``) to ``request`` with ``approver_id`` at ``at``.
+    """Apply the desk procedure (``tables.PROCEDURE``) to ``request`` with ``approver_id`` at ``at``.
 
-    The named approver is checked first (separation of duties, authority now): when they may
-    not decide, the request is escalated. Otherwise they reject it above the hard limit, hold
-    it when a required field is empty, and approve it (``proceed``) when nothing blocks.
+    The named approver is checked first (separation of duties, then an assignment or
+    delegation passing every authority rule): when they may not decide, the request is
+    escalated, citing the first blocking fact by the rule's precedence. Otherwise they reject
+    it above the hard limit, hold it when a required field is empty, and approve it
+    (``proceed``) when nothing blocks.
     """
     src = reader(tables)
-    rule = applicable_rule(src, request["type"], request["amount"])
-    if rule is None:
-        return Assessment(None, "escalate", [NO_AUTHORITY], [NO_AUTHORITY], [], [], None, {},
-                          {NO_AUTHORITY: approver_rows(src, approver_id) or [approver_id]})
+    band = applicable_rule(src, request["type"], request["amount"])
+    if band is None:
+        return Assessment(None, "escalate", [NO_AUTHORITY], [NO_AUTHORITY], [], [], None, {}, [approver_id])
     amount = request["amount"]
-    auth = authority(src, approver_id, request["type"], amount, rule["required_level"], at)
-    blocking = _blocking(src, rule, request, approver_id, auth)
-    approver = list(blocking)
+    failures = entry_failures(src, approver_id, request, band, at)
+    authority = rules.authorising(failures)
+    approver: list[str] = []
+    is_self = approver_id == request["requester_id"]
+    in_line = rules.line_breach(band, request, reporting_line(src, approver_id))
+    if is_self:
+        approver.append(SELF)
+    if in_line:
+        approver.append(REPORTING_LINE)
+    if not authority:
+        approver.append(NO_AUTHORITY)
+    blocking: list[str] = []
+    if approver:
+        choice_near = rules.near_misses(failures)
+        if is_self:
+            blocking = [request["id"]]
+        elif in_line:
+            blocking = [request["requester_id"]]
+        else:
+            blocking = choice_near or [approver_id]
     problems = list(approver)
-    if amount > rule["hard_limit"]:
+    if amount > band["hard_limit"]:
         problems.append(HARD_LIMIT)
-    if rules.missing_fields(request, rule):
+    if rules.missing_fields(request, band):
         problems.append(MISSING_INFO)
     if approver:
         outcome = "escalate"
@@ -289,9 +278,9 @@ def assess(tables: Source, request: Row, approver_id: str, at: str) -> Assessmen
     else:
         outcome = "proceed"
     return Assessment(
-        rule["id"], outcome, problems, approver, auth.ids,
-        accepted_roles(src, request["type"], amount, rule["required_level"]),
-        rule["required_role_id"], auth.delegators, blocking,
+        band["id"], outcome, problems, approver, authority,
+        accepted_roles(src, request["type"], amount, band["required_level"]),
+        band["required_role_id"], failures, blocking,
     )
 
 
@@ -299,44 +288,24 @@ def applies_as_basis(tables: Source, basis_ids: Iterable[str], assessment: Asses
                      approver_id: str | None, at: str) -> tuple[bool, list[str]]:
     """Do the cited ids exist and apply to the recorded decision? Returns ``(ok, problems)``.
 
-    Always required: the applicable rule. For a decision in the approver's name (``proceed``,
-    ``hold``, ``reject``): at least one id that gives the approver authority (an assignment or
-    delegation in :attr:`Assessment.authority_ids`); assignments of a cited delegation's
-    delegator are accepted as supporting. For ``escalate``: at least one id that shows why the
-    named approver may not decide (:attr:`Assessment.blocking_ids`: the request when they are
-    its requester, the requester when they report to them, the delegation not in effect, the
-    assignment or delegation whose role, level, limit or cap falls short, or any of their
-    assignments and delegations when none covers the request), and nothing else.
+    Exactly what the rules cite_authority and blocking_fact name: always the band. For a
+    decision in the approver's name (``proceed``, ``hold``, ``reject``): at least one id that
+    gives the approver authority (:attr:`Assessment.authority_ids`) and no other id. For
+    ``escalate``: at least one of :attr:`Assessment.blocking` (the request when the approver is
+    its requester, else the requester when the reporting line stops them, else an assignment or
+    delegation of theirs failing exactly one authority rule, else the approver) and no other id.
     """
     src = reader(tables)
     ids = list(basis_ids)
     issues: list[str] = []
     if assessment.rule_id is None or assessment.rule_id not in ids:
-        issues.append("rule not cited")
-    if outcome == "escalate":
-        blocking = assessment.blocking_ids
-        if not any(i in blocking for i in ids):
-            issues.append("blocking fact not cited")
-        for cid in ids:
-            if cid != assessment.rule_id and cid not in blocking:
-                issues.append(f"{cid} does not apply")
-        return not issues, issues
-    supporting: set[str] = set()
-    for did in ids:
-        if did in assessment.delegators:
-            d = src.get("delegations", did)
-            supporting.update(rh["id"] for rh in holds_directly(src, d["delegator_id"], d["role_id"], at))
-    if not any(i in assessment.authority_ids for i in ids):
-        issues.append("no authority cited")
+        issues.append("band not cited")
+    accepted = assessment.blocking_ids if outcome == "escalate" else set(assessment.authority_ids)
+    if not any(i in accepted for i in ids):
+        issues.append("blocking fact not cited" if outcome == "escalate" else "no authority cited")
     for cid in ids:
-        if cid == assessment.rule_id:
+        if cid == assessment.rule_id or cid in accepted:
             continue
-        if src.get("rules", cid) is not None:
-            issues.append(f"{cid} does not apply")
-            continue
-        if src.get("role_holders", cid) is None and src.get("delegations", cid) is None:
-            issues.append(f"{cid} does not exist")
-            continue
-        if cid not in assessment.authority_ids and cid not in supporting:
-            issues.append(f"{cid} does not apply")
+        known = any(src.get(t, cid) is not None for t in ("rules", "role_holders", "delegations", "requests", "people"))
+        issues.append(f"{cid} does not apply" if known else f"{cid} does not exist")
     return not issues, issues

@@ -1,35 +1,49 @@
 """Generator of approval-desk worlds and tasks.
 
-``generate(seed, defect_tag)`` draws an organisation (about 27 people with a reporting
-hierarchy, nine approval roles, rules for six request types with amount bands, hard limits and
-separation-of-duties flags), background role assignments and delegations (some ended the day
-before the clock, some capped, expired or revoked), a pending queue and some history, then a
-target request and a named approver whose situation is the task's trap. The result is checked
-with :func:`backoffice.envs.approvals.authority.assess` so that the trap is the only problem;
-a draw that fails the check is redrawn from a derived seed (still pure in the arguments).
+``generate(seed, defect_tag)`` draws an organisation (27 people with a reporting hierarchy, nine
+approval roles, three amount bands for each of six request types with hard limits, required
+fields and a separation-of-duties flag), background role assignments and delegations, a pending
+queue and some history, then a target request and a named approver whose situation is the task's
+trap. The result is checked with :func:`backoffice.envs.approvals.authority.assess` so that the
+world says exactly what was planned; a draw that fails the check is redrawn from a derived seed
+(still pure in the arguments).
+
+What the agent sees before it judges carries nothing about the answer (seeds v2):
+
+- the amount is drawn from one distribution whatever the outcome, and the world (role limits,
+  bands, hard limits) is drawn *around* it, so the amount alone says nothing of the band, the
+  hard limit or the approver's authority;
+- every request has one or two empty fields, whatever the outcome; the request type's bands
+  list which fields are required, so an empty field is a reason to hold only when the rules say so;
+- the named approver is any of the desk's managers and leads, whatever the trap;
+- every approver has three role assignments and three delegations received, among which the one
+  that gives authority (or the one that falls short by a single check) stands anywhere, beside
+  near misses (an assignment or delegation that fails exactly one authority rule: a role that
+  does not cover the type, too junior, with too low a limit; a window that ended or has not
+  begun; a revocation; a delegator who left the role; a cap below the amount) and far misses;
+- the approver shares their name with one or two people in other departments.
+
+So every authority rule of the rule document changes the answer in many tasks: ignoring it makes
+a near miss look like authority.
 
 ``generate(seed, defect_tag, scale=k)`` builds the same task (brief, key and every row of its
 world unchanged) in an organisation about ``k`` times larger: :func:`scale_up` adds ``k - 1``
 extra teams from the same building blocks (people, assignments and delegations of the other
 desks' roles, queued and decided requests with their decisions, ledger entries and orders), in
 time linear in the rows added. ``scale=1`` is exactly the released generator.
-
-Shortcuts fail on purpose: roles that cover other request types, delegations valid in time but
-capped below the amount, roles that ended yesterday, approvers who report to the requester,
-people who share the approver's name in another department, empty fields that the rule does
-not require, and (when a rule allows it) approvers who legitimately report to the requester.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from backoffice.envs.approvals import authority as auth
-from backoffice.envs.approvals.rules import is_ledger_type
+from backoffice.envs.approvals.rules import ASSIGNMENT_CHECKS, DELEGATION_CHECKS, failed_checks, is_ledger_type
 from backoffice.envs.approvals.tables import INFO_FIELDS, ORDER_TYPES, REQUEST_TYPES, TYPE_LABELS, add_days, money
 from backoffice.envs.approvals.tools import ALL_TOOLS
 from backoffice.envs.core import Generated, retrying
@@ -88,29 +102,6 @@ ORG = (
     ("sr2", "Account Manager", "Sales", "sd"),
 )
 
-#: (key, name, request types, base limit in cents, level, natural holders)
-ROLE_TEMPLATES = (
-    ("cctl", "Team Lead Approver", ("refund", "credit_adjustment"), 2_500_00, 1, ("tl1", "tl2")),
-    ("ccl", "Credit Control Approver", ("write_off", "credit_adjustment"), 5_000_00, 1, ("ccl",)),
-    ("opm", "Operations Approver", ("expense_claim", "purchase_order"), 5_000_00, 1, ("opm",)),
-    ("po", "Procurement Approver", ("purchase_order",), 10_000_00, 1, ("po1", "po2")),
-    ("apm", "Payables Approver", ("vendor_payment",), 20_000_00, 1, ("apm",)),
-    ("fm", "Finance Manager Approver", ("refund", "credit_adjustment", "write_off", "expense_claim"), 25_000_00, 2, ("fm1", "fm2")),
-    ("hop", "Procurement Head Approver", ("purchase_order", "vendor_payment"), 100_000_00, 2, ("hop",)),
-    ("fd", "Finance Director Approver", ("refund", "credit_adjustment", "write_off", "expense_claim", "vendor_payment"), 250_000_00, 3, ("fd",)),
-    ("cfo", "Executive Approver", REQUEST_TYPES, 1_000_000_00, 4, ("cfo",)),
-)
-
-#: request type -> (role keys of the bands, lowest first; base hard limit; required fields)
-RULE_TEMPLATES = {
-    "refund": (("cctl", "fm", "fd"), 150_000_00, ("beneficiary_account", "justification")),
-    "credit_adjustment": (("cctl", "fm", "fd"), 100_000_00, ("beneficiary_account", "justification")),
-    "write_off": (("ccl", "fm", "fd"), 200_000_00, ("beneficiary_account", "cost_center", "justification")),
-    "expense_claim": (("opm", "fm"), 20_000_00, ("beneficiary_account", "cost_center", "invoice_ref")),
-    "purchase_order": (("po", "hop", "cfo"), 500_000_00, ("cost_center", "invoice_ref")),
-    "vendor_payment": (("apm", "hop", "fd"), 200_000_00, ("beneficiary_account", "invoice_ref")),
-}
-
 REQUESTERS = {
     "refund": ("ca1", "ca2", "ca3", "sr1", "sr2", "tl1", "tl2"),
     "credit_adjustment": ("ca1", "ca2", "ca3", "sr1", "sr2", "ccc1", "ccc2"),
@@ -130,6 +121,54 @@ JUSTIFICATIONS = {
 }
 SUPPLIERS = ("Northwind Traders", "Contoso Supplies", "Fabrikam Ltd", "Tailspin Logistics", "Wide World Importers", "Litware Inc")
 
+#: the people a task may name as its approver, whatever its trap: the desk's managers, leads and
+#: directors (each has a manager, so the reporting-line trap can always be planted)
+APPROVER_KEYS = ("fd", "fm1", "fm2", "apm", "ccl", "hop", "csm", "tl1", "tl2", "opm", "sd")
+
+#: (key, name, request types, level, natural holders): the desk's nine approval roles. Every
+#: request type is covered by two level-1 roles, one level-2 role and the level-3 and level-4
+#: roles, so at most five roles may approve a request. Limits are drawn per world (:func:`_roles`).
+ROLE_TEMPLATES = (
+    ("cctl", "Team Lead Approver", ("refund", "credit_adjustment", "write_off"), 1, ("tl1", "tl2")),
+    ("ccl", "Credit Control Approver", ("write_off", "credit_adjustment", "refund"), 1, ("ccl",)),
+    ("opm", "Operations Approver", ("expense_claim", "purchase_order"), 1, ("opm",)),
+    ("po", "Procurement Approver", ("purchase_order", "vendor_payment"), 1, ("po1", "po2")),
+    ("apm", "Payables Approver", ("vendor_payment", "expense_claim"), 1, ("apm",)),
+    ("fm", "Finance Manager Approver", ("refund", "credit_adjustment", "write_off", "expense_claim"), 2, ("fm1", "fm2")),
+    ("hop", "Procurement Head Approver", ("purchase_order", "vendor_payment"), 2, ("hop",)),
+    ("fd", "Finance Director Approver", REQUEST_TYPES, 3, ("fd",)),
+    ("cfo", "Executive Approver", REQUEST_TYPES, 4, ("cfo",)),
+)
+
+#: the target amount: log-uniform in this range (cents), the same for every outcome
+AMOUNT_RANGE = (1_000_00, 40_000_00)
+#: band 2's top over band 1's, and the hard limit over band 2's top (log-uniform)
+BAND_RATIO = (2.5, 5.0)
+HARD_RATIO = (1.6, 3.0)
+#: how far inside its band the amount stands (a share of the band's edges), so no amount sits
+#: on a boundary it could be mistaken for
+EDGE = 0.04
+
+#: the authority tags: their trap is an assignment or delegation that fails one authority rule;
+#: it blocks the approver (an escalation) in BLOCK_RATE of them, else it is a decoy beside a
+#: valid authority
+AUTHORITY_TAGS = ("expired_delegation", "future_delegation", "revoked_delegation", "wrong_request_type",
+                  "role_ended", "needs_escalation")
+BLOCK_RATE = 0.2
+#: over the hard limit / a required field empty, among the authority tags' decided tasks (the
+#: rest proceed), and among escalations (where they change nothing)
+P_OVER, P_MISSING = 0.33, 0.5
+P_OVER_BLOCKED, P_MISSING_BLOCKED = 0.33, 0.5
+#: a separation-of-duties tag's approver holds a valid authority (else a near miss)
+SOD_VALID = 0.5
+#: near misses beside a valid authority: how many (weights of 1, 2, 3)
+NEAR_COUNT = (0.3, 0.45, 0.25)
+#: decoys of separation of duties: the rule lets approvers report to the requester and one does;
+#: the requester only shares the approver's name
+LINE_DECOY, SELF_DECOY = 0.25, 0.1
+#: assignments and delegations received of every approver (the catalog tiers give six row slots)
+N_ASSIGNMENTS = N_DELEGATIONS = 3
+
 INSTRUCTIONS = (
     "Hi desk, {name} ({dept}) has signed off {req}, a {label} of {amount}. Please record the approval and "
     "release it downstream if everything is in order; if it may not go ahead as asked, handle it the way the "
@@ -142,9 +181,10 @@ INSTRUCTIONS = (
     "the procedure.",
 )
 PROCEDURE_HINT = (
-    " The desk procedure and the rules come with get_rules; cite the ids your decision rests on in basis_ids "
-    "(the rule, and the role assignment or delegation that gives the approver authority, or for an escalation "
-    "the fact that keeps them from deciding)."
+    " Amounts are in cents. The desk procedure (its rules, and the request type's bands) comes with get_rules; "
+    "record_decision takes request_id, outcome, approver_id (required: the approver's person id) and basis_ids, "
+    "escalate takes request_id, role_id and basis_ids; cite in basis_ids the band id and the role assignment or "
+    "delegation that gives the approver authority, or for an escalation the fact that keeps them from deciding."
 )
 
 
@@ -159,7 +199,7 @@ class World:
     roles: dict[str, dict[str, Any]] = field(default_factory=dict)
     role_by_key: dict[str, str] = field(default_factory=dict)
     rules: dict[str, dict[str, Any]] = field(default_factory=dict)
-    rules_by_type: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    rules_by_type: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # bands by min_amount
     role_holders: dict[str, dict[str, Any]] = field(default_factory=dict)
     delegations: dict[str, dict[str, Any]] = field(default_factory=dict)
     requests: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -167,9 +207,6 @@ class World:
     ledger_entries: dict[str, dict[str, Any]] = field(default_factory=dict)
     orders: dict[str, dict[str, Any]] = field(default_factory=dict)
     used_ids: set[str] = field(default_factory=set)
-    #: (delegator, delegate, role id, window kind) of the scenario's delegation, written once
-    #: the request's submission date is known
-    pending_delegation: tuple[str, str, str, str] | None = None
     #: extra digits of the ids drawn from now on (a scaled world's extra rows: wider id spaces,
     #: so they never collide with the task's own ids nor run out)
     extra_digits: int = 0
@@ -224,9 +261,6 @@ class World:
         for rid in [k for k, d in self.delegations.items() if person_id in (d["delegate_id"], d["delegator_id"])]:
             del self.delegations[rid]
 
-    def band(self, rtype: str, index: int) -> dict[str, Any]:
-        return self.rules_by_type[rtype][index]
-
     def amount_in(self, rule: dict[str, Any], boundary: float = 0.12) -> int:
         lo = rule["min_amount"]
         hi = rule["max_amount"] if rule["max_amount"] is not None else rule["hard_limit"]
@@ -242,22 +276,16 @@ class World:
         return f"{day}T{self.rng.randint(8, 17):02d}:{self.rng.choice((0, 5, 15, 20, 30, 40, 45, 50)):02d}:00"
 
 
-def _scale(base: float, factor: float) -> int:
-    return max(10_000, int(round(base * factor / 10_000)) * 10_000)
+def nice(cents: float) -> int:
+    """``cents`` rounded to two significant digits (at least 100.00 EUR): a limit as a desk
+    would set it."""
+    value = max(10_000.0, cents)
+    step = 10 ** max(0, int(math.floor(math.log10(value))) - 1)
+    return int(round(value / step)) * step
 
 
-def build_world(rng: random.Random) -> World:
-    """The organisation, roles, rules and background assignments (no task yet)."""
-    day = f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}"
-    w = World(rng, f"{day}T{rng.randint(8, 16):02d}:{rng.choice((0, 15, 30, 45)):02d}:00")
-    _add_people(w)
-    factor = rng.choice((0.8, 1.0, 1.25, 1.5, 2.0))
-    _add_roles(w, factor)
-    _add_rules(w, factor)
-    for key, _, _, _, _, natural in ROLE_TEMPLATES:
-        for holder in natural:
-            w.assign(w.by_key[holder], w.role_by_key[key], w.past_day(120, 900), None)
-    return w
+def _log_uniform(rng: random.Random, lo: float, hi: float) -> float:
+    return math.exp(rng.uniform(math.log(lo), math.log(hi)))
 
 
 def _add_people(w: World) -> None:
@@ -280,79 +308,441 @@ def _add_people(w: World) -> None:
         row["manager_id"] = w.by_key[mgr] if mgr else None
 
 
-def _add_roles(w: World, factor: float) -> None:
-    """The nine approval roles of ``ROLE_TEMPLATES``, limits scaled by ``factor``."""
-    for key, name, types, limit, level, _ in ROLE_TEMPLATES:
+# -- the plan --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Entry:
+    """One role assignment or delegation received of the approver to plant: which authority
+    rules it fails (none: it gives authority; one: a near miss; two: a far miss) and, for a
+    failed window, whether it ended (``past``), ended yesterday, or has not begun (``future``)."""
+
+    delegation: bool
+    fails: tuple[str, ...] = ()
+    window: str = "past"
+
+
+@dataclass
+class Plan:
+    """What the task is made of, drawn before the world: the request (type, amount, band), the
+    outcome's ingredients and the approver's entries."""
+
+    tag: str
+    rtype: str
+    amount: int
+    band: int  # 0, 1, 2: the band index by min_amount (required_level band + 1)
+    over: bool
+    missing: bool
+    empty: tuple[str, ...]  # the request's empty fields (one or two, whatever the outcome)
+    sod: str | None  # "self" / "line": the approver may not decide whatever their authority
+    blocked: bool  # no assignment or delegation of theirs gives authority
+    entries: list[Entry]
+    line_decoy: bool = False
+    self_decoy: bool = False
+
+    @property
+    def level(self) -> int:
+        return self.band + 1
+
+
+def _trap(rng: random.Random, tag: str) -> Entry:
+    """The assignment or delegation failing one authority rule that an authority tag plants."""
+    if tag == "expired_delegation":
+        return Entry(True, ("delegator_holds",)) if rng.random() < 0.3 else Entry(True, ("window",), "expired")
+    if tag == "future_delegation":
+        return Entry(True, ("window",), "future")
+    if tag == "revoked_delegation":
+        return Entry(True, ("revocation",))
+    if tag == "role_ended":
+        return Entry(False, ("window",), "yesterday" if rng.random() < 0.5 else "past")
+    if tag == "wrong_request_type":
+        return Entry(rng.random() < 0.4, ("role_type",))
+    kind = rng.choice(("role_level", "role_limit", "delegation_cap"))
+    return Entry(kind == "delegation_cap" or rng.random() < 0.5, (kind,))
+
+
+def _bands_for(entries: list[Entry]) -> list[int]:
+    """The bands a set of planted entries can stand in: a type near miss needs a role of the
+    required level that does not cover the type (none at level 3), a level near miss a band
+    above the first."""
+    checks = {c for e in entries for c in e.fails}
+    bands = [0, 1, 2]
+    if "role_type" in checks:
+        bands = [b for b in bands if b < 2]
+    if "role_level" in checks:
+        bands = [b for b in bands if b > 0]
+    return bands
+
+
+def _near(rng: random.Random, n: int, band: int | None) -> list[Entry]:
+    """``n`` near misses of random authority rules (feasible in ``band`` when known)."""
+    out: list[Entry] = []
+    for _ in range(n):
+        kinds = ["role_type", "role_level", "role_limit", "window", "revocation", "delegator_holds", "delegation_cap"]
+        if band is not None:
+            kinds = [k for k in kinds if not (k == "role_type" and band == 2) and not (k == "role_level" and band == 0)]
+        kind = rng.choice(kinds)
+        delegation = kind in ("revocation", "delegator_holds", "delegation_cap") or rng.random() < 0.5
+        out.append(Entry(delegation, (kind,), rng.choice(("past", "yesterday", "future"))))
+    return out
+
+
+def draw_plan(rng: random.Random, tag: str) -> Plan:
+    """The task's plan for ``tag``: who may decide, what the request lacks, the approver's
+    entries. The amount and the empty fields are drawn alike for every tag."""
+    rtype = rng.choice(REQUEST_TYPES)
+    amount = int(_log_uniform(rng, *AMOUNT_RANGE))
+    emptyable = [f for f in INFO_FIELDS if not (is_ledger_type(rtype) and f == "beneficiary_account")]
+    empty = tuple(sorted(rng.sample(emptyable, rng.choice((1, 2)))))
+    sod = {"self_approval": "self", "approver_is_requesters_subordinate": "line"}.get(tag)
+    entries: list[Entry] = []
+    blocked = False
+    if tag in AUTHORITY_TAGS:
+        trap = _trap(rng, tag)
+        blocked = rng.random() < BLOCK_RATE
+        entries.append(trap)
+        if not blocked:
+            entries.append(Entry(rng.random() < 0.5))
+    elif sod is not None:
+        if rng.random() < SOD_VALID:
+            entries.append(Entry(rng.random() < 0.5))
+        else:
+            entries.append(_near(rng, 1, None)[0])
+            blocked = True
+    else:  # clean: a role held directly; valid_via_delegation: a delegation; else either
+        entries.append(Entry(tag == "valid_via_delegation" if tag in ("clean", "valid_via_delegation") else rng.random() < 0.5))
+    decided = not blocked and sod is None
+    if tag == "over_limit":
+        over, missing = True, rng.random() < 0.5
+    elif tag == "missing_information":
+        over, missing = False, True
+    elif tag in ("clean", "valid_via_delegation"):
+        over, missing = False, False
+    elif decided:
+        over, missing = rng.random() < P_OVER, rng.random() < P_MISSING
+    else:
+        over, missing = rng.random() < P_OVER_BLOCKED, rng.random() < P_MISSING_BLOCKED
+    bands = _bands_for(entries)
+    if over and 2 not in bands:
+        over = False
+    band = 2 if over else rng.choice(bands)
+    if not blocked or sod is not None:  # near misses beside the authority (or beside the SoD block)
+        count = rng.choices((1, 2, 3), NEAR_COUNT)[0] if not blocked else rng.randint(0, 2)
+        entries += _near(rng, count, band)
+    plan = Plan(tag, rtype, amount, band, over, missing, empty, sod, blocked, entries)
+    if sod is None:
+        plan.line_decoy = rng.random() < LINE_DECOY
+        plan.self_decoy = rng.random() < SELF_DECOY
+    return plan
+
+
+# -- roles and bands, drawn around the amount --------------------------------------------------------
+def _structure(rng: random.Random, plan: Plan) -> tuple[float, float, float]:
+    """The target type's band tops and hard limit ``(T1, T2, H)``, drawn so that the amount
+    stands inside its planned band (well inside, :data:`EDGE`), above the hard limit exactly
+    when planned."""
+    r2, r3 = _log_uniform(rng, *BAND_RATIO), _log_uniform(rng, *HARD_RATIO)
+    lo_edge, hi_edge = 1 + EDGE, 1 - EDGE
+    if plan.over:
+        lo, hi = r2 * r3 * lo_edge, r2 * r3 * 1.5
+    elif plan.band == 0:
+        lo, hi = 0.3, hi_edge
+    elif plan.band == 1:
+        lo, hi = lo_edge, r2 * hi_edge
+    else:
+        lo, hi = r2 * lo_edge, r2 * r3 * hi_edge
+    x = _log_uniform(rng, lo, hi)  # the amount in units of band 1's top
+    t1 = plan.amount / x
+    return t1, t1 * r2, t1 * r2 * r3
+
+
+def _roles(w: World, t1: float, t2: float, hard: float) -> None:
+    """The nine roles, limits drawn around the target type's bands (cfo's set once every
+    type's bands are known, :func:`_bands`)."""
+    rng = w.rng
+    for key, name, types, level, _ in ROLE_TEMPLATES:
         rid = w.new_id("R", 3)
         w.role_by_key[key] = rid
-        w.roles[rid] = {"id": rid, "name": name, "request_types": list(types), "amount_limit": _scale(limit, factor), "level": level}
+        base = {1: (t1, 0.45, 2.5), 2: (t2, 0.55, 2.0), 3: (hard, 0.7, 2.0), 4: (hard, 2.0, 3.0)}[level]
+        limit = nice(base[0] * _log_uniform(rng, base[1], base[2]))
+        w.roles[rid] = {"id": rid, "name": name, "request_types": list(types), "amount_limit": limit, "level": level}
 
 
-def _add_rules(w: World, factor: float) -> None:
-    """Per request type, one rule per band of ``RULE_TEMPLATES`` (the band ends at its role's
-    limit; the top band is open), hard limits scaled by ``factor``."""
+def _bands(w: World, plan: Plan, tops: tuple[float, float, float], required: dict[str, list[str]],
+           line_flags: dict[str, bool]) -> None:
+    """Three bands per request type (the target type's from ``tops``, the others drawn alike
+    around them), each naming the least senior role that may approve every amount in it (covers
+    the type, level >= the band's, limit >= its top, or >= the hard limit for the top band)."""
+    rng = w.rng
+    t1, t2, hard = tops
+    structures: dict[str, tuple[int, int, int]] = {}
     for rtype in REQUEST_TYPES:
-        keys, hard, required = RULE_TEMPLATES[rtype]
-        line_flag = w.rng.random() < 0.75
-        lo = 1
+        if rtype == plan.rtype:
+            structures[rtype] = (nice(t1), nice(t2), nice(hard))
+        else:
+            a = t1 * _log_uniform(rng, 0.6, 1.6)
+            b = a * _log_uniform(rng, *BAND_RATIO)
+            structures[rtype] = (nice(a), nice(b), nice(b * _log_uniform(rng, *HARD_RATIO)))
+    cfo = w.roles[w.role_by_key["cfo"]]
+    cfo["amount_limit"] = max(cfo["amount_limit"], nice(max(h for _, _, h in structures.values()) * 1.7))
+    for rtype in REQUEST_TYPES:
+        top1, top2, hard_limit = structures[rtype]
         bands = []
-        for i, rkey in enumerate(keys):
-            role = w.roles[w.role_by_key[rkey]]
-            top = None if i == len(keys) - 1 else role["amount_limit"]
-            rid = w.new_id("RULE", 3)
-            rule = {
-                "id": rid, "request_type": rtype, "min_amount": lo, "max_amount": top,
-                "required_role_id": role["id"], "required_level": role["level"], "hard_limit": _scale(hard, factor),
-                "sod_not_requester": True, "sod_not_in_requester_line": line_flag, "required_fields": list(required),
+        lo = 1
+        for level, top in ((1, top1), (2, top2), (3, None)):
+            need = top if top is not None else hard_limit
+            role = min((r for r in w.roles.values() if rtype in r["request_types"] and r["level"] >= level
+                        and r["amount_limit"] >= need), key=lambda r: (r["level"], r["amount_limit"], r["id"]))
+            rid = w.new_id("BAND", 3)
+            band = {
+                "id": rid, "request_type": rtype, "min_amount": lo, "max_amount": top, "required_level": level,
+                "required_role_id": role["id"], "hard_limit": hard_limit,
+                "sod_not_in_requester_line": line_flags[rtype], "required_fields": list(required[rtype]),
             }
-            w.rules[rid] = rule
-            bands.append(rule)
+            w.rules[rid] = band
+            bands.append(band)
             lo = (top or 0) + 1
         w.rules_by_type[rtype] = bands
 
 
-def add_background(w: World, exclude: set[str]) -> None:
-    """Distractors among people other than ``exclude``: ended assignments (one the day before
-    the clock), delegations capped, expired, revoked or in effect."""
-    others = sorted(p for p in w.people if p not in exclude)
+def _required_fields(rng: random.Random, plan: Plan) -> dict[str, list[str]]:
+    """Each type's required fields: the target type's include an empty field of the request
+    exactly when a field is planned missing; a ledger type always requires the account it pays
+    out to."""
+    out: dict[str, list[str]] = {}
+    for rtype in REQUEST_TYPES:
+        ledger = is_ledger_type(rtype)
+        pool = [f for f in INFO_FIELDS if not (ledger and f == "beneficiary_account")]
+        if rtype == plan.rtype:
+            filled = [f for f in pool if f not in plan.empty]
+            chosen = set(rng.sample(filled, rng.randint(0 if ledger or plan.missing else 1, len(filled))))
+            if plan.missing:
+                chosen.add(rng.choice(plan.empty))
+        else:
+            chosen = set(rng.sample(pool, rng.randint(0 if ledger else 1, 2)))
+        if ledger:
+            chosen.add("beneficiary_account")
+        out[rtype] = [f for f in INFO_FIELDS if f in chosen]
+    return out
+
+
+def _fit_slots(rng: random.Random, entries: list[Entry]) -> list[Entry]:
+    """The planted entries that fit the approver's slots (three of each kind, the first entries
+    kept as planned; a later role or window near miss may move to the other kind)."""
+    out: list[Entry] = []
+    used = {True: 0, False: 0}
+    limit = {True: N_DELEGATIONS, False: N_ASSIGNMENTS}
+    for i, e in enumerate(entries):
+        if used[e.delegation] < limit[e.delegation]:
+            out.append(e)
+        elif i >= 2 and set(e.fails) <= set(ASSIGNMENT_CHECKS) and used[not e.delegation] < limit[not e.delegation]:
+            e = Entry(not e.delegation, e.fails, e.window)
+            out.append(e)
+        else:
+            continue
+        used[e.delegation] += 1
+    return out
+
+
+# -- the approver's entries --------------------------------------------------------------------
+def _role_matching(w: World, plan: Plan, fails: tuple[str, ...] | set[str]) -> list[dict[str, Any]]:
+    """The roles whose three role rules (type, level, limit) fail exactly as in ``fails``."""
+    return sorted((
+        r for r in w.roles.values()
+        if (plan.rtype not in r["request_types"]) == ("role_type" in fails)
+        and (r["level"] < plan.level) == ("role_level" in fails)
+        and (r["amount_limit"] < plan.amount) == ("role_limit" in fails)
+    ), key=lambda r: r["id"])
+
+
+def _make_roles_fit(w: World, plan: Plan) -> None:
+    """Move role limits so that every planted role near miss has a role: a role of the required
+    level (or more) below the amount, a junior role or one not covering the type above it. The
+    executive role keeps its limit (it approves everything below the hard limits)."""
     rng = w.rng
-    for i in range(rng.randint(1, 2)):
-        person = rng.choice(others)
-        role = rng.choice(sorted(w.roles))
-        ended = add_days(w.today, -1) if i == 0 or rng.random() < 0.5 else w.past_day(2, 60)
-        w.assign(person, role, add_days(ended, -rng.randint(60, 400)), ended)
-    delegable = [r for r in sorted(w.roles) if any(h not in exclude for h in w.holders(r))]
-    for i in range(rng.randint(2, 4)):
-        role = rng.choice(delegable)
-        holders = [h for h in w.holders(role) if h not in exclude]
-        delegator = rng.choice(holders)
-        delegate = rng.choice([p for p in others if p != delegator])
-        kind = "capped" if i == 0 else rng.choice(BACKGROUND_DELEGATIONS)
-        background_delegation(w, kind, delegator, delegate, role)
+    cfo = w.role_by_key["cfo"]
+    for check in ("role_limit", "role_level", "role_type"):
+        if not any(e.fails == (check,) for e in plan.entries) or _role_matching(w, plan, (check,)):
+            continue
+        if check == "role_limit":
+            pool = [r for r in w.roles.values() if plan.rtype in r["request_types"] and r["level"] >= plan.level and r["id"] != cfo]
+            amount = nice(plan.amount * rng.uniform(0.35, 0.8))
+        elif check == "role_level":
+            pool = [r for r in w.roles.values() if plan.rtype in r["request_types"] and r["level"] < plan.level]
+            amount = nice(plan.amount * rng.uniform(1.2, 2.2))
+        else:
+            pool = [r for r in w.roles.values() if plan.rtype not in r["request_types"] and r["level"] >= plan.level]
+            amount = nice(plan.amount * rng.uniform(1.2, 2.2))
+        if pool:
+            rng.choice(sorted(pool, key=lambda r: r["id"]))["amount_limit"] = amount
 
 
-#: the kinds of background delegation (see :func:`background_delegation`)
-BACKGROUND_DELEGATIONS = ("capped", "expired", "active", "revoked", "future")
+@dataclass
+class Cast:
+    """The people of the task: the approver, their namesakes, the requester."""
+
+    approver: str
+    look_alikes: list[str]
+    requester: str
+    submitted_day: str
 
 
-def background_delegation(w: World, kind: str, delegator: str, delegate: str, role: str) -> dict[str, Any]:
-    """A distractor delegation of ``role``: ``capped`` (in effect, capped well below the role's
-    limit), ``expired`` (ended yesterday), ``active``, ``revoked`` (a day or two ago) or
-    ``future`` (starts in two days)."""
+def _window(w: World, entry: Entry, fails: bool, submitted_day: str) -> tuple[str, str | None]:
+    """``(valid_from, valid_to)`` of an entry: covering today, or failing as ``entry.window`` says."""
     rng = w.rng
-    limit = w.roles[role]["amount_limit"]
-    if kind == "capped":
-        return w.delegate(delegator, delegate, role, w.past_day(0, 5), add_days(w.today, rng.randint(1, 15)), cap=_scale(limit * rng.uniform(0.1, 0.5), 1.0))
-    if kind == "expired":
-        return w.delegate(delegator, delegate, role, w.past_day(20, 40), add_days(w.today, -1))
-    if kind == "active":
-        return w.delegate(delegator, delegate, role, w.past_day(0, 5), add_days(w.today, rng.randint(0, 15)))
-    if kind == "revoked":
-        return w.delegate(delegator, delegate, role, w.past_day(3, 9), add_days(w.today, 10), revoked_at=w.instant(w.past_day(1, 2)))
-    return w.delegate(delegator, delegate, role, add_days(w.today, 2), add_days(w.today, 12))
+    today = w.today
+    span = (3, 30) if entry.delegation else (30, 400)
+    if not fails:
+        if entry.delegation:
+            return w.past_day(0, 10), today if rng.random() < 0.2 else add_days(today, rng.randint(1, 20))
+        start = today if rng.random() < 0.1 else w.past_day(30, 700)
+        r = rng.random()
+        return start, None if r < 0.7 else today if r < 0.8 else add_days(today, rng.randint(1, 90))
+    if entry.window == "future":
+        start = add_days(today, rng.randint(1, 14))
+        return start, add_days(start, rng.randint(*span))
+    if entry.window == "expired":  # in effect when the request came in, ended since
+        days = max(1, (dt.date.fromisoformat(today) - dt.date.fromisoformat(submitted_day)).days - 1)
+        end = add_days(today, -1 if rng.random() < 0.5 else -rng.randint(1, days))
+        return add_days(submitted_day, -rng.randint(3, 20)), end
+    end = add_days(today, -1) if entry.window == "yesterday" else w.past_day(2, 60)
+    return add_days(end, -rng.randint(*span)), end
 
 
-def make_request(w: World, rtype: str, amount: int, requester: str, submitted_at: str, status: str = "pending") -> dict[str, Any]:
+def _delegator(w: World, role_id: str, holds: bool, avoid: set[str]) -> str:
+    """Who delegates ``role_id``: a current holder (one is appointed when there is none), or
+    (``holds=False``) someone whose assignment of the role has ended."""
+    rng = w.rng
+    current = set(w.holders(role_id))
+    if holds:
+        options = sorted(current - avoid)
+        if options:
+            return rng.choice(options)
+        person = rng.choice(sorted(set(w.people) - avoid))
+        w.assign(person, role_id, w.past_day(30, 500), None)
+        return person
+    person = rng.choice(sorted(set(w.people) - avoid - current))
+    end = w.past_day(1, 40)
+    w.assign(person, role_id, add_days(end, -rng.randint(60, 500)), end)
+    return person
+
+
+def _plant(w: World, plan: Plan, cast: Cast, entry: Entry, avoid: set[str]) -> tuple[str, list[str]] | None:
+    """Plant one entry of the approver failing exactly ``entry.fails``; returns its id and the
+    rules it fails (``None`` when no role fits)."""
+    rng = w.rng
+    fails = set(entry.fails)
+    roles = _role_matching(w, plan, fails)
+    if not roles:
+        return None
+    role = rng.choice(roles)
+    valid_from, valid_to = _window(w, entry, "window" in fails, cast.submitted_day)
+    if not entry.delegation:
+        row = w.assign(cast.approver, role["id"], valid_from, valid_to)
+        return row["id"], failed_checks(row, role, {"type": plan.rtype, "amount": plan.amount},
+                                        {"required_level": plan.level}, w.now, delegation=False)
+    if valid_to is None:
+        valid_to = add_days(w.today, rng.randint(1, 20))
+    revoked = None
+    if "revocation" in fails:
+        if valid_from > w.today:
+            return None
+        earliest = max(dt.datetime.fromisoformat(valid_from + "T00:00:00"),
+                       dt.datetime.fromisoformat(w.now) - dt.timedelta(days=9))
+        latest = min(dt.datetime.fromisoformat(valid_to + "T23:59:00"), dt.datetime.fromisoformat(w.now))
+        if latest <= earliest:
+            return None
+        revoked = (earliest + (latest - earliest) * rng.uniform(0.05, 1.0)).replace(second=0, microsecond=0).isoformat()
+    cap: int | None = None
+    if "delegation_cap" in fails:
+        cap = nice(plan.amount * rng.uniform(0.3, 0.85))
+    elif rng.random() < 0.5:
+        cap = nice(plan.amount * rng.uniform(1.15, 3.0))
+    holds = "delegator_holds" not in fails
+    delegator = _delegator(w, role["id"], holds, avoid)
+    row = w.delegate(delegator, cast.approver, role["id"], valid_from, valid_to, cap=cap, revoked_at=revoked,
+                     reason=rng.choice(("annual leave", "parental leave", "cover during project", "business travel")))
+    return row["id"], failed_checks(row, role, {"type": plan.rtype, "amount": plan.amount},
+                                    {"required_level": plan.level}, w.now, delegation=True, delegator_holds=holds)
+
+
+#: far misses: two authority rules failed at once (a revocation needs a window that began)
+_FAR_ASSIGNMENT = tuple((a, b) for i, a in enumerate(ASSIGNMENT_CHECKS) for b in ASSIGNMENT_CHECKS[i + 1:])
+_FAR_DELEGATION = tuple((a, b) for i, a in enumerate(DELEGATION_CHECKS) for b in DELEGATION_CHECKS[i + 1:])
+
+
+def _plant_entries(w: World, plan: Plan, cast: Cast) -> dict[str, list[str]] | None:
+    """Every assignment and delegation of the approver: the planned ones, then far misses up to
+    three of each kind. Returns ``{id: rules failed}`` (``None`` when a planned one cannot be
+    planted: the attempt is redrawn)."""
+    rng = w.rng
+    avoid = {cast.approver, cast.requester, *cast.look_alikes}
+    planted: dict[str, list[str]] = {}
+    for entry in plan.entries:
+        got = _plant(w, plan, cast, entry, avoid)
+        if got is None or sorted(got[1]) != sorted(entry.fails):
+            return None
+        planted[got[0]] = got[1]
+    for delegation, n in ((False, N_ASSIGNMENTS), (True, N_DELEGATIONS)):
+        have = sum(1 for e in plan.entries if e.delegation == delegation)
+        for _ in range(n - have):
+            for _try in range(12):
+                fails = rng.choice(_FAR_DELEGATION if delegation else _FAR_ASSIGNMENT)
+                got = _plant(w, plan, cast, Entry(delegation, fails, rng.choice(("past", "future"))), avoid)
+                if got is not None and len(got[1]) >= 2:
+                    planted[got[0]] = got[1]
+                    break
+            else:
+                return None
+    return planted
+
+
+# -- the people ---------------------------------------------------------------------------------
+def add_look_alike(w: World, person_id: str, avoid_depts: set[str]) -> str:
+    """Someone with ``person_id``'s exact name in another department (sometimes an approver)."""
+    rng = w.rng
+    src = w.people[person_id]
+    depts = sorted({p["department"] for p in w.people.values()} - avoid_depts)
+    dept = rng.choice(depts)
+    manager = next(p["id"] for p in sorted(w.people.values(), key=lambda p: p["id"]) if p["department"] == dept)
+    pid = w.new_id("EMP", 4)
+    first, last = src["name"].split(" ", 1)
+    w.people[pid] = {
+        "id": pid, "name": src["name"], "title": rng.choice(("Senior Specialist", "Analyst", "Coordinator")),
+        "department": dept, "email": f"{first.lower()}.{last.lower()}.{pid[4:]}@example.com", "manager_id": manager,
+    }
+    if rng.random() < 0.5:
+        w.assign(pid, rng.choice(sorted(w.roles)), w.past_day(30, 300), None)
+    return pid
+
+
+def _cast(w: World, plan: Plan, line_flags: dict[str, bool]) -> Cast:
+    """The approver (any of :data:`APPROVER_KEYS`), one or two namesakes in other departments,
+    and the requester (the approver, one of their managers, a namesake or a colleague)."""
+    rng = w.rng
+    approver = w.by_key[rng.choice(APPROVER_KEYS)]
+    depts = {w.people[approver]["department"]}
+    look_alikes = []
+    for _ in range(rng.choice((1, 2))):
+        pid = add_look_alike(w, approver, depts)
+        depts.add(w.people[pid]["department"])
+        look_alikes.append(pid)
+    line = auth.reporting_line(w.tables(), approver)
+    if plan.sod == "self":
+        requester = approver
+    elif plan.sod == "line" or (plan.line_decoy and not line_flags[plan.rtype]):
+        requester = rng.choice(line)
+    elif plan.self_decoy:
+        requester = rng.choice(look_alikes)
+    else:
+        options = [w.by_key[k] for k in REQUESTERS[plan.rtype] if w.by_key[k] != approver and w.by_key[k] not in line]
+        requester = rng.choice(options or sorted(p for p in w.people if p != approver and p not in line))
+    return Cast(approver, look_alikes, requester, w.past_day(2, 12))
+
+
+# -- the request ---------------------------------------------------------------------------------
+def make_request(w: World, rtype: str, amount: int, requester: str, submitted_at: str, status: str = "pending",
+                 empty: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """A request with its order (order types); ``empty`` names the fields left empty (else one
+    or two drawn alike for every request)."""
     rng = w.rng
     rid = w.new_id("REQ", 4)
     row = {
@@ -362,10 +752,11 @@ def make_request(w: World, rtype: str, amount: int, requester: str, submitted_at
         "justification": rng.choice(JUSTIFICATIONS[rtype]), "order_id": None,
         "submitted_at": submitted_at, "status": status,
     }
-    required = w.rules_by_type[rtype][0]["required_fields"]
-    for f in INFO_FIELDS:  # empty fields the rule does not require: not a reason to hold
-        if f not in required and rng.random() < 0.3:
-            row[f] = None if rng.random() < 0.7 else ""
+    if empty is None:
+        pool = [f for f in INFO_FIELDS if not (is_ledger_type(rtype) and f == "beneficiary_account")]
+        empty = tuple(rng.sample(pool, rng.choice((1, 2))))
+    for f in empty:
+        row[f] = None if rng.random() < 0.7 else ""
     if rtype in ORDER_TYPES:
         oid = w.new_id("PO", 5)
         row["order_id"] = oid
@@ -400,16 +791,17 @@ def add_queue_and_history(w: World, target: dict[str, Any]) -> None:
         requester = w.by_key[rng.choice(REQUESTERS[rtype])]
         if not holder or holder[0] == requester:
             continue
-        rh = next(r for r in w.role_holders.values() if r["person_id"] == holder[0] and r["role_id"] == rule["required_role_id"])
+        rh = next(r for r in w.role_holders.values() if r["person_id"] == holder[0] and r["role_id"] == rule["required_role_id"]
+                  and auth.assignment_active(r, w.now))
         decided_request(w, rtype, rule, holder[0], rh["id"], requester)
 
 
 def decided_request(w: World, rtype: str, rule: dict[str, Any], approver: str, assignment_id: str,
                     requester: str) -> dict[str, Any]:
-    """A request of the history, approved weeks ago by ``approver`` (citing the rule and their
+    """A request of the history, approved weeks ago by ``approver`` (citing the band and their
     assignment ``assignment_id``) and released downstream (ledger entry or order release)."""
     day = w.past_day(20, 80)
-    req = make_request(w, rtype, w.amount_in(rule, 0.0), requester, w.instant(add_days(day, -2)), "approved")
+    req = make_request(w, rtype, w.amount_in(rule, 0.0), requester, w.instant(add_days(day, -2)), "approved", empty=())
     did = f"DEC-{req['id']}-1"
     w.decisions[did] = {
         "id": did, "request_id": req["id"], "outcome": "proceed", "approver_id": approver,
@@ -426,478 +818,112 @@ def decided_request(w: World, rtype: str, rule: dict[str, Any], approver: str, a
     return req
 
 
-def add_look_alike(w: World, person_id: str, request: dict[str, Any] | None, rule: Mapping[str, Any]) -> str:
-    """Someone with the approver's exact name in another department (sometimes an approver)."""
+#: the kinds of background delegation (see :func:`background_delegation`)
+BACKGROUND_DELEGATIONS = ("capped", "expired", "active", "revoked", "future")
+
+
+def background_delegation(w: World, kind: str, delegator: str, delegate: str, role: str) -> dict[str, Any]:
+    """A distractor delegation of ``role``: ``capped`` (in effect, capped well below the role's
+    limit), ``expired`` (ended yesterday), ``active``, ``revoked`` (a day or two ago) or
+    ``future`` (starts in two days)."""
     rng = w.rng
-    src = w.people[person_id]
-    depts = sorted({p["department"] for p in w.people.values()} - {src["department"]})
-    dept = rng.choice(depts)
-    manager = next(p["id"] for p in sorted(w.people.values(), key=lambda p: p["id"]) if p["department"] == dept)
-    pid = w.new_id("EMP", 4)
-    first, last = src["name"].split(" ", 1)
-    w.people[pid] = {
-        "id": pid, "name": src["name"], "title": "Senior Specialist", "department": dept,
-        "email": f"{first.lower()}.{last.lower()}2@example.com", "manager_id": manager,
-    }
-    if rng.random() < 0.4:
-        w.assign(pid, rule["required_role_id"], w.past_day(30, 300), None)
-    return pid
-
-
-# -- scenarios --------------------------------------------------------------------------------
-def _pick_type(w: World, min_bands: int = 1) -> str:
-    return w.rng.choice([t for t in REQUEST_TYPES if len(w.rules_by_type[t]) >= min_bands])
-
-
-def _requester_for(w: World, rtype: str, approver: str, rule: Mapping[str, Any]) -> str:
-    rng = w.rng
-    line = auth.reporting_line(w.tables(), approver)
-    if not rule["sod_not_in_requester_line"] and line and rng.random() < 0.3:
-        return rng.choice(line)  # allowed by this rule: the approver may report to the requester
-    options = [w.by_key[k] for k in REQUESTERS[rtype] if w.by_key[k] != approver and w.by_key[k] not in line]
-    if not options:
-        options = sorted(p for p in w.people if p != approver and p not in line)
-    return rng.choice(options)
-
-
-def _natural_or_any(w: World, role_id: str, avoid: set[str]) -> str:
-    key = next(k for k, rid in w.role_by_key.items() if rid == role_id)
-    natural = [w.by_key[h] for t in ROLE_TEMPLATES if t[0] == key for h in t[5] if w.by_key[h] not in avoid]
-    if natural and w.rng.random() < 0.8:
-        return w.rng.choice(natural)
-    return w.rng.choice(sorted(p for p in w.people if p not in avoid))
-
-
-def _non_authorised(w: World, rtype: str, avoid: set[str]) -> str:
-    """A person with no role covering ``rtype`` (e.g. an analyst or a clerk)."""
-    covering = {r["id"] for r in w.roles.values() if rtype in r["request_types"]}
-    holding = {rh["person_id"] for rh in w.role_holders.values() if rh["role_id"] in covering}
-    options = sorted(
-        p for p in w.people if p not in avoid and p not in holding and w.people[p]["manager_id"] is not None
-    )
-    return w.rng.choice(options)
-
-
-def _delegation_window(w: World, submitted_day: str, kind: str) -> dict[str, Any]:
-    rng = w.rng
-    days_since = _days_between(submitted_day, w.today)
-    if kind == "valid":
-        return {"valid_from": w.past_day(0, 10), "valid_to": w.today if rng.random() < 0.2 else add_days(w.today, rng.randint(1, 20))}
+    limit = w.roles[role]["amount_limit"]
+    if kind == "capped":
+        return w.delegate(delegator, delegate, role, w.past_day(0, 5), add_days(w.today, rng.randint(1, 15)), cap=nice(limit * rng.uniform(0.1, 0.5)))
     if kind == "expired":
-        return {"valid_from": add_days(submitted_day, -rng.randint(3, 20)),
-                "valid_to": add_days(w.today, -1 if rng.random() < 0.5 else -rng.randint(1, max(1, days_since - 1)))}
-    if kind == "future":
-        start = add_days(w.today, rng.randint(1, 14))
-        return {"valid_from": start, "valid_to": add_days(start, rng.randint(3, 20))}
-    # revoked: in its window now, revoked between the submission and now (maybe earlier today)
-    minutes = rng.randint(10, max(11, (days_since - 1) * 1440)) if rng.random() < 0.6 else rng.randint(10, 60)
-    revoked = _minus_minutes(w.now, minutes)
-    return {"valid_from": add_days(submitted_day, -rng.randint(1, 10)), "valid_to": add_days(w.today, rng.randint(1, 20)), "revoked_at": revoked}
+        return w.delegate(delegator, delegate, role, w.past_day(20, 40), add_days(w.today, -1))
+    if kind == "active":
+        return w.delegate(delegator, delegate, role, w.past_day(0, 5), add_days(w.today, rng.randint(0, 15)))
+    if kind == "revoked":
+        return w.delegate(delegator, delegate, role, w.past_day(3, 9), add_days(w.today, 10), revoked_at=w.instant(w.past_day(1, 2)))
+    return w.delegate(delegator, delegate, role, add_days(w.today, 2), add_days(w.today, 12))
 
 
-def _days_between(a: str, b: str) -> int:
-    return (dt.date.fromisoformat(b) - dt.date.fromisoformat(a)).days
-
-
-def _minus_minutes(now: str, minutes: int) -> str:
-    return (dt.datetime.fromisoformat(now) - dt.timedelta(minutes=minutes)).isoformat()
-
-
-@dataclass
-class Plan:
-    """The target request to create once the approver's situation is planted."""
-
-    rtype: str
-    amount: int
-    requester: str | None
-    approver: str
-    blank_field: str | None = None
-
-
-@dataclass
-class Target:
-    """The first draw of every scenario: a request type, a band of its rules and an amount in
-    it (some planters draw their own instead, after this one)."""
-
-    rtype: str
-    bands: list[dict[str, Any]]
-    rule: dict[str, Any]
-    amount: int
-
-    @property
-    def role(self) -> str:
-        return self.rule["required_role_id"]
-
-
-def _draw_target(w: World) -> Target:
-    rtype = _pick_type(w)
-    bands = w.rules_by_type[rtype]
-    rule = bands[w.rng.randrange(len(bands))]
-    return Target(rtype, bands, rule, w.amount_in(rule))
-
-
-def _assign_current(w: World, approver: str, role: str) -> None:
-    """A current assignment of ``role`` (sometimes starting today, sometimes ending soon)."""
+def add_background(w: World, exclude: set[str]) -> None:
+    """Distractors among people other than ``exclude``: ended assignments (one the day before
+    the clock), delegations capped, expired, revoked or in effect."""
+    others = sorted(p for p in w.people if p not in exclude)
     rng = w.rng
-    start = w.today if rng.random() < 0.1 else w.past_day(30, 700)
-    end = None if rng.random() < 0.7 else (w.today if rng.random() < 0.3 else add_days(w.today, rng.randint(1, 90)))
-    w.assign(approver, role, start, end)
+    for i in range(rng.randint(1, 2)):
+        person = rng.choice(others)
+        role = rng.choice(sorted(w.roles))
+        ended = add_days(w.today, -1) if i == 0 or rng.random() < 0.5 else w.past_day(2, 60)
+        w.assign(person, role, add_days(ended, -rng.randint(60, 400)), ended)
+    delegable = [r for r in sorted(w.roles) if any(h not in exclude for h in w.holders(r))]
+    for i in range(rng.randint(2, 4)):
+        role = rng.choice(delegable)
+        holders = [h for h in w.holders(role) if h not in exclude]
+        delegator = rng.choice(holders)
+        delegate = rng.choice([p for p in others if p != delegator])
+        kind = "capped" if i == 0 else rng.choice(BACKGROUND_DELEGATIONS)
+        background_delegation(w, kind, delegator, delegate, role)
 
 
-def _plant_clean(w: World, t: Target) -> Plan:
-    """The approver holds the rule's role (sometimes a more senior one) directly."""
-    role = t.role
-    if w.rng.random() < 0.2:  # a more senior role also authorises
-        role = w.rng.choice(auth.accepted_roles(w.tables(), t.rtype, t.amount, t.rule["required_level"]))
-    approver = _natural_or_any(w, role, set())
-    w.clear_person(approver)
-    _assign_current(w, approver, role)
-    return Plan(t.rtype, t.amount, None, approver)
-
-
-def _plant_self_approval(w: World, t: Target) -> Plan:
-    """The approver holds the role but is the requester."""
-    approver = _natural_or_any(w, t.role, set())
-    w.clear_person(approver)
-    _assign_current(w, approver, t.role)
-    return Plan(t.rtype, t.amount, approver, approver)
-
-
-def _plant_approver_is_requesters_subordinate(w: World, t: Target) -> Plan:
-    """The rule forbids approvers in the requester's line; the requester is the approver's manager."""
-    for r in w.rules_by_type[t.rtype]:
-        r["sod_not_in_requester_line"] = True
-    approver = _natural_or_any(w, t.role, set())
-    if not auth.reporting_line(w.tables(), approver):
-        approver = w.rng.choice(sorted(p for p in w.people if w.people[p]["manager_id"]))
-    w.clear_person(approver)
-    _assign_current(w, approver, t.role)
-    return Plan(t.rtype, t.amount, w.rng.choice(auth.reporting_line(w.tables(), approver)), approver)
-
-
-def _plant_missing_information(w: World, t: Target) -> Plan:
-    """The approver may decide (directly or by a delegation in effect); a required field is blank."""
-    rng = w.rng
-    approver = _natural_or_any(w, t.role, set())
-    w.clear_person(approver)
-    _assign_current(w, approver, t.role)
-    if rng.random() < 0.3:
-        w.clear_person(approver)
-        holder = rng.choice([h for h in w.holders(t.role) if h != approver] or [approver])
-        if holder == approver:
-            w.assign(approver, t.role, w.past_day(30, 700), None)
-        else:
-            w.delegate(holder, approver, t.role, w.past_day(0, 10), add_days(w.today, rng.randint(0, 20)))
-    return Plan(t.rtype, t.amount, None, approver, rng.choice(t.rule["required_fields"]))
-
-
-def _plant_role_ended(w: World, t: Target) -> Plan:
-    """The approver's assignment of the role ended yesterday (maybe moved to another role)."""
-    rng = w.rng
-    approver = _natural_or_any(w, t.role, set())
-    w.clear_person(approver)
-    w.assign(approver, t.role, w.past_day(100, 700), add_days(w.today, -1))
-    if rng.random() < 0.5:  # moved on to a role that does not cover this type
-        new = [r for r in w.roles.values() if t.rtype not in r["request_types"]]
-        if new:
-            w.assign(approver, rng.choice(new)["id"], w.today, None)
-    return Plan(t.rtype, t.amount, None, approver)
-
-
-def _delegated(w: World, t: Target, kind: str) -> Plan:
-    """A delegation of the rule's role to someone with no covering role; its window (``kind``:
-    valid, expired, future, revoked) is written once the submission date is known."""
-    delegator = w.rng.choice(w.holders(t.role))
-    approver = _non_authorised(w, t.rtype, {delegator})
-    # keep a natural role the approver may have (it covers other types only)
-    w.pending_delegation = (delegator, approver, t.role, kind)
-    return Plan(t.rtype, t.amount, None, approver)
-
-
-def _plant_valid_via_delegation(w: World, t: Target) -> Plan:
-    return _delegated(w, t, "valid")
-
-
-def _plant_expired_delegation(w: World, t: Target) -> Plan:
-    return _delegated(w, t, "expired")
-
-
-def _plant_future_delegation(w: World, t: Target) -> Plan:
-    return _delegated(w, t, "future")
-
-
-def _plant_revoked_delegation(w: World, t: Target) -> Plan:
-    return _delegated(w, t, "revoked")
-
-
-def _plant_over_limit(w: World, t: Target) -> Plan:
-    """A senior approver who may decide, but the amount is above the top band's hard limit."""
-    rng = w.rng
-    top = t.bands[-1]
-    over = [r for r in w.roles.values() if t.rtype in r["request_types"] and r["level"] >= top["required_level"] and r["amount_limit"] > top["hard_limit"]]
-    big = rng.choice(sorted(over, key=lambda r: r["id"]))
-    amount = rng.randint(top["hard_limit"] + 1, min(big["amount_limit"], int(top["hard_limit"] * 1.6)))
-    approver = _natural_or_any(w, big["id"], set())
-    w.clear_person(approver)
-    w.assign(approver, big["id"], w.past_day(60, 900), None)
-    return Plan(t.rtype, amount, None, approver)
-
-
-def _plant_wrong_request_type(w: World, t: Target) -> Plan:
-    """The approver holds a senior enough role that does not cover the request type (redrawn)."""
-    rng = w.rng
-    for _ in range(20):
-        rtype = _pick_type(w)
-        rule = rng.choice(w.rules_by_type[rtype])
-        amount = w.amount_in(rule)
-        others = [r for r in w.roles.values() if rtype not in r["request_types"] and r["level"] >= rule["required_level"] and r["amount_limit"] >= amount]
-        if others:
-            break
-    other = rng.choice(sorted(others, key=lambda r: r["id"]))
-    approver = _natural_or_any(w, other["id"], set())
-    w.clear_person(approver)
-    w.assign(approver, other["id"], w.past_day(60, 900), None)
-    return Plan(rtype, amount, None, approver)
-
-
-def _plant_needs_escalation(w: World, t: Target) -> Plan:
-    """The approver falls short: a lower band's role, or a delegation capped below the amount."""
-    rtype = _pick_type(w, 2)
-    bands = w.rules_by_type[rtype]
-    if w.rng.random() < 0.5:
-        return _lower_band_role(w, rtype, bands)
-    return _capped_delegation(w, rtype, bands)
-
-
-def _lower_band_role(w: World, rtype: str, bands: list[dict[str, Any]]) -> Plan:
-    """A lower role: the amount sits in a higher band."""
-    b = w.rng.randrange(1, len(bands))
-    amount = w.amount_in(bands[b])
-    low = bands[b - 1]["required_role_id"]
-    approver = _natural_or_any(w, low, set())
-    w.clear_person(approver)
-    w.assign(approver, low, w.past_day(60, 900), None)
-    return Plan(rtype, amount, None, approver)
-
-
-def _capped_delegation(w: World, rtype: str, bands: list[dict[str, Any]]) -> Plan:
-    """A delegation in effect but capped below the amount."""
-    rng = w.rng
-    rule = bands[rng.randrange(len(bands))]
-    amount = max(w.amount_in(rule), 200_00)
-    role = rule["required_role_id"]
-    delegator = rng.choice(w.holders(role))
-    approver = _non_authorised(w, rtype, {delegator})
-    w.clear_person(approver)
-    cap = max(100_00, (amount * rng.randint(30, 90) // 100) // 100_00 * 100_00)
-    window = _delegation_window(w, w.today, "valid")
-    w.delegate(delegator, approver, role, window["valid_from"], window["valid_to"], cap=min(cap, amount - 1))
-    return Plan(rtype, amount, None, approver)
-
-
-#: defect tag -> the function planting its trap (after the common :func:`_draw_target`)
-PLANTERS: dict[str, Callable[[World, Target], Plan]] = {
-    "clean": _plant_clean,
-    "valid_via_delegation": _plant_valid_via_delegation,
-    "self_approval": _plant_self_approval,
-    "approver_is_requesters_subordinate": _plant_approver_is_requesters_subordinate,
-    "expired_delegation": _plant_expired_delegation,
-    "future_delegation": _plant_future_delegation,
-    "revoked_delegation": _plant_revoked_delegation,
-    "over_limit": _plant_over_limit,
-    "wrong_request_type": _plant_wrong_request_type,
-    "role_ended": _plant_role_ended,
-    "needs_escalation": _plant_needs_escalation,
-    "missing_information": _plant_missing_information,
-}
-
-
-def scenario(w: World, tag: str) -> Plan:
-    """Set up the approver's authority for ``tag``; return the target request's plan."""
-    target = _draw_target(w)
-    if tag not in PLANTERS:
-        raise ValueError(f"unknown defect tag {tag!r}")
-    return PLANTERS[tag](w, target)
-
-
-#: Tags whose trap is sometimes only a decoy, with the chance of it: the approver also has a
-#: valid authority (so citing the expired / future / revoked delegation, the ended assignment,
-#: the role of another request type or the capped delegation is wrong), the requester only
-#: shares the approver's name (self_approval), or the rule does not set
-#: ``sod_not_in_requester_line`` (approver_is_requesters_subordinate).
-DECOY_RATE = {
-    "expired_delegation": 0.65, "future_delegation": 0.65, "revoked_delegation": 0.65, "role_ended": 0.6,
-    "wrong_request_type": 0.6, "needs_escalation": 0.5, "self_approval": 0.3, "approver_is_requesters_subordinate": 0.3,
-}
-DECOY_TAGS = tuple(DECOY_RATE)
-#: chance that a task whose approver may decide (and that is not over the hard limit) also has
-#: an empty required field, so the right outcome is hold
-HOLD_OVERLAY = 0.38
-#: chance that a task whose approver may not decide also has an empty required field (the
-#: escalation still comes first)
-NOISE_OVERLAY = 0.25
-#: chance that the approver also has assignments that give no authority for the request
-DISTRACTOR_RATE = 0.9
-
-
-def add_distractor_assignments(w: World, approver: str, request: dict[str, Any]) -> None:
-    """Two or three assignments of the approver that give no authority for this request: an
-    assignment that ended weeks ago, or a current one of a role not covering the request type
-    (so the approver's first assignment is not always the one to cite)."""
-    rng = w.rng
-    others = sorted(r["id"] for r in w.roles.values() if request["type"] not in r["request_types"])
-    for _ in range(rng.randint(2, 3)):
-        if others and rng.random() < 0.5:
-            w.assign(approver, rng.choice(others), w.past_day(30, 500), None)
-        else:
-            end = w.past_day(20, 200)
-            w.assign(approver, rng.choice(sorted(w.roles)), add_days(end, -rng.randint(60, 400)), end)
-
-
-def add_other_authority(w: World, approver: str, request: dict[str, Any], rule: Mapping[str, Any]) -> None:
-    """Give ``approver`` a valid authority besides the trap: a current delegation from another
-    holder of a sufficient role, or (for an ended role) a re-appointment starting today."""
-    rng = w.rng
-    ended = [rh for rh in w.role_holders.values() if rh["person_id"] == approver and rh["valid_to"] is not None and rh["valid_to"] < w.today]
-    if ended and rng.random() < 0.6:
-        w.assign(approver, ended[0]["role_id"], w.today, None)
-        return
-    busy = {d["delegator_id"] for d in w.delegations.values() if d["delegate_id"] == approver}
-    options = [
-        (role, h) for role in auth.accepted_roles(w.tables(), request["type"], request["amount"], rule["required_level"])
-        for h in w.holders(role) if h != approver and h not in busy and h != request["requester_id"]
-    ]
-    if not options:  # nobody else to delegate: a direct assignment of the rule's role
-        w.assign(approver, rule["required_role_id"], w.past_day(0, 30), None)
-        return
-    role, holder = rng.choice(options)
-    window = _delegation_window(w, w.today, "valid")
-    w.delegate(holder, approver, role, window["valid_from"], window["valid_to"], reason="cover during project")
-
-
-def _instructions(w: World, rng: random.Random, request: dict[str, Any], approver: dict[str, Any]) -> str:
-    text = rng.choice(INSTRUCTIONS).format(
-        name=approver["name"], dept=approver["department"], req=request["id"],
-        label=TYPE_LABELS[request["type"]], amount=money(request["amount"]),
-    )
-    return text + PROCEDURE_HINT
-
-
-#: the approver problems of each tag's trap (when it is not a decoy)
-EXPECTED_APPROVER = {
-    "clean": [], "valid_via_delegation": [], "self_approval": [auth.SELF],
-    "approver_is_requesters_subordinate": [auth.REPORTING_LINE],
-    "expired_delegation": [auth.INACTIVE_DELEGATION], "future_delegation": [auth.INACTIVE_DELEGATION],
-    "revoked_delegation": [auth.INACTIVE_DELEGATION], "over_limit": [],
-    "wrong_request_type": [auth.NO_AUTHORITY], "role_ended": [auth.NO_AUTHORITY],
-    "needs_escalation": [auth.LIMIT], "missing_information": [],
-}
-
-
+# -- one task ------------------------------------------------------------------------------------
 def _attempt(seed: int, tag: str, attempt: int, scale: int = 1) -> Generated | None:
     """One task whose trap is ``defect_tag`` (pure in its arguments), in a world about
     ``scale`` times the released size (:func:`scale_up`)."""
     rng = random.Random(derive_seed("approvals", seed, attempt))
-    w = build_world(rng)
-    plan = scenario(w, tag)
-    rule = auth.applicable_rule(w.tables(), plan.rtype, plan.amount)
-    assert rule is not None
-    decoy = tag in DECOY_RATE and rng.random() < DECOY_RATE[tag]
-    look_alike = _separation_decoy(w, tag, plan, rule) if decoy else None
-    request, submitted_day = _target_request(w, plan, rule)
-    _write_pending_delegation(w, plan, submitted_day)
-    if decoy and tag not in ("self_approval", "approver_is_requesters_subordinate"):
-        add_other_authority(w, plan.approver, request, rule)
-    approver_problems = [] if decoy else EXPECTED_APPROVER[tag]
-    blank = _blank_field(w, tag, plan, rule, request, approver_problems)
-    if rng.random() < DISTRACTOR_RATE:
-        add_distractor_assignments(w, plan.approver, request)
-    add_background(w, {plan.approver, request["requester_id"]})
-    add_queue_and_history(w, request)
-    if look_alike is None and rng.random() < 0.7:
-        add_look_alike(w, plan.approver, request, rule)
-    verdict = auth.assess(w.tables(), request, plan.approver, w.now)
-    if not _consistent(w, tag, plan, verdict, approver_problems, blank):
+    day = f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}"
+    w = World(rng, f"{day}T{rng.randint(8, 16):02d}:{rng.choice((0, 15, 30, 45)):02d}:00")
+    _add_people(w)
+    plan = draw_plan(rng, tag)
+    plan.entries = _fit_slots(rng, plan.entries)
+    tops = _structure(rng, plan)
+    _roles(w, *tops)
+    _make_roles_fit(w, plan)
+    line_flags = {t: rng.random() < 0.5 for t in REQUEST_TYPES}
+    if plan.sod == "line":
+        line_flags[plan.rtype] = True
+    elif plan.line_decoy:
+        line_flags[plan.rtype] = False
+    _bands(w, plan, tops, _required_fields(rng, plan), line_flags)
+    cast = _cast(w, plan, line_flags)
+    for role_key, _, _, _, natural in ROLE_TEMPLATES:
+        for holder in natural:
+            if w.by_key[holder] != cast.approver:
+                w.assign(w.by_key[holder], w.role_by_key[role_key], w.past_day(120, 900), None)
+    planted = _plant_entries(w, plan, cast)
+    if planted is None:
         return None
-    key = _key(tag, decoy, blank, request, plan, verdict)
-    task = _task(w, request, plan)
+    request = make_request(w, plan.rtype, plan.amount, cast.requester, w.instant(cast.submitted_day), empty=plan.empty)
+    add_background(w, {cast.approver, cast.requester, *cast.look_alikes})
+    add_queue_and_history(w, request)
+    verdict = auth.assess(w.tables(), request, cast.approver, w.now)
+    if not _consistent(w, plan, cast, verdict, planted):
+        return None
+    key = _key(plan, request, cast, verdict)
+    task = _task(w, request, cast)
     if scale > 1:
         scale_up(w, scale, random.Random(derive_seed("approvals-scale", seed, attempt, scale)))
-        _check_unchanged(w, request, plan, verdict)
+        _check_unchanged(w, request, cast, verdict)
     return Generated(task=task, snapshot=_snapshot(w), key=key)
 
 
-def _separation_decoy(w: World, tag: str, plan: Plan, rule: Mapping[str, Any]) -> str | None:
-    """The decoy of a separation-of-duties tag: the requester only shares the approver's name
-    (self_approval; returns the look-alike), or the rule allows approvers in the requester's
-    line (approver_is_requesters_subordinate)."""
-    look_alike: str | None = None
-    if tag == "self_approval":
-        look_alike = add_look_alike(w, plan.approver, None, rule)
-        plan.requester = look_alike
-    if tag == "approver_is_requesters_subordinate":
-        for r in w.rules_by_type[plan.rtype]:
-            r["sod_not_in_requester_line"] = False
-    return look_alike
-
-
-def _target_request(w: World, plan: Plan, rule: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
-    """The target request (every field the rule requires filled in) and its submission day."""
-    rng = w.rng
-    requester = plan.requester or _requester_for(w, plan.rtype, plan.approver, rule)
-    submitted_day = w.past_day(2, 12)
-    request = make_request(w, plan.rtype, plan.amount, requester, w.instant(submitted_day))
-    for f in rule["required_fields"]:
-        if request[f] is None or request[f] == "":
-            request[f] = {"beneficiary_account": f"ACC-{rng.randrange(100000, 999999)}", "cost_center": f"CC-{rng.randrange(100, 999)}",
-                          "invoice_ref": f"INV-{rng.randrange(10000, 99999)}", "justification": rng.choice(JUSTIFICATIONS[plan.rtype])}[f]
-    return request, submitted_day
-
-
-def _write_pending_delegation(w: World, plan: Plan, submitted_day: str) -> None:
-    """The delegation tags' delegation, its window relative to the submission (maybe capped)."""
-    if w.pending_delegation is None:
-        return
-    rng = w.rng
-    delegator, delegate, role, kind = w.pending_delegation
-    window = _delegation_window(w, submitted_day, kind)
-    limit = w.roles[role]["amount_limit"]
-    cap = None if rng.random() < 0.5 else (plan.amount if rng.random() < 0.3 else min(limit, _scale(plan.amount * 1.5, 1.0)))
-    w.delegate(delegator, delegate, role, window["valid_from"], window["valid_to"], cap=cap, revoked_at=window.get("revoked_at"))
-
-
-def _blank_field(w: World, tag: str, plan: Plan, rule: Mapping[str, Any], request: dict[str, Any],
-                 approver_problems: list[str]) -> str | None:
-    """The required field left empty (the missing_information trap, or an overlay), if any."""
-    rng = w.rng
-    blank = plan.blank_field
-    if blank is None and tag != "over_limit":
-        if rng.random() < (NOISE_OVERLAY if approver_problems else HOLD_OVERLAY):
-            blank = rng.choice(rule["required_fields"])
-    if blank:
-        request[blank] = None if rng.random() < 0.7 else ""
-    return blank
-
-
-def _consistent(w: World, tag: str, plan: Plan, verdict: auth.Assessment, approver_problems: list[str],
-                blank: str | None) -> bool:
-    """The world says what the key will say: exactly the planted problems, the authority of the
-    expected kind, and one person with the approver's name in their department."""
-    if verdict.approver_problems != approver_problems:
+def _consistent(w: World, plan: Plan, cast: Cast, verdict: auth.Assessment, planted: dict[str, list[str]]) -> bool:
+    """The world says what the plan says: the entries fail what was planted (one authority at
+    most; exactly one near miss when nothing else blocks an approver without authority), the
+    separation-of-duties problems, the band, the hard limit and the empty required fields as
+    planned, and one person with the approver's name in their department."""
+    if verdict.failures != planted:
         return False
-    if (auth.HARD_LIMIT in verdict.problems) != (tag == "over_limit") or (auth.MISSING_INFO in verdict.problems) != bool(blank):
+    rule = w.rules_by_type[plan.rtype][plan.band]
+    if verdict.rule_id != rule["id"]:
         return False
-    if tag == "clean" and any(i.startswith("DLG") for i in verdict.authority_ids):
+    sod = {"self": [auth.SELF], "line": [auth.REPORTING_LINE], None: []}[plan.sod]
+    expected = sod + ([auth.NO_AUTHORITY] if plan.blocked else [])
+    if verdict.approver_problems != expected or len(verdict.authority_ids) > 1:
         return False
-    if tag == "valid_via_delegation" and any(not i.startswith("DLG") for i in verdict.authority_ids):
+    if plan.blocked and plan.sod is None and len(verdict.blocking) != 1:
         return False
-    approver = w.people[plan.approver]
+    if (auth.HARD_LIMIT in verdict.problems) != plan.over or (auth.MISSING_INFO in verdict.problems) != plan.missing:
+        return False
+    approver = w.people[cast.approver]
     same = [p for p in w.people.values() if p["name"] == approver["name"] and p["department"] == approver["department"]]
     return len(same) == 1
 
 
-def _key(tag: str, decoy: bool, blank: str | None, request: dict[str, Any], plan: Plan,
-         verdict: auth.Assessment) -> dict[str, Any]:
+def _key(plan: Plan, request: dict[str, Any], cast: Cast, verdict: auth.Assessment) -> dict[str, Any]:
     """The answer key: tags, targets (the rows the task may write) and the expected decision."""
     rid = request["id"]
     ledger = is_ledger_type(plan.rtype)
@@ -905,11 +931,13 @@ def _key(tag: str, decoy: bool, blank: str | None, request: dict[str, Any], plan
                                   "order_id": request["order_id"], "account": request["beneficiary_account"], "amount": request["amount"]}
     targets = [f"requests:{rid}", f"decisions:DEC-{rid}-*"]
     targets.append(f"ledger_entries:LE-{rid}-*" if ledger else f"orders:{request['order_id']}")
-    tags = [tag] + (["missing_information"] if blank and tag != "missing_information" else [])
+    tags = [plan.tag]
+    tags += [t for t, on in (("over_limit", plan.over), ("missing_information", plan.missing)) if on and t != plan.tag]
     return {
-        "defect_tags": tags, "decoy": decoy, "targets": targets, "outcome_class": verdict.outcome, "needs_action": True,
+        "defect_tags": tags, "decoy": plan.tag in AUTHORITY_TAGS and not plan.blocked, "targets": targets,
+        "outcome_class": verdict.outcome, "needs_action": True,
         "expected": {
-            "request_id": rid, "approver_id": plan.approver, "outcome": verdict.outcome, "rule_id": verdict.rule_id,
+            "request_id": rid, "approver_id": cast.approver, "outcome": verdict.outcome, "rule_id": verdict.rule_id,
             "accepted_roles": verdict.accepted_roles, "required_role_id": verdict.required_role_id,
             "authority_ids": verdict.authority_ids, "blocking_ids": sorted(verdict.blocking_ids),
             "downstream": downstream,
@@ -917,11 +945,15 @@ def _key(tag: str, decoy: bool, blank: str | None, request: dict[str, Any], plan
     }
 
 
-def _task(w: World, request: dict[str, Any], plan: Plan) -> dict[str, Any]:
+def _task(w: World, request: dict[str, Any], cast: Cast) -> dict[str, Any]:
     """The brief: the colleague's instructions naming the request and the approver."""
-    approver = w.people[plan.approver]
+    approver = w.people[cast.approver]
+    text = w.rng.choice(INSTRUCTIONS).format(
+        name=approver["name"], dept=approver["department"], req=request["id"],
+        label=TYPE_LABELS[request["type"]], amount=money(request["amount"]),
+    )
     return {
-        "instructions": _instructions(w, w.rng, request, approver),
+        "instructions": text + PROCEDURE_HINT,
         "allowed_tools": list(ALL_TOOLS),
         "params": {"request_id": request["id"], "approver_name": approver["name"], "approver_department": approver["department"]},
         "max_steps": 40,
@@ -1048,11 +1080,11 @@ def _add_team(w: World, reports_to: str, roles: list[str], signers: Mapping[str,
             decided_request(w, rtype, w.rules_by_type[rtype][0], approver, assignment, rng.choice(team))
 
 
-def _check_unchanged(w: World, request: dict[str, Any], plan: Plan, verdict: auth.Assessment) -> None:
+def _check_unchanged(w: World, request: dict[str, Any], cast: Cast, verdict: auth.Assessment) -> None:
     """The grown world gives the task's verdict and still names one approver: a guard on
     :func:`scale_up`'s promise (a failure is a bug, never a redraw)."""
-    grown = auth.assess(auth.TablesReader(w.tables()), request, plan.approver, w.now)
-    approver = w.people[plan.approver]
+    grown = auth.assess(auth.TablesReader(w.tables()), request, cast.approver, w.now)
+    approver = w.people[cast.approver]
     same = [p for p in w.people.values() if p["name"] == approver["name"] and p["department"] == approver["department"]]
     if grown != verdict or len(same) != 1:
         raise RuntimeError(f"scaling the world changed the answer of request {request['id']}")

@@ -1,9 +1,9 @@
 """The desk procedure's arithmetic on rows: the public rule helpers of the approvals domain.
 
-Each helper computes one thing the rules document (``get_rules``' ``procedure``) says, from rows
-as the tools return them (a request, its rules, roles, assignments, delegations): which band
-applies, which required fields are empty, whether a row's window covers the clock, which roles
-may approve, what a delegation's limit is, which fact an escalation cites first.
+Each helper computes one thing the rule document (``get_rules``' ``rules``) says, from rows as
+the tools return them (a request, its band, roles, assignments, delegations): which band
+applies, which required fields are empty, which authority rules an assignment or a delegation
+fails, which entries give authority and which one an escalation cites.
 
 Rule-sharing policy: these helpers are public. The generator, the grader (through
 :mod:`backoffice.envs.approvals.authority`), the oracle (``training.policies.approvals``) and the
@@ -15,7 +15,7 @@ the grader never imports the oracle's or the catalog's decision code.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from backoffice.envs.approvals.tables import LEDGER_TYPES, ORDER_TYPES, is_missing, today
@@ -23,14 +23,23 @@ from backoffice.envs.approvals.tables import LEDGER_TYPES, ORDER_TYPES, is_missi
 Row = Mapping[str, Any]
 
 __all__ = [
-    "LEDGER_TYPES", "ORDER_TYPES", "applicable_rule", "blocking_fact", "candidate_roles", "delegated_limit",
-    "in_window", "is_ledger_type", "is_missing", "line_breach", "missing_fields", "role_sufficient", "window_covers",
+    "ASSIGNMENT_CHECKS", "AUTHORITY_CHECKS", "DELEGATION_CHECKS", "LEDGER_TYPES", "ORDER_TYPES", "applicable_rule",
+    "authorising", "blocking_choice", "covers_window", "failed_checks", "in_window", "is_ledger_type", "is_missing",
+    "line_breach", "missing_fields", "near_misses", "revoked_by", "window_covers",
 ]
+
+#: The authority rules (ids of the rule document), in the order the text gives them: the checks
+#: one role assignment or one delegation passes to give the approver authority.
+AUTHORITY_CHECKS = ("role_type", "role_level", "role_limit", "window", "revocation", "delegator_holds", "delegation_cap")
+#: the checks that apply to a role assignment (it has no revocation, delegator or cap)
+ASSIGNMENT_CHECKS = ("role_type", "role_level", "role_limit", "window")
+DELEGATION_CHECKS = AUTHORITY_CHECKS
 
 
 def applicable_rule(rules: Iterable[Row], amount: int) -> Row | None:
-    """Step 1: the rule (of one request type) whose band holds ``amount``; above every band,
-    the top band (its hard limit then decides). ``None`` if there is none."""
+    """Rule ``band``: the band (of one request type) whose ``[min_amount, max_amount]`` holds
+    ``amount``; above every band (never with an open top band), the top band. ``None`` if the
+    type has none."""
     ordered = sorted(rules, key=lambda r: r["min_amount"])
     for rule in ordered:
         if rule["min_amount"] <= amount and (rule["max_amount"] is None or amount <= rule["max_amount"]):
@@ -41,12 +50,13 @@ def applicable_rule(rules: Iterable[Row], amount: int) -> Row | None:
 
 
 def missing_fields(request: Row, rule: Row) -> list[str]:
-    """Step 5: the fields the rule requires that are empty on the request (``hold``)."""
+    """Rule ``required_fields``: the fields the band requires that are empty on the request."""
     return [f for f in rule["required_fields"] if is_missing(request.get(f))]
 
 
 def is_ledger_type(request_type: str) -> bool:
-    """Step 6: a proceed is released by ``post_ledger_entry`` (else by ``release_order``)."""
+    """Rule ``release_after_proceed``: a proceed is released by ``post_ledger_entry`` (else by
+    ``release_order``)."""
     return request_type in LEDGER_TYPES
 
 
@@ -55,43 +65,73 @@ def window_covers(valid_from: str | None, valid_to: str | None, day: str) -> boo
     return (valid_from is None or valid_from <= day) and (valid_to is None or day <= valid_to)
 
 
+def covers_window(row: Row, at: str) -> bool:
+    """Rule ``window``: the row's date window covers the day of ``at``."""
+    return window_covers(row["valid_from"], row.get("valid_to"), today(at))
+
+
+def revoked_by(row: Row, at: str) -> bool:
+    """Rule ``revocation``: the row was revoked at or before ``at``."""
+    return row.get("revoked_at") is not None and row["revoked_at"] <= at
+
+
 def in_window(row: Row, at: str) -> bool:
-    """Step 2: an assignment or delegation whose window covers the day of ``at`` and that is not
-    revoked at or before ``at`` (rows without ``revoked_at`` are never revoked)."""
-    if not window_covers(row["valid_from"], row.get("valid_to"), today(at)):
-        return False
-    return row.get("revoked_at") is None or row["revoked_at"] > at
+    """In its window on the day of ``at`` and not revoked at or before ``at`` (what
+    ``lookup_delegations`` without ``include_inactive`` keeps)."""
+    return covers_window(row, at) and not revoked_by(row, at)
 
 
-def role_sufficient(role: Row, request_type: str, level: int) -> bool:
-    """Step 2: the role covers the request type at the rule's required level or above."""
-    return request_type in role["request_types"] and role["level"] >= level
+def failed_checks(row: Row, role: Row | None, request: Row, band: Row, at: str, *, delegation: bool,
+                  delegator_holds: bool = True, ignore: Collection[str] = ()) -> list[str]:
+    """The authority rules (:data:`AUTHORITY_CHECKS` ids) that ``row`` fails for ``request``
+    under ``band`` at ``at``: a role assignment (``delegation=False``: role_type, role_level,
+    role_limit, window) or a delegation received (all seven; ``delegator_holds`` says whether
+    its delegator holds the role today, which the caller looked up). An unknown role fails the
+    three role rules. Rules in ``ignore`` are not checked (what a policy ignoring them sees)."""
+    failed: list[str] = []
+    amount = request["amount"]
+    if role is None or request["type"] not in role["request_types"]:
+        failed.append("role_type")
+    if role is None or role["level"] < band["required_level"]:
+        failed.append("role_level")
+    if role is None or role["amount_limit"] < amount:
+        failed.append("role_limit")
+    if not covers_window(row, at):
+        failed.append("window")
+    if delegation:
+        if revoked_by(row, at):
+            failed.append("revocation")
+        if not delegator_holds:
+            failed.append("delegator_holds")
+        if row.get("cap") is not None and row["cap"] < amount:
+            failed.append("delegation_cap")
+    return [c for c in failed if c not in ignore]
 
 
-def candidate_roles(roles: Iterable[Row], request_type: str, amount: int, level: int) -> list[Row]:
-    """Step 2: the roles that may approve the request (cover the type, level and amount limit
-    enough), by id: the roles whose holders or delegates may decide, and escalation targets."""
-    return sorted(
-        (r for r in roles if role_sufficient(r, request_type, level) and r["amount_limit"] >= amount),
-        key=lambda r: r["id"],
-    )
+def authorising(failures: Mapping[str, Sequence[str]]) -> list[str]:
+    """Rule ``escalation``: the ids (of ``{id: failed checks}``) that give authority (fail
+    nothing), by id."""
+    return sorted(i for i, f in failures.items() if not f)
 
 
-def delegated_limit(role: Row, delegation: Row) -> int:
-    """Step 2: what a delegate may approve under a delegation: the role's limit, capped."""
-    cap = delegation["cap"]
-    return role["amount_limit"] if cap is None else min(role["amount_limit"], cap)
+def near_misses(failures: Mapping[str, Sequence[str]]) -> list[str]:
+    """Rule ``blocking_fact``: the ids that fail exactly one authority rule, by id."""
+    return sorted(i for i, f in failures.items() if len(f) == 1)
 
 
 def line_breach(rule: Row, request: Row, reporting_line: Sequence[str]) -> bool:
-    """Step 3: the rule forbids approvers in the requester's line and the approver is in it."""
+    """Rule ``reporting_line``: the band forbids approvers in the requester's line and the
+    approver is in it (the requester is among their managers)."""
     return bool(rule["sod_not_in_requester_line"]) and request["requester_id"] in reporting_line
 
 
-def blocking_fact(inactive: Sequence[str], short: Sequence[str], own_rows: Sequence[str],
-                  approver_id: str | None) -> str | None:
-    """Step 4 (authority): what an escalation cites when the approver holds no authority: their
-    delegation not in effect, else their assignment or delegation in effect that falls short,
-    else any of their assignments and delegations, else the approver."""
-    last_resort: list[str | None] = [approver_id]
-    return (list(inactive) or list(short) or list(own_rows) or last_resort)[0]
+def blocking_choice(is_requester: bool, in_line: bool, request: Row, near: Sequence[str],
+                    approver_id: str | None) -> str | None:
+    """Rule ``blocking_fact``: what an escalation cites beside the band: the request when the
+    approver is its requester, else the requester when the reporting line stops them, else one
+    near miss (the first by id), else the approver."""
+    if is_requester:
+        return request["id"]
+    if in_line:
+        return request["requester_id"]
+    return near[0] if near else approver_id

@@ -1,4 +1,4 @@
-"""Tables of the approvals domain, the desk policy text and small shared helpers.
+"""Tables of the approvals domain, the desk's rule document and small shared helpers.
 
 Every snapshot holds these tables (rows are flat dicts keyed by a string ``id``):
 
@@ -16,11 +16,13 @@ Every snapshot holds these tables (rows are flat dicts keyed by a string ``id``)
     ``valid_to`` (dates, inclusive), ``cap`` (cents or ``None``: the largest amount the delegate
     may approve under it), ``revoked_at`` (ISO datetime or ``None``), ``reason``.
 ``rules``
-    ``id`` (``RULE-204``), ``request_type``, ``min_amount`` / ``max_amount`` (cents, inclusive
-    band; ``max_amount`` ``None`` for the top band), ``required_role_id`` and ``required_level``
-    (the least senior role that may approve in the band), ``hard_limit`` (cents: above it the
-    request is rejected), ``sod_not_requester``, ``sod_not_in_requester_line`` (separation of
-    duties flags), ``required_fields`` (request fields that must be filled in).
+    the amount bands (``get_rules``' ``tables.bands``): ``id`` (``BAND-204``), ``request_type``,
+    ``min_amount`` / ``max_amount`` (cents, inclusive band; ``max_amount`` ``None`` for the top
+    band), ``required_level`` (the least level of a role that may approve in the band),
+    ``required_role_id`` (the least senior role that may approve every amount in it: where an
+    escalation goes), ``hard_limit`` (cents: above it the request is rejected),
+    ``sod_not_in_requester_line`` (separation of duties flag), ``required_fields`` (request
+    fields that must be filled in).
 ``requests``
     ``id`` (``REQ-4821``), ``type``, ``amount`` (cents), ``currency``, ``requester_id``,
     ``beneficiary_account``, ``cost_center``, ``invoice_ref``, ``justification``, ``order_id``
@@ -69,39 +71,70 @@ INFO_FIELDS = ("beneficiary_account", "cost_center", "invoice_ref", "justificati
 DECISION_STATUS = {"proceed": "approved", "hold": "on_hold", "reject": "rejected", "escalate": "escalated"}
 OPEN_STATUSES = ("pending", "on_hold")
 
-#: The desk procedure, returned by ``get_rules`` (the agent's rules document).
-POLICY = (
-    "1. Find the rule for the request: same request type, min_amount <= amount <= max_amount "
-    "(max_amount null = no upper bound; above every band, the top band).",
-    "2. First check that the named approver may decide on the request at all. They may only if, "
-    "at the time of the decision (now), they hold a role that covers the request type, whose "
-    "level is at least the rule's required_level and whose amount_limit is at least the amount. "
-    "The role is held either directly (a role assignment whose valid_from <= today <= valid_to, "
-    "valid_to null = open; get_person lists a person's assignments) or by a delegation to them "
-    "that is in effect now (valid_from <= today <= valid_to, not revoked at or before now, "
-    "delegator still holding the role) and whose cap (if any) is at least the amount.",
-    "3. Separation of duties: the approver may never be the requester; when the rule sets "
-    "sod_not_in_requester_line, the approver may not report to the requester directly or "
-    "indirectly (see reporting_line from get_person).",
-    "4. If the approver may not decide (step 2 or 3): record nothing in their name; escalate the "
-    "request to the rule's required_role_id, citing in basis_ids the rule id and the fact that "
-    "blocks the approver: the request id when they are its requester; the requester's person id "
-    "when they report to the requester; otherwise their delegation that is not in effect now "
-    "(expired, not yet started, revoked, or its delegator no longer holds the role), else their "
-    "assignment or delegation in effect whose role level, amount_limit or cap falls short, else "
-    "their assignment or delegation that does not cover the request type or has ended. Cite "
-    "nothing else.",
-    "5. Otherwise the decision is the approver's: record it with their person id (approver_id), "
-    "citing the rule id and the role assignment or delegation id that gives the authority. "
-    "If the amount is above the rule's hard_limit, nobody may approve it: outcome 'reject'. "
-    "Else, if a field listed in the rule's required_fields is empty on the request: outcome "
-    "'hold'. Else outcome 'proceed'.",
-    "6. Only after a 'proceed' is recorded, release the downstream effect: post_ledger_entry to "
-    "the request's beneficiary_account for the full amount (refund, credit_adjustment, "
-    "write_off, expense_claim) or release_order for the request's order (purchase_order, "
-    "vendor_payment).",
-    "7. Record exactly one decision (or one escalation) per request: a second decision, even a "
-    "repeated one, is a mistake in the audit trail. Touch no other request.",
+#: The desk procedure, returned by ``get_rules`` as the rules of its rule document: one entry
+#: per rule the agent applies, ``(id, title, text)``; the ids are ``Domain.rules`` and each is
+#: proven to bind (``training.policies.approvals.RULE_POLICIES``: the oracle ignoring it).
+#: The bands (``rules`` rows) are the document's reference data (``tables.bands``).
+#: The authority rules (role_type ... delegation_cap) are the checks of one assignment or
+#: delegation, in this order (``rules.AUTHORITY_CHECKS``).
+PROCEDURE = (
+    ("band", "Find the band",
+     "Find the request's band in tables.bands: the row of the request's type whose min_amount <= amount <= "
+     "max_amount (max_amount null: no upper bound). Every decision and every escalation cites its id in basis_ids; "
+     "its required_level, required_role_id, hard_limit, required_fields and sod_not_in_requester_line are the "
+     "values the other rules read."),
+    ("requester", "Not the requester",
+     "The named approver may never decide on a request they requested themselves (the request's requester_id is "
+     "their person id)."),
+    ("reporting_line", "Not below the requester",
+     "When the band sets sod_not_in_requester_line, the named approver may not decide if they report to the "
+     "requester directly or indirectly (the requester's person id is in the approver's reporting_line, get_person)."),
+    ("role_type", "The role covers the request type",
+     "A role assignment or a delegation gives the approver authority only if its role's request_types include the "
+     "request's type (list_roles)."),
+    ("role_level", "The role is senior enough",
+     "A role assignment or a delegation gives authority only if its role's level is at least the band's "
+     "required_level."),
+    ("role_limit", "The role's amount limit",
+     "A role assignment or a delegation gives authority only if its role's amount_limit is at least the amount."),
+    ("window", "In effect today",
+     "A role assignment or a delegation gives authority only if valid_from <= today <= valid_to (dates inclusive; "
+     "valid_to null: open-ended), today being the date of now, the desk clock (get_request returns it)."),
+    ("revocation", "Not revoked",
+     "A delegation gives authority only if it has no revoked_at at or before now."),
+    ("delegator_holds", "The delegator still holds the role",
+     "A delegation gives authority only while its delegator holds the delegated role now: the delegator is among "
+     "the role's holders today (lookup_role_holders)."),
+    ("delegation_cap", "The delegation's cap",
+     "A delegation with a cap (not null) gives authority only for amounts up to its cap."),
+    ("escalation", "Escalate when the approver may not decide",
+     "The named approver may decide only if the rules requester and reporting_line allow it and at least one of "
+     "their role assignments (get_person) or delegations received (lookup_delegations) passes every rule from "
+     "role_type to delegation_cap. If they may not, record nothing in their name: escalate the request to the "
+     "band's required_role_id (escalate). The hard limit and the required fields then play no part."),
+    ("blocking_fact", "What an escalation cites",
+     "An escalation cites in basis_ids the band id and the fact that keeps the approver from deciding, nothing "
+     "else: the request id when they are its requester; else the requester's person id when the rule "
+     "reporting_line stops them; else one of their role assignments or delegations received that fails exactly "
+     "one of the rules role_type, role_level, role_limit, window, revocation, delegator_holds and delegation_cap "
+     "(the one check that keeps it from giving authority); else, when none fails exactly one, their person id."),
+    ("cite_authority", "A decision names its approver and their authority",
+     "A decision the approver may take is recorded in their name (record_decision, approver_id = their person id) "
+     "and cites in basis_ids the band id and the role assignment or delegation that gives them authority (each "
+     "one that does, if several), nothing else."),
+    ("hard_limit", "Above the hard limit: reject",
+     "If the approver may decide and the amount is above the band's hard_limit, the outcome is 'reject', whatever "
+     "else the request lacks."),
+    ("required_fields", "A required field is empty: hold",
+     "Otherwise, if a field listed in the band's required_fields is empty on the request (null or blank), the "
+     "outcome is 'hold'; else it is 'proceed'. A field the band does not list may be empty."),
+    ("release_after_proceed", "Release only after a proceed",
+     "Only after a 'proceed' is recorded, release it once: post_ledger_entry to the request's beneficiary_account "
+     "for the full amount (refund, credit_adjustment, write_off, expense_claim) or release_order of the request's "
+     "order (purchase_order, vendor_payment). After a hold, a reject or an escalation nothing is released."),
+    ("single_decision", "One decision per request",
+     "Record exactly one decision or one escalation on the request (a second one, even a repeated one, is a "
+     "mistake in the audit trail) and touch no other request."),
 )
 
 
@@ -131,8 +164,8 @@ def normalise_instant(value: str) -> str:
 
 
 def money(cents: int) -> str:
-    """``EUR 12,345.67`` for an amount in cents."""
-    return f"EUR {cents // 100:,}.{cents % 100:02d}"
+    """An amount as the agent reads it everywhere: integer cents (``1234567 cents``)."""
+    return f"{cents} cents"
 
 
 def is_missing(value: object) -> bool:

@@ -6,14 +6,16 @@ systems, the downstream tools do not know whether a valid approval exists, so an
 release money before (or without) a valid decision; the grader sees that in the diff and trace.
 Error codes: ``not_found``, ``conflict``, ``precondition_failed`` and ``invalid_args``.
 
-Every list tool whose answer grows with the organisation (``list_pending``, ``list_roles``,
-``find_people``, ``lookup_role_holders``) is paginated: ``limit`` rows per call (default
-``PAGE_SIZE`` = 50, at most ``MAX_PAGE_SIZE`` = 200) in id order, and ``next_cursor`` (pass it as
-``cursor`` for the next page; ``None`` on the last page). Every read is by primary key or by an
+Every list tool (``list_pending``, ``list_roles``, ``find_people``, ``lookup_role_holders``,
+``lookup_delegations``) is paginated the same way (``PageArgs``): ``limit`` rows per call
+(default ``PAGE_SIZE`` = 50, at most ``MAX_PAGE_SIZE`` = 200) in id order, ``next_cursor`` (pass it
+as ``cursor`` for the next page; ``None`` on the last page) and ``total`` (the rows over every
+page). ``get_rules`` returns the desk's rule document whole (``rule_document``: the procedure's
+rules and the request type's bands), never paginated. Every read is by primary key or by an
 indexed equality (the snapshot's index buckets, or ``store.select(table, field=value)`` once the
 episode wrote the table); ``find_people`` reads a per-snapshot name index (:mod:`.names`). The
-answers that are not paginated are bounded: one request type's rules (a few bands), one person's
-assignments and delegations, one reporting line.
+answers that are not paginated are bounded: one request type's bands, one person's assignments,
+one reporting line.
 
 Per step cost: results are serialised by the toolkit right after the call, so read tools return
 live rows (``Store._current``, never copies) and per-snapshot structures (``Snapshot.memo``: the
@@ -34,10 +36,10 @@ from pydantic import Field, StringConstraints
 
 from backoffice.envs.approvals.names import SUMMARY_FIELDS, find_people_ids, name_index
 from backoffice.envs.approvals.rules import in_window, is_ledger_type, window_covers
-from backoffice.envs.approvals.tables import DECISION_STATUS, OPEN_STATUSES, POLICY, REQUEST_TYPES, normalise_instant, today
+from backoffice.envs.approvals.tables import DECISION_STATUS, OPEN_STATUSES, PROCEDURE, REQUEST_TYPES, normalise_instant, today
 from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
 from backoffice.envs.core.store import Snapshot, Store
-from backoffice.envs.core.tools import MAX_PAGE_SIZE, PAGE_SIZE, PageArgs, check_cursor, page
+from backoffice.envs.core.tools import MAX_PAGE_SIZE, PAGE_SIZE, PageArgs, check_cursor, page, paged_list, rule_document
 
 toolkit = Toolkit()
 
@@ -138,11 +140,12 @@ def _first(rows: Iterable[Row], where: Callable[[Row], bool], limit: int) -> tup
 class _Queue:
     """The snapshot's open requests (ids in order) and their queue summaries (built lazily)."""
 
-    __slots__ = ("ids", "rows", "summaries")
+    __slots__ = ("id_set", "ids", "rows", "summaries")
 
     def __init__(self, snap: Snapshot):
         by_status = snap.index("requests", "status")
         self.ids: tuple[str, ...] = tuple(sorted(rid for status in OPEN_STATUSES for rid in by_status.get(status, ())))
+        self.id_set = frozenset(self.ids)
         self.rows = snap.table("requests")
         self.summaries: dict[str, dict[str, Any]] = {}
 
@@ -157,13 +160,12 @@ def _queue(snap: Snapshot) -> _Queue:
     return snap.memo("approvals.tools.queue", _Queue)
 
 
-def _rules_by_type(snap: Snapshot) -> dict[str, list[Row]]:
-    """Each request type's rules by ``min_amount`` (ties in id order), per snapshot."""
+def _bands_by_type(snap: Snapshot) -> dict[str, list[Row]]:
+    """Each request type's bands (``rules`` rows) in id order, per snapshot."""
     def build(s: Snapshot) -> dict[str, list[Row]]:
         rows = s.table("rules")
-        return {t: sorted((rows[rid] for rid in ids), key=lambda r: r["min_amount"])
-                for t, ids in s.index("rules", "request_type").items()}
-    return snap.memo("approvals.tools.rules_by_type", build)
+        return {t: [rows[rid] for rid in ids] for t, ids in s.index("rules", "request_type").items()}
+    return snap.memo("approvals.tools.bands_by_type", build)
 
 
 # -- read tools ---------------------------------------------------------------------------
@@ -180,7 +182,7 @@ def _queue_summary(row: Row) -> dict[str, Any]:
 
 @toolkit.tool(writes=False)
 def list_pending(ctx: ToolContext, args: ListPendingArgs) -> dict:
-    """List the requests waiting for a decision (status pending or on_hold), with the desk clock. Paginated in request id order: at most limit requests per call (default 50, at most 200); pass the returned next_cursor as cursor for the next page (null on the last page)."""
+    """List the requests waiting for a decision (status pending or on_hold), with the desk clock. Paginated in request id order: at most limit requests per call (default 50, at most 200); pass the returned next_cursor as cursor for the next page (null on the last page); total counts every open request."""
     store = ctx.store
     check_cursor(store, "requests", args.cursor)
     queue = _queue(store.snapshot)
@@ -202,7 +204,19 @@ def list_pending(ctx: ToolContext, args: ListPendingArgs) -> dict:
         cursor = chunk[-1] if len(ids) > args.limit else None
         requests = [queue.summary(rid) if rid not in changed else _queue_summary(store._current("requests", rid))  # type: ignore[arg-type]
                     for rid in chunk]
-    return {"now": _now(ctx), "requests": requests, "next_cursor": cursor}
+    return {"now": _now(ctx), "requests": requests, "next_cursor": cursor, "total": _open_count(store, queue)}
+
+
+def _open_count(store: Store, queue: _Queue) -> int:
+    """The open requests now: the snapshot's open ids the episode did not write, plus the written
+    rows that are open now (O(rows written))."""
+    written = store.written_ids("requests")
+    if not written:
+        return len(queue.ids)
+    changed = set(written)
+    kept = len(queue.ids) - sum(1 for rid in changed if rid in queue.id_set)
+    opened = sum(1 for rid in written if (row := store._current("requests", rid)) is not None and row["status"] in OPEN_STATUSES)
+    return kept + opened
 
 
 class RequestArgs(ToolArgs):
@@ -218,21 +232,21 @@ def get_request(ctx: ToolContext, args: RequestArgs) -> dict:
 
 
 class RulesArgs(ToolArgs):
-    request_type: Literal[REQUEST_TYPES] = Field(description="Request type whose approval rules to return.")  # type: ignore[valid-type]
+    request_type: Literal[REQUEST_TYPES] = Field(description="Request type whose bands to return.")  # type: ignore[valid-type]
 
 
-#: the desk procedure as ``get_rules`` returns it (serialised with each result, never mutated)
-_PROCEDURE = list(POLICY)
+#: the desk procedure's rules as ``get_rules`` returns them (serialised with each result, never mutated)
+_RULES = tuple({"id": rid, "title": title, "text": text} for rid, title, text in PROCEDURE)
 
 
 @toolkit.tool(writes=False)
 def get_rules(ctx: ToolContext, args: RulesArgs) -> dict:
-    """Return the approval rules (amount bands, required role and level, hard limit, separation-of-duties flags, required fields) of a request type, and the desk procedure."""
+    """Return the desk's rule document, whole: rules (the procedure, one rule per entry: id, title, text) and tables.bands (the request type's amount bands, in band id order: min/max amount in cents, required_level, required_role_id, hard_limit in cents, required_fields, sod_not_in_requester_line)."""
     if _unwritten(ctx.store, "rules"):
-        rules: Sequence[Row] = _rules_by_type(ctx.store.snapshot).get(args.request_type, ())
+        bands: Sequence[Row] = _bands_by_type(ctx.store.snapshot).get(args.request_type, ())
     else:
-        rules = sorted(ctx.store.rows("rules", request_type=args.request_type), key=lambda r: r["min_amount"])
-    return {"request_type": args.request_type, "rules": rules, "procedure": _PROCEDURE}
+        bands = ctx.store.rows("rules", request_type=args.request_type)
+    return rule_document(_RULES, {"bands": list(bands)})
 
 
 class ListRolesArgs(PageArgs):
@@ -241,17 +255,18 @@ class ListRolesArgs(PageArgs):
 
 @toolkit.tool(writes=False)
 def list_roles(ctx: ToolContext, args: ListRolesArgs) -> dict:
-    """Return the approval roles: request types covered, amount limit (cents) and level. Paginated in role id order: at most limit roles per call (default 50, at most 200); pass the returned next_cursor as cursor for the next page (null on the last page)."""
+    """Return the approval roles: request types covered, amount limit (cents) and level (seniority, 1 to 4). Paginated in role id order: at most limit roles per call (default 50, at most 200); pass the returned next_cursor as cursor for the next page (null on the last page); total counts every role."""
     # the role catalogue does not grow with the organisation: a short read of the whole table
     store = ctx.store
     check_cursor(store, "roles", args.cursor)
     if not _unwritten(store, "roles"):
         roles, cursor = page(store, "roles", args)
-        return {"roles": roles, "next_cursor": cursor}
+        return {"roles": roles, "next_cursor": cursor, "total": store.count("roles")}
     snap = store.snapshot
-    chunk, cursor = _page_ids(snap.ids("roles"), args.cursor, args.limit)
+    ids = snap.ids("roles")
+    chunk, cursor = _page_ids(ids, args.cursor, args.limit)
     rows = snap.table("roles")
-    return {"roles": [rows[rid] for rid in chunk], "next_cursor": cursor}
+    return {"roles": [rows[rid] for rid in chunk], "next_cursor": cursor, "total": len(ids)}
 
 
 class FindPeopleArgs(PageArgs):
@@ -331,7 +346,7 @@ class RoleHoldersArgs(PageArgs):
 
 @toolkit.tool(writes=False)
 def lookup_role_holders(ctx: ToolContext, args: RoleHoldersArgs) -> dict:
-    """Return the people holding a role as of a date (assignments whose valid_from <= date <= valid_to). Paginated in assignment id order: at most limit holders per call (default 50, at most 200); pass the returned next_cursor as cursor for the next page (null on the last page)."""
+    """Return the people holding a role as of a date (assignments whose valid_from <= date <= valid_to). Paginated in assignment id order: at most limit holders per call (default 50, at most 200); pass the returned next_cursor as cursor for the next page (null on the last page); total counts every holder."""
     store = ctx.store
     _live(store, "roles", args.role_id, f"no role {args.role_id[:64]!r}")
     check_cursor(store, "role_holders", args.cursor)
@@ -342,6 +357,7 @@ def lookup_role_holders(ctx: ToolContext, args: RoleHoldersArgs) -> dict:
         return window_covers(rh["valid_from"], rh["valid_to"], day)
 
     rows, cursor = _first(_after(store, "role_holders", "role_id", args.role_id, args.cursor), covers, args.limit)
+    total = sum(1 for rh in _rows_eq(store, "role_holders", "role_id", args.role_id) if covers(rh))
     holders = []
     for rh in rows:
         person = store._current("people", rh["person_id"])
@@ -349,11 +365,13 @@ def lookup_role_holders(ctx: ToolContext, args: RoleHoldersArgs) -> dict:
             "assignment_id": rh["id"], "person_id": rh["person_id"], "name": person["name"] if person else None,
             "valid_from": rh["valid_from"], "valid_to": rh["valid_to"],
         })
-    return {"role_id": args.role_id, "as_of": at, "holders": holders, "next_cursor": cursor}
+    return {"role_id": args.role_id, "as_of": at, "holders": holders, "next_cursor": cursor, "total": total}
 
 
-class DelegationsArgs(ToolArgs):
+class DelegationsArgs(PageArgs):
     person_id: Id = Field(description="Person id whose delegations to return.")
+    direction: Literal["received", "given"] = Field(
+        "received", description="received: delegations to the person (default); given: delegations by the person.")
     as_of: Annotated[str, StringConstraints(max_length=32)] | None = Field(
         None, description="ISO date or datetime; default: now (the desk clock).")
     include_inactive: bool = Field(
@@ -362,17 +380,17 @@ class DelegationsArgs(ToolArgs):
 
 @toolkit.tool(writes=False)
 def lookup_delegations(ctx: ToolContext, args: DelegationsArgs) -> dict:
-    """Return delegations received and given by a person that are in effect as of a date/time (window covers the date, not revoked by then), or all of them with include_inactive."""
+    """Return the delegations a person received (or, with direction given, gave) that are in effect as of a date/time (window covers the date, not revoked by then), or all of them with include_inactive. Paginated in delegation id order: at most limit per call (default 50, at most 200); pass the returned next_cursor as cursor for the next page (null on the last page); total counts every delegation that matches."""
     store = ctx.store
     _live(store, "people", args.person_id, f"no person {args.person_id[:64]!r}")
     at = _as_of(ctx, args.as_of)
     # one person's delegations: a handful, whatever the size of the organisation
-    received = _rows_eq(store, "delegations", "delegate_id", args.person_id)
-    given = _rows_eq(store, "delegations", "delegator_id", args.person_id)
+    field = "delegate_id" if args.direction == "received" else "delegator_id"
+    rows: Sequence[Row] = _rows_eq(store, "delegations", field, args.person_id)
     if not args.include_inactive:
-        received = [d for d in received if in_window(d, at)]
-        given = [d for d in given if in_window(d, at)]
-    return {"person_id": args.person_id, "as_of": at, "received": received, "given": given}
+        rows = [d for d in rows if in_window(d, at)]
+    return {"person_id": args.person_id, "direction": args.direction, "as_of": at,
+            **paged_list(rows, args, "delegations")}
 
 
 # -- writing tools ------------------------------------------------------------------------
@@ -384,7 +402,7 @@ class DecisionArgs(ToolArgs):
     outcome: Literal["proceed", "hold", "reject"] = Field(
         description="proceed (approve), hold (waiting for information) or reject. To route a request use escalate.")
     approver_id: Id = Field(description="Person id of the approver whose decision it is.")
-    basis_ids: BasisIds = Field(default_factory=list, description="Ids the decision rests on: the rule id and the approver's role assignment or delegation id that gives the authority.")
+    basis_ids: BasisIds = Field(default_factory=list, description="Ids the decision rests on (rule cite_authority): the band id and the approver's role assignment or delegation id that gives them authority.")
     note: Annotated[str, StringConstraints(max_length=500)] = Field("", description="Short note for the audit trail.")
 
 
@@ -419,7 +437,7 @@ def record_decision(ctx: ToolContext, args: DecisionArgs) -> dict:
 class EscalateArgs(ToolArgs):
     request_id: Id = Field(description="Request to route.")
     role_id: Id = Field(description="Role the request is routed to.")
-    basis_ids: BasisIds = Field(default_factory=list, description="Ids the routing rests on: the rule id and the id of the fact that keeps the named approver from deciding (see the desk procedure).")
+    basis_ids: BasisIds = Field(default_factory=list, description="Ids the routing rests on (rule blocking_fact): the band id and the id of the fact that keeps the named approver from deciding.")
     note: Annotated[str, StringConstraints(max_length=500)] = Field("", description="Short note for the audit trail.")
 
 

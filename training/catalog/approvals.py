@@ -1,20 +1,19 @@
 """Catalog of the approvals domain: the approval desk as ``Discrete(18)`` actions.
 
-The episode has the shape of the desk procedure (``get_rules``' ``procedure``):
+The episode has the shape of the rule document ``get_rules`` returns:
 
-1. read the request, its rules, the roles and resolve the named approver (name *and*
-   department) with ``find_people``;
+1. read the request, its bands (the band holding the amount), the roles, and resolve the named
+   approver (name *and* department) with ``find_people``;
 2. check separation of duties (the requester; the reporting line from ``get_person`` when the
-   rule sets ``sod_not_in_requester_line``) and the approver's authority **now**: their role
-   assignments (``get_person``) of a *candidate role* (covers the request type, level >= the
-   rule's required level, amount limit >= the amount) in effect now, or the holders of every
-   candidate role (slot ``i`` is the i-th by role id), and the delegations they received (all of
-   them: those in effect now with a candidate role, cap >= amount and a delegator still holding
-   the role authorise);
-3. if they may not decide: ``escalate`` to the rule's required role citing the rule and the
-   blocking fact (the request / the requester for separation of duties, else the delegation not
-   in effect, else the assignment or delegation that falls short, else any of theirs);
-4. otherwise their decision, citing the rule and their authority: ``reject`` above the hard
+   band sets ``sod_not_in_requester_line``) and the authority rules of each of the approver's
+   role assignments (``get_person``) and delegations received (``lookup_delegations``, every
+   one): role_type, role_level, role_limit, window, revocation, delegator_holds (the holders of
+   each delegated role: the *candidate roles*, holder slot ``i`` is the i-th by role id) and
+   delegation_cap;
+3. if they may not decide: ``escalate`` to the band's required role citing the band and the
+   blocking fact (the request / the requester for separation of duties, else an assignment or
+   delegation failing exactly one authority rule, else the approver);
+4. otherwise their decision, citing the band and their authority: ``reject`` above the hard
    limit, ``hold`` when a required field is empty, else ``proceed`` and then the downstream
    release.
 
@@ -28,7 +27,7 @@ The mask expresses **legality only**, never judgement. An action is masked only 
 
 - its call cannot be formed from what was observed: a read whose argument is unknown (the
   rules before the request, ``get_person`` / ``lookup_delegations`` before the approver is
-  resolved, a holder slot beyond the candidate roles), a decision before the rule it must cite
+  resolved, a holder slot beyond the candidate roles), a decision before the band it must cite
   was read (``proceed`` / ``hold`` / ``reject`` also need the resolved approver, whose decision
   it is), a ledger entry without a beneficiary account, an order release without an order;
 - it repeats a read whose answer is already known (a paginated read -- ``list_roles``,
@@ -42,13 +41,13 @@ The mask expresses **legality only**, never judgement. An action is masked only 
 
 So every decision is available as soon as it can be grounded, whatever the facts say: deciding
 too early, on the wrong outcome, deciding without an authority to cite (the decision then cites
-the rule alone), escalating before the blocking fact is known (``escalate`` then cites the rule
+the band alone), escalating before the blocking fact is known (``escalate`` then cites the band
 alone) or releasing money before a decision are the agent's mistakes to avoid, learned from
 the features.
 
 Rule-sharing policy: the catalog computes the rules with the domain's public rule helpers,
-:mod:`backoffice.envs.approvals.rules` (band lookup, missing fields, windows, candidate roles,
-ledger types, the order of blocking facts), shared with the oracle; it never imports the grader
+:mod:`backoffice.envs.approvals.rules` (band lookup, the authority rules of one entry, missing
+fields, windows, ledger types, the blocking fact), shared with the oracle; it never imports the grader
 nor :mod:`backoffice.envs.approvals.authority` (the grader's whole-snapshot verdict), and the
 grader never imports the catalog.
 """
@@ -64,41 +63,43 @@ import numpy as np
 from backoffice.envs.approvals.rules import (
     ORDER_TYPES,
     applicable_rule,
-    blocking_fact,
-    candidate_roles,
+    authorising,
+    blocking_choice,
+    failed_checks,
     in_window,
     is_ledger_type,
     is_missing,
     line_breach,
     missing_fields,
+    near_misses,
 )
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpec, FeatureDef, slots
 
-#: candidate-role slots: at most 5 roles cover one request type (credit adjustments)
+#: holder-lookup slots: the roles of the approver's delegations (three in the release)
 N_ROLE_SLOTS = 5
 
 
 ACTIONS: tuple[ActionDef, ...] = (
     ActionDef("get_request", "get_request", "Read the target request (brief's request_id)."),
-    ActionDef("get_rules", "get_rules", "Read the approval rules of the request's type (needs the request)."),
+    ActionDef("get_rules", "get_rules", "Read the rule document and the bands of the request's type (needs the request)."),
     ActionDef("list_roles", "list_roles", "Read every approval role (types covered, level, amount limit)."),
     ActionDef("find_people", "find_people", "Find the named approver by the brief's approver_name (matched with the department)."),
     ActionDef("get_person", "get_person", "Read the resolved approver's reporting line and role assignments (needs find_people)."),
     *slots("lookup_role_holders", "lookup_role_holders", N_ROLE_SLOTS,
-           "Holders now of candidate role {i} (the {i}-th by id of the roles covering the request type with "
-           "level >= the rule's required_level and amount_limit >= the amount)."),
+           "Holders now of candidate role {i} (the {i}-th by id of the roles of the delegations the approver "
+           "received: rule delegator_holds)."),
     ActionDef("lookup_delegations", "lookup_delegations",
-              "Every delegation received/given by the resolved approver, in effect or not (include_inactive; needs find_people)."),
+              "Every delegation the resolved approver received, in effect or not (include_inactive; needs find_people)."),
     ActionDef("decide_reject", "record_decision",
-              "Record the approver's outcome 'reject', citing the rule and the authority found so far (the rule alone while none)."),
+              "Record the approver's outcome 'reject', citing the band and the authority found so far (the band alone while none)."),
     ActionDef("decide_hold", "record_decision",
-              "Record the approver's outcome 'hold', citing the rule and the authority found so far (the rule alone while none)."),
+              "Record the approver's outcome 'hold', citing the band and the authority found so far (the band alone while none)."),
     ActionDef("escalate", "escalate",
-              "Escalate the request to the applicable rule's required_role_id, citing the rule and the blocking fact found so "
-              "far (the rule alone while none)."),
+              "Escalate the request to the band's required_role_id, citing the band and the blocking fact found so "
+              "far (the band alone while none)."),
     ActionDef("decide_proceed", "record_decision",
-              "Record the approver's outcome 'proceed', citing the rule and the authorising assignment or delegation id "
-              "found so far (the rule alone while none was found)."),
+              "Record the approver's outcome 'proceed', citing the band and the authorising assignments or delegations "
+              "found so far (the band alone while none was found)."),
     ActionDef("post_ledger_entry", "post_ledger_entry",
               "Post the ledger entry (beneficiary_account, full amount) of a refund / credit adjustment / write-off / expense "
               "claim (possible before a decision too: releasing before a valid proceed is a mistake)."),
@@ -127,54 +128,57 @@ DECISIONS = (A_REJECT, A_HOLD, A_ESCALATE, A_PROCEED)
 FEATURES: tuple[FeatureDef, ...] = (
     # what has been read
     FeatureDef("request_read", "1 once get_request returned the target request"),
-    FeatureDef("rules_read", "1 once get_rules returned the rules and the applicable rule is known (the band holding the amount, "
-               "or the top band above every band)"),
+    FeatureDef("rules_read", "1 once get_rules returned the rule document and the band is known (the band holding the amount, "
+               "rule band)"),
     FeatureDef("roles_read", "1 once list_roles returned the roles"),
     FeatureDef("approver_resolved", "1 once find_people returned exactly the person with the brief's approver_name and approver_department"),
     FeatureDef("approver_not_found", "1 if find_people returned no person with that name and department"),
     FeatureDef("person_read", "1 once get_person returned the approver's reporting line"),
-    FeatureDef("delegations_read", "1 once lookup_delegations (now) returned the approver's delegations"),
+    FeatureDef("delegations_read", "1 once lookup_delegations returned every delegation the approver received"),
     # the request
     FeatureDef("is_ledger_type", "1 if the request type is refund / credit_adjustment / write_off / expense_claim (released by post_ledger_entry)"),
     FeatureDef("is_order_type", "1 if the request type is purchase_order / vendor_payment (released by release_order)"),
     FeatureDef("amount_log", "log10(request amount in cents) / 10"),
-    FeatureDef("amount_over_hard_limit_ratio", "(amount - rule hard_limit) / hard_limit, clipped to [-1, 1] (0 until both read)"),
-    FeatureDef("over_hard_limit", "1 if the request amount is above the applicable rule's hard_limit (procedure step 2: reject)"),
-    FeatureDef("missing_required_field", "1 if a field in the applicable rule's required_fields is empty on the request (step 3: hold)"),
+    FeatureDef("amount_over_hard_limit_ratio", "(amount - the band's hard_limit) / hard_limit, clipped to [-1, 1] (0 until both read)"),
+    FeatureDef("over_hard_limit", "1 if the request amount is above the band's hard_limit (rule hard_limit: reject)"),
+    FeatureDef("missing_required_field", "1 if a field in the band's required_fields is empty on the request (rule required_fields: hold)"),
     FeatureDef("n_missing_fields", "number of required fields empty on the request / 4"),
     # separation of duties
     FeatureDef("approver_is_requester", "1 if the resolved approver's id is the request's requester_id"),
-    FeatureDef("rule_sod_line", "1 if the applicable rule sets sod_not_in_requester_line"),
+    FeatureDef("rule_sod_line", "1 if the band sets sod_not_in_requester_line"),
     FeatureDef("requester_in_line", "1 if the requester is in the approver's reporting_line (get_person)"),
-    FeatureDef("line_breach", "1 if the rule sets sod_not_in_requester_line and the requester is in the approver's reporting_line"),
-    FeatureDef("sod_breach", "1 if approver_is_requester (and the rule sets sod_not_requester) or line_breach (step 5: the approver may not approve)"),
-    FeatureDef("sod_checked", "1 once the separation-of-duties facts are known: request, rule and approver read, and the "
-               "reporting line read unless the rule does not set sod_not_in_requester_line (or the approver is the requester)"),
+    FeatureDef("line_breach", "1 if the band sets sod_not_in_requester_line and the requester is in the approver's reporting_line"),
+    FeatureDef("sod_breach", "1 if approver_is_requester or line_breach (rules requester, reporting_line: the approver may not decide)"),
+    FeatureDef("sod_checked", "1 once the separation-of-duties facts are known: request, band and approver read, and the "
+               "reporting line read unless the band does not set sod_not_in_requester_line (or the approver is the requester)"),
     FeatureDef("sod_clear", "1 if sod_checked and not sod_breach"),
     # authority now
     FeatureDef("n_assignments", "role assignments of the approver (any window, get_person) / 5"),
-    FeatureDef("assignment_candidate_now", "1 if an assignment of the approver to a candidate role is in effect now (get_person)"),
-    FeatureDef("n_delegations_inactive", "delegations received by the approver not in effect now / 5"),
+    FeatureDef("assignment_candidate_now", "1 if an assignment of the approver in its window now has a role covering the request type"),
+    FeatureDef("n_delegations_inactive", "delegations received by the approver not in their window or revoked now / 5"),
     FeatureDef("blocking_fact_found", "1 if the approver may not decide and the fact that blocks them is known (what escalate cites)"),
-    FeatureDef("n_candidate_roles", "number of candidate roles (cover the type, level >= required_level, amount_limit >= amount) / 5"),
+    FeatureDef("n_candidate_roles", "number of candidate roles: the roles of the delegations the approver received, whose holders "
+               "rule delegator_holds reads (lookup slots, by role id) / 5"),
     FeatureDef("candidates_checked", "candidate roles whose holders were looked up / 5"),
     FeatureDef("candidates_unchecked", "candidate roles not yet looked up / 5"),
-    FeatureDef("all_candidates_checked", "1 if the holders of every candidate role were looked up (and the candidates are known)"),
-    FeatureDef("holds_candidate_role", "1 if the approver is among the holders now of a looked-up candidate role"),
-    FeatureDef("n_delegations_received", "delegations received by the approver in effect now (window, not revoked) / 5"),
-    FeatureDef("delegation_candidate_role", "1 if a delegation received now is for a candidate role"),
-    FeatureDef("delegation_capped_below", "1 if a delegation received now for a candidate role has a cap below the amount"),
-    FeatureDef("delegation_unconfirmed", "1 if a usable delegation (candidate role, cap ok) awaits the lookup of its role's holders"),
-    FeatureDef("delegation_usable", "1 if a delegation received now is for a candidate role, cap >= amount, and its delegator holds that role now"),
+    FeatureDef("all_candidates_checked", "1 if the holders of every candidate role were looked up (and the delegations were read)"),
+    FeatureDef("holds_candidate_role", "1 if an assignment of the approver passes every authority rule (role_type, role_level, "
+               "role_limit, window)"),
+    FeatureDef("n_delegations_received", "delegations received by the approver in their window and not revoked now / 5"),
+    FeatureDef("delegation_candidate_role", "1 if a delegation received, in its window and not revoked, is for a role covering the "
+               "type with level and amount limit enough"),
+    FeatureDef("delegation_capped_below", "1 if such a delegation has a cap below the amount"),
+    FeatureDef("delegation_unconfirmed", "1 if a delegation received awaits the lookup of its role's holders"),
+    FeatureDef("delegation_usable", "1 if a delegation received passes every authority rule (its delegator among the role's holders)"),
     FeatureDef("authority_found", "1 if holds_candidate_role or delegation_usable (an authority id to cite)"),
-    FeatureDef("authority_search_complete", "1 if authority_found, or every candidate role was looked up and the delegations were read"),
-    FeatureDef("no_usable_authority", "1 if the search is complete and no authority was found (step 7: escalate)"),
+    FeatureDef("authority_search_complete", "1 if authority_found, or the authority rules of every assignment and delegation are known"),
+    FeatureDef("no_usable_authority", "1 if the search is complete and no authority was found (rule escalation)"),
     # the procedure's conclusion from the facts read so far (at most one is 1)
-    FeatureDef("procedure_reject", "1 if sod_clear, authority_found and over_hard_limit (step 5)"),
-    FeatureDef("procedure_hold", "1 if sod_clear, authority_found, not over_hard_limit and missing_required_field (step 5)"),
-    FeatureDef("procedure_escalate", "1 if request and rule read and sod_breach, or no_usable_authority, or find_people found "
-               "no such approver (steps 2-4)"),
-    FeatureDef("procedure_proceed", "1 if sod_clear, authority_found, within the hard limit and no required field missing (step 5)"),
+    FeatureDef("procedure_reject", "1 if sod_clear, authority_found and over_hard_limit (rule hard_limit)"),
+    FeatureDef("procedure_hold", "1 if sod_clear, authority_found, not over_hard_limit and missing_required_field (rule required_fields)"),
+    FeatureDef("procedure_escalate", "1 if request and band read and sod_breach, or no_usable_authority, or find_people found "
+               "no such approver (rule escalation)"),
+    FeatureDef("procedure_proceed", "1 if sod_clear, authority_found, within the hard limit and no required field missing (rule required_fields)"),
     FeatureDef("procedure_open", "1 if none of the four procedure_* conclusions holds yet (more reads are needed)"),
     # what has been written
     FeatureDef("decision_recorded", "1 once a decision (record_decision or escalate) on the request succeeded"),
@@ -221,6 +225,8 @@ class ApprovalsDesk(CatalogSpec):
         self._find_cursor: str | None = None
         self._holders_read: dict[str, list[dict[str, Any]]] = {}
         self._holders_cursor: dict[str, str] = {}
+        self._delegations_read: dict[str, list[dict[str, Any]]] = {}  # person id -> delegations read so far
+        self._delegations_cursor: dict[str, str] = {}
         self.decision: str | None = None
         self.downstream_done = False
         self.last_write_error = False
@@ -269,7 +275,19 @@ class ApprovalsDesk(CatalogSpec):
     def _delegations_call(self, person_id: str | None) -> dict[str, Any] | None:
         if person_id is None:
             return None
-        return {"tool": "lookup_delegations", "args": {"person_id": person_id, "include_inactive": True}}
+        return {"tool": "lookup_delegations",
+                "args": _after({"person_id": person_id, "include_inactive": True}, self._delegations_cursor.get(person_id))}
+
+    def _take_delegations(self, person_id: str, res: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+        """Every delegation ``person_id`` received, once the last page of ``lookup_delegations``
+        was read (``None`` while pages remain: the next call asks for the next one)."""
+        self._delegations_read.setdefault(person_id, []).extend(res.get("delegations") or [])
+        cursor = res.get("next_cursor")
+        if cursor is not None:
+            self._delegations_cursor[person_id] = cursor
+            return None
+        self._delegations_cursor.pop(person_id, None)
+        return self._delegations_read.pop(person_id)
 
     def _holders_call(self, role_id: str | None) -> dict[str, Any] | None:
         if role_id is None:
@@ -297,7 +315,7 @@ class ApprovalsDesk(CatalogSpec):
         if tool == "get_request":
             self.request, self.order, self.now = res.get("request"), res.get("order"), res.get("now")
         elif tool == "get_rules":
-            self._take_rules(list(res.get("rules") or []))
+            self._take_rules(list((res.get("tables") or {}).get("bands") or []))
         elif tool == "list_roles":
             self._roles_read.extend(res.get("roles") or [])
             self._roles_cursor = res.get("next_cursor")
@@ -374,12 +392,10 @@ class ApprovalsCatalog(ApprovalsDesk):
         self.assignments: list[dict[str, Any]] | None = None
 
     # -- derived facts ------------------------------------------------------------------------
-    def _candidates(self) -> list[dict[str, Any]]:
-        if self.request is None or self.rule is None or self.roles is None:
-            return []
-        # candidate_roles returns the rows it is given (self.roles' dicts), typed as Mapping
-        return cast("list[dict[str, Any]]",
-                    candidate_roles(self.roles, self.request["type"], self.request["amount"], self.rule["required_level"]))
+    def _candidates(self) -> list[str]:
+        """The lookup slots: the roles of the delegations received, by role id (rule
+        delegator_holds reads their holders)."""
+        return sorted({d["role_id"] for d in self.received_all or []})
 
     @property
     def received(self) -> list[dict[str, Any]] | None:
@@ -388,77 +404,49 @@ class ApprovalsCatalog(ApprovalsDesk):
             return None
         return [d for d in self.received_all if self._in_window(d)]
 
-    def _direct_authority(self) -> str | None:
-        if self.approver_id is None:
-            return None
-        cand = {r["id"] for r in self._candidates()}
-        for rh in sorted(self.assignments or [], key=lambda r: r["id"]):
-            if rh["role_id"] in cand and self._in_window(rh):
-                return rh["id"]
-        for role in self._candidates():
-            for h in self.holders.get(role["id"], []):
-                if h["person_id"] == self.approver_id:
-                    return h["assignment_id"]
-        return None
+    def _failures(self) -> tuple[dict[str, list[str]], bool]:
+        """The authority rules each assignment and delegation of the approver fails, for those
+        whose rules are known (a delegation once its role's holders were looked up), and
+        whether every one is known."""
+        req, rule, now = self.request, self.rule, self.now
+        if req is None or rule is None or now is None or self.roles is None or self.assignments is None:
+            return {}, False
+        by_id = {r["id"]: r for r in self.roles}
+        out = {rh["id"]: failed_checks(rh, by_id.get(rh["role_id"]), req, rule, now, delegation=False)
+               for rh in self.assignments}
+        complete = self.received_all is not None
+        for d in self.received_all or []:
+            holders = self.holders.get(d["role_id"])
+            if holders is None:
+                complete = False
+                continue
+            out[d["id"]] = failed_checks(d, by_id.get(d["role_id"]), req, rule, now, delegation=True,
+                                         delegator_holds=any(h["person_id"] == d["delegator_id"] for h in holders))
+        return out, complete
 
-    def _delegations(self) -> tuple[str | None, bool, bool, bool]:
-        """(usable confirmed delegation id, any candidate-role delegation, any capped below,
-        any usable awaiting its role lookup)."""
-        if self.received is None or self.request is None:
-            return None, False, False, False
-        cand = {r["id"] for r in self._candidates()}
-        amount = self.request["amount"]
-        found, any_cand, capped, unconfirmed = None, False, False, False
-        for d in sorted(self.received, key=lambda d: d["id"]):
-            if d["role_id"] not in cand:
-                continue
-            any_cand = True
-            if d["cap"] is not None and d["cap"] < amount:
-                capped = True
-                continue
-            if d["role_id"] not in self.holders:
-                unconfirmed = True
-                continue
-            if found is None and any(h["person_id"] == d["delegator_id"] for h in self.holders[d["role_id"]]):
-                found = d["id"]
-        return found, any_cand, capped, unconfirmed
+    def _authority(self) -> list[str]:
+        """Every assignment or delegation known to give authority, by id."""
+        return authorising(self._failures()[0])
 
-    def _authority(self) -> str | None:
-        return self._direct_authority() or self._delegations()[0]
+    def _search_complete(self) -> bool:
+        """Authority found, or the rules of every assignment and delegation known."""
+        failures, complete = self._failures()
+        return bool(authorising(failures)) or complete
+
+    def _no_usable_authority(self) -> bool:
+        failures, complete = self._failures()
+        return complete and not authorising(failures)
 
     def _blocking(self) -> str | None:
         """The fact that keeps the approver from deciding (what escalate cites), once known."""
         req = self.request
         if req is None or self.rule is None:
             return None
-        if self._is_self() and self.rule.get("sod_not_requester", True):
-            return req["id"]
-        if self._line_breach():
-            return req["requester_id"]
-        if not self._no_usable_authority() or self.assignments is None or self.received_all is None or self.roles is None:
+        if self._is_self() or self._line_breach():
+            return blocking_choice(self._is_self(), self._line_breach(), req, [], self.approver_id)
+        if not self._no_usable_authority():
             return None
-        by_id = {r["id"]: r for r in self.roles}
-        cand = {r["id"] for r in self._candidates()}
-        amount = req["amount"]
-        inactive, covering = [], []
-        for d in sorted(self.received_all, key=lambda d: d["id"]):
-            role = by_id.get(d["role_id"])
-            if role is None or req["type"] not in role["request_types"]:
-                continue
-            holders = self.holders.get(d["role_id"])
-            delegator_holds = holders is None or any(h["person_id"] == d["delegator_id"] for h in holders)
-            in_effect = self._in_window(d) and delegator_holds
-            usable = d["role_id"] in cand and (d["cap"] is None or d["cap"] >= amount)
-            if not in_effect and usable:
-                inactive.append(d["id"])
-            elif in_effect:
-                covering.append(d["id"])
-        for rh in sorted(self.assignments, key=lambda r: r["id"]):
-            role = by_id.get(rh["role_id"])
-            if role is not None and req["type"] in role["request_types"] and self._in_window(rh):
-                covering.append(rh["id"])
-        rows = sorted([rh["id"] for rh in self.assignments] + [d["id"] for d in self.received_all])
-        return blocking_fact(inactive, sorted(covering), rows, self.approver_id)
+        return blocking_choice(False, False, req, near_misses(self._failures()[0]), self.approver_id)
 
     def _missing_fields(self) -> int:
         if self.request is None or self.rule is None:
@@ -476,17 +464,16 @@ class ApprovalsCatalog(ApprovalsDesk):
         if action in A_HOLDERS:
             cands = self._candidates()
             i = A_HOLDERS.index(action)
-            return self._holders_call(cands[i]["id"] if i < len(cands) else None)
+            return self._holders_call(cands[i] if i < len(cands) else None)
         if action == A_DELEG:
             return self._delegations_call(self.approver_id)
         if action in (A_REJECT, A_HOLD, A_PROCEED):
-            # well-formed as soon as the approver and the rule are known: it cites the authority
-            # found so far, or the rule alone (a decision without authority is the agent's mistake)
+            # well-formed as soon as the approver and the band are known: it cites the authority
+            # found so far, or the band alone (a decision without authority is the agent's mistake)
             if self.request_id is None or rule is None or self.approver_id is None:
                 return None
             outcome = {A_REJECT: "reject", A_HOLD: "hold", A_PROCEED: "proceed"}[action]
-            authority = self._authority()
-            return self._decision_call(outcome, self.approver_id, [rule["id"]] + ([authority] if authority is not None else []))
+            return self._decision_call(outcome, self.approver_id, [rule["id"], *self._authority()])
         if action == A_ESCALATE:
             if self.request_id is None or rule is None:
                 return None
@@ -512,8 +499,8 @@ class ApprovalsCatalog(ApprovalsDesk):
         elif tool == "get_person":
             self.line = list(res.get("reporting_line") or [])
             self.assignments = list(res.get("assignments") or [])
-        elif tool == "lookup_delegations":
-            self.received_all = list(res.get("received") or [])
+        elif tool == "lookup_delegations" and isinstance(args.get("person_id"), str):
+            self.received_all = self._take_delegations(args["person_id"], res)
 
     def mask(self) -> np.ndarray:
         """Legality only (see the module docstring): groundable, not a repeated read, not a
@@ -530,9 +517,9 @@ class ApprovalsCatalog(ApprovalsDesk):
         m[A_PERSON] = self.approver_id is not None and self.line is None
         cands = self._candidates()
         for i, a in enumerate(A_HOLDERS):
-            m[a] = i < len(cands) and cands[i]["id"] not in self.holders
+            m[a] = i < len(cands) and cands[i] not in self.holders
         m[A_DELEG] = self.approver_id is not None and self.received_all is None
-        # decisions: one per request (a second one is refused), once the rule to cite is known;
+        # decisions: one per request (a second one is refused), once the band to cite is known;
         # a decision in the approver's name also needs the approver
         if self.decision is None and self.request is not None and self.rule is not None:
             m[A_ESCALATE] = True
@@ -547,8 +534,7 @@ class ApprovalsCatalog(ApprovalsDesk):
         return self.request is not None and self.approver_id is not None and self.request["requester_id"] == self.approver_id
 
     def _sod_breach(self) -> bool:
-        self_banned = self.rule is None or bool(self.rule.get("sod_not_requester", True))
-        return (self._is_self() and self_banned) or self._line_breach()
+        return self._is_self() or self._line_breach()
 
     def _sod_checked(self) -> bool:
         if self.request is None or self.rule is None or self.approver_id is None:
@@ -556,31 +542,19 @@ class ApprovalsCatalog(ApprovalsDesk):
         return self._sod_breach() or not self.rule["sod_not_in_requester_line"] or self.line is not None
 
     def _conclusion(self) -> str | None:
-        """The outcome the facts read so far establish (procedure steps 2-5), or ``None``."""
+        """The outcome the facts read so far establish (the rule document), or ``None``."""
         req, rule = self.request, self.rule
         if req is None or rule is None:
             return None
         if self._sod_breach() or self._no_usable_authority() or (self.find_done and self.approver_id is None):
             return "escalate"
-        if not (self._sod_checked() and self._authority() is not None):
+        if not (self._sod_checked() and self._authority()):
             return None
         if req["amount"] > rule["hard_limit"]:
             return "reject"
         if self._missing_fields() > 0:
             return "hold"
         return "proceed"
-
-    def _search_complete(self) -> bool:
-        """Authority found, or every candidate role looked up and the delegations read."""
-        if self._authority() is not None:
-            return True
-        if (self.request is None or self.rule is None or self.roles is None or self.received_all is None
-                or self.assignments is None):
-            return False
-        return not self._delegations()[3]
-
-    def _no_usable_authority(self) -> bool:
-        return self._search_complete() and self._authority() is None
 
     def feature_vector(self) -> np.ndarray:
         req, rule = self.request, self.rule
@@ -622,26 +596,32 @@ class ApprovalsCatalog(ApprovalsDesk):
             put(f"procedure_{outcome}", conclusion == outcome)
         put("procedure_open", conclusion is None)
         cands = self._candidates()
-        known = req is not None and rule is not None and self.roles is not None
-        checked = sum(1 for r in cands if r["id"] in self.holders)
+        checked = sum(1 for r in cands if r in self.holders)
         put("n_candidate_roles", len(cands) / N_ROLE_SLOTS)
         put("candidates_checked", checked / N_ROLE_SLOTS)
         put("candidates_unchecked", (len(cands) - checked) / N_ROLE_SLOTS)
-        put("all_candidates_checked", known and checked == len(cands))
-        direct = self._direct_authority()
-        deleg, any_cand, capped, unconfirmed = self._delegations()
-        put("holds_candidate_role", direct is not None)
+        put("all_candidates_checked", self.received_all is not None and checked == len(cands))
+        failures, _ = self._failures()
+        assignment_ids = {rh["id"] for rh in self.assignments or []}
+        put("holds_candidate_role", any(not failures.get(i, ["?"]) for i in assignment_ids))
         put("n_delegations_received", min(1.0, len(self.received or []) / 5))
         put("n_assignments", min(1.0, len(self.assignments or []) / 5))
-        put("assignment_candidate_now", any(
-            rh["role_id"] in {r["id"] for r in cands} and self._in_window(rh) for rh in self.assignments or []))
+        roles = {r["id"]: r for r in self.roles or []}
+        if req is not None:
+            put("assignment_candidate_now", any(
+                self._in_window(rh) and req["type"] in roles.get(rh["role_id"], {}).get("request_types", ())
+                for rh in self.assignments or []))
         put("n_delegations_inactive", min(1.0, (len(self.received_all or []) - len(self.received or [])) / 5))
         put("blocking_fact_found", conclusion == "escalate" and self._blocking() is not None)
-        put("delegation_candidate_role", any_cand)
-        put("delegation_capped_below", capped)
-        put("delegation_unconfirmed", unconfirmed)
-        put("delegation_usable", deleg is not None)
-        put("authority_found", direct is not None or deleg is not None)
+        if req is not None and rule is not None:
+            sufficient = [d for d in self.received or [] if (role := roles.get(d["role_id"])) is not None
+                          and req["type"] in role["request_types"] and role["level"] >= rule["required_level"]
+                          and role["amount_limit"] >= req["amount"]]
+            put("delegation_candidate_role", bool(sufficient))
+            put("delegation_capped_below", any(d["cap"] is not None and d["cap"] < req["amount"] for d in sufficient))
+        put("delegation_unconfirmed", any(d["role_id"] not in self.holders for d in self.received_all or []))
+        put("delegation_usable", any(not failures.get(d["id"], ["?"]) for d in self.received_all or []))
+        put("authority_found", bool(authorising(failures)))
         put("authority_search_complete", self._search_complete())
         put("no_usable_authority", self._no_usable_authority())
         put("decision_recorded", self.decision is not None)

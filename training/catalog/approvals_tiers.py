@@ -257,7 +257,7 @@ class _ApprovalsTier(ApprovalsDesk):
                 self.on_file = pid
         elif tool == "lookup_delegations":
             if isinstance(pid, str) and pid in self.files:
-                self.files[pid]["received"] = list(res.get("received") or [])
+                self.files[pid]["received"] = self._take_delegations(pid, res)
 
     def mask(self) -> np.ndarray:
         """Legality only: groundable, not a repeated read, not visibly refused, not after the
@@ -357,12 +357,13 @@ _STATUS_FEATURES: tuple[FeatureDef, ...] = (
 
 
 class _DeskProcedure(FeatureReader):
-    """The desk procedure over a tier's features and the mask (both tiers' feature policies):
+    """The rule document over a tier's features and the mask (both tiers' feature policies):
     release after a proceed; read; open the file of the one person whose name and department
-    match; look up the holders of each covering delegation's role; check separation of duties;
-    decide citing the first authorising row (reject above the hard limit, hold when a required
-    field is empty, else proceed) or escalate citing the blocking row. A tier says how its
-    features give the band, a row's coverage, window and sufficiency (the methods below)."""
+    match; look up the holders of each delegation's role; check separation of duties; check the
+    authority rules of every row; decide citing the first authorising row (reject above the
+    hard limit, hold when a required field is empty, else proceed) or escalate citing the
+    first row failing exactly one authority rule (the approver when none does). A tier says how
+    its features give the band and each authority rule of a row (the methods below)."""
 
     #: the feature "the requester is in the on-file person's reporting line"
     line_feature: ClassVar[str]
@@ -384,27 +385,47 @@ class _DeskProcedure(FeatureReader):
         raise NotImplementedError
 
     def covers(self, s: int) -> bool:
-        """Row ``s``'s role covers the request type."""
+        """Rule role_type: row ``s``'s role covers the request type."""
         raise NotImplementedError
 
     def holders_slot(self, s: int) -> int | None:
         """The ``lookup_role_holders`` slot of row ``s``'s role."""
         return s
 
-    def window(self, s: int) -> bool:
-        """Row ``s`` is in its window and not revoked."""
+    def level_ok(self, s: int, band: int) -> bool:
+        """Rule role_level."""
         raise NotImplementedError
 
-    def sufficient(self, s: int, band: int) -> bool:
-        """Row ``s``'s role and cap suffice for the request under ``band``."""
+    def limit_ok(self, s: int) -> bool:
+        """Rule role_limit."""
+        raise NotImplementedError
+
+    def window(self, s: int) -> bool:
+        """Rule window: row ``s``'s window covers today."""
+        raise NotImplementedError
+
+    def revoked(self, s: int) -> bool:
+        """Rule revocation: row ``s`` was revoked at or before now."""
+        raise NotImplementedError
+
+    def cap_ok(self, s: int) -> bool:
+        """Rule delegation_cap: row ``s`` has no cap below the amount."""
         raise NotImplementedError
 
     def over_hard_limit(self, band: int) -> bool:
         raise NotImplementedError
 
     def band_flag(self, band: int, name: str) -> bool:
-        """Band ``band``'s ``name`` flag (``sod_not_requester``, ``requires[<field>]`` ...)."""
+        """Band ``band``'s ``name`` flag (``sod_not_in_requester_line``, ``requires[<field>]`` ...)."""
         return self.on(f"band[{band}].{name}")
+
+    def failures(self, s: int, band: int) -> int:
+        """How many authority rules row ``s`` fails."""
+        on = self.on
+        checks = [self.covers(s), self.level_ok(s, band), self.limit_ok(s), self.window(s)]
+        if on(f"row[{s}].is_delegation"):
+            checks += [not self.revoked(s), on(f"row[{s}].delegator_among_holders"), self.cap_ok(s)]
+        return sum(not c for c in checks)
 
     def __call__(self, obs: np.ndarray, mask: np.ndarray) -> int:
         self.read(obs, mask)
@@ -430,20 +451,17 @@ class _DeskProcedure(FeatureReader):
             return act["lookup_delegations"]
         band = self.band([r for r in range(N_BANDS) if self.band_flag(r, "present")])
         rows = [s for s in range(N_ROWS) if on(f"row[{s}].present")]
-        # a delegation's delegator must still hold the role: look up the holders of its role
+        # rule delegator_holds: look up the holders of every delegation's role
         for s in rows:
-            if on(f"row[{s}].is_delegation") and self.covers(s) and not on(f"row[{s}].holders_read"):
+            if on(f"row[{s}].is_delegation") and not on(f"row[{s}].holders_read"):
                 return act[f"lookup_role_holders[{self.holders_slot(s)}]"]
         # separation of duties
-        if on(f"person[{p}].is_requester") and self.band_flag(band, "sod_not_requester"):
+        if on(f"person[{p}].is_requester"):
             return act["escalate_cite_request"]
         if on(self.line_feature) and self.band_flag(band, "sod_not_in_requester_line"):
             return act["escalate_cite_requester"]
-
-        def in_effect(s: int) -> bool:
-            return self.window(s) and (not on(f"row[{s}].is_delegation") or on(f"row[{s}].delegator_among_holders"))
-
-        authorising = [s for s in rows if self.sufficient(s, band) and in_effect(s)]
+        failed = {s: self.failures(s, band) for s in rows}
+        authorising = [s for s in rows if failed[s] == 0]
         if authorising:
             s = authorising[0]
             if self.over_hard_limit(band):
@@ -451,10 +469,8 @@ class _DeskProcedure(FeatureReader):
             if any(self.band_flag(band, f"requires[{fld}]") and on(self.empty_feature.format(fld=fld)) for fld in INFO_FIELDS):
                 return act[f"decide_hold[{s}]"]
             return act[f"decide_proceed[{s}]"]
-        inactive = [s for s in rows if on(f"row[{s}].is_delegation") and self.sufficient(s, band) and not in_effect(s)]
-        covering = [s for s in rows if self.covers(s) and in_effect(s)]
-        blocking = inactive or covering or rows
-        return act[f"escalate_cite[{blocking[0]}]"] if blocking else act["escalate_cite_approver"]
+        near = [s for s in rows if failed[s] == 1]
+        return act[f"escalate_cite[{near[0]}]"] if near else act["escalate_cite_approver"]
 
 
 def _band_defs(r: int, values: list[FeatureDef]) -> list[FeatureDef]:
@@ -464,7 +480,7 @@ def _band_defs(r: int, values: list[FeatureDef]) -> list[FeatureDef]:
         FeatureDef(f"band[{r}].present", f"1 if get_rules returned a band {r} (bands by min_amount)"),
         *values,
         FeatureDef(f"band[{r}].required_level", f"band {r}'s required_level / 4"),
-        FeatureDef(f"band[{r}].sod_not_requester", f"band {r}'s sod_not_requester flag"),
+        FeatureDef(f"band[{r}].sod_not_requester", f"1 when band {r} is present (rule requester holds in every band)"),
         FeatureDef(f"band[{r}].sod_not_in_requester_line", f"band {r}'s sod_not_in_requester_line flag"),
         *(FeatureDef(f"band[{r}].requires[{fld}]", f"1 if {fld} is in band {r}'s required_fields") for fld in INFO_FIELDS),
     ]
@@ -496,7 +512,7 @@ def _facts_features() -> tuple[FeatureDef, ...]:
                    "holds the amount (the top band above every band)"),
         FeatureDef("rule.amount_gt_hard_limit", "1 if the amount > the cited rule's hard_limit"),
         FeatureDef("rule.required_level", "the cited rule's required_level / 4"),
-        FeatureDef("rule.sod_not_requester", "the cited rule's sod_not_requester flag"),
+        FeatureDef("rule.sod_not_requester", "1 once the band is known (rule requester holds in every band)"),
         FeatureDef("rule.sod_not_in_requester_line", "the cited rule's sod_not_in_requester_line flag"),
         *(FeatureDef(f"rule.requires[{fld}]", f"1 if {fld} is in the cited rule's required_fields") for fld in INFO_FIELDS),
     ]
@@ -602,14 +618,20 @@ class _FactsProcedure(_DeskProcedure):
     def covers(self, s: int) -> bool:
         return self.on(f"row[{s}].covers_request_type")
 
-    def window(self, s: int) -> bool:
-        on = self.on
-        return on(f"row[{s}].from_le_today") and on(f"row[{s}].to_ge_today") and not on(f"row[{s}].revoked_by_now")
+    def level_ok(self, s: int, band: int) -> bool:
+        return self.on(f"row[{s}].level_ge_required")
 
-    def sufficient(self, s: int, band: int) -> bool:
-        on = self.on
-        return (on(f"row[{s}].covers_request_type") and on(f"row[{s}].level_ge_required")
-                and on(f"row[{s}].limit_ge_amount") and not on(f"row[{s}].cap_below_amount"))
+    def limit_ok(self, s: int) -> bool:
+        return self.on(f"row[{s}].limit_ge_amount")
+
+    def window(self, s: int) -> bool:
+        return self.on(f"row[{s}].from_le_today") and self.on(f"row[{s}].to_ge_today")
+
+    def revoked(self, s: int) -> bool:
+        return self.on(f"row[{s}].revoked_by_now")
+
+    def cap_ok(self, s: int) -> bool:
+        return not self.on(f"row[{s}].cap_below_amount")
 
     def over_hard_limit(self, band: int) -> bool:
         return self.on("rule.amount_gt_hard_limit")
@@ -747,14 +769,23 @@ class _RawProcedure(_DeskProcedure):
     def holders_slot(self, s: int) -> int | None:
         return self._role_of(s)
 
+    def level_ok(self, s: int, band: int) -> bool:
+        i = self._role_of(s)
+        return i is not None and self.v(f"role[{i}].level") >= self.v(f"band[{band}].required_level")
+
+    def limit_ok(self, s: int) -> bool:
+        i = self._role_of(s)
+        return i is not None and self.v(f"role[{i}].amount_limit") >= self.amount
+
     def window(self, s: int) -> bool:
         v = self.v
-        return v(f"row[{s}].valid_from") <= 0 <= v(f"row[{s}].valid_to") and v(f"row[{s}].revoked_at") > 0
+        return v(f"row[{s}].valid_from") <= 0 <= v(f"row[{s}].valid_to")
 
-    def sufficient(self, s: int, band: int) -> bool:
-        v, i = self.v, self._role_of(s)
-        return (i is not None and self.covers(s) and v(f"role[{i}].level") >= v(f"band[{band}].required_level")
-                and v(f"role[{i}].amount_limit") >= self.amount and v(f"row[{s}].cap") >= self.amount)
+    def revoked(self, s: int) -> bool:
+        return self.v(f"row[{s}].revoked_at") <= 0
+
+    def cap_ok(self, s: int) -> bool:
+        return self.v(f"row[{s}].cap") >= self.amount
 
     def over_hard_limit(self, band: int) -> bool:
         return self.amount > self.v(f"band[{band}].hard_limit")

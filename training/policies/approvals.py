@@ -1,44 +1,59 @@
 """Policies of the approvals domain: the oracle, one wrong policy per failure code, blind
-policies, rule policies (the oracle ignoring one documented rule) and exploit hooks.
+policies, rule policies (the oracle ignoring one rule of the rule document) and exploit hooks.
 
 The oracle reads only the brief and tool results, following ``next_cursor`` wherever it needs
-every row of a paginated read (roles, a role's holders; people until the approver appears), so
-it stays right in worlds far larger than the release. It follows the desk procedure that
-``get_rules`` returns: find the rule, identify the named approver (name *and* department),
-check separation of duties and their authority now (role assignments and delegations in effect,
-level, limits, caps); if they may not decide, escalate citing the rule and the blocking fact;
-otherwise record their decision (reject above the hard limit, hold when a required field is
-empty, else proceed) citing the rule and their authority, and release downstream only after a
-proceed.
+every row of a paginated read (roles, the approver's delegations, a role's holders; people until
+the approver appears), so it stays right in worlds far larger than the release. It follows the
+rule document that ``get_rules`` returns, rule by rule: find the band; identify the named
+approver (name *and* department); check separation of duties; check each of their role
+assignments and delegations received against the authority rules (role_type, role_level,
+role_limit, window, revocation, delegator_holds, delegation_cap); if none passes every one (or
+separation of duties stops them), escalate to the band's required role citing the band and the
+blocking fact; otherwise record their decision (reject above the hard limit, hold when a
+required field is empty, else proceed) citing the band and every entry that gives authority,
+and release downstream only after a proceed.
 
 Each wrong policy overrides one judgement of the oracle and so commits one kind of mistake
-(``WRONG_POLICIES`` maps the failure code to it).
+(``WRONG_POLICIES`` maps the failure code to it); each rule policy ignores one rule of the
+rule document as its text states it (``RULE_POLICIES``, keyed by the rule id).
 
 Rule-sharing policy: the oracle and the catalog (``training.catalog.approvals``) share the
 domain's public rule helpers, :mod:`backoffice.envs.approvals.rules` (the band lookup, the
-missing-field test, date windows, delegated limits, ledger types, the order of blocking facts),
-each computing what the rules document says from rows the tools returned. The oracle never
-imports the grader (``backoffice.graders.approvals``) nor the whole-snapshot verdict it judges
-with (``backoffice.envs.approvals.authority``), and the grader never imports this module: the
+authority rules of one entry, the missing-field test, ledger types, the blocking fact), each
+computing what the rule document says from rows the tools returned. The oracle never imports
+the grader (``backoffice.graders.approvals``) nor the whole-snapshot verdict it judges with
+(``backoffice.envs.approvals.authority``), and the grader never imports this module: the
 oracle passing checks the grader independently.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, cast
 
 from backoffice.envs.approvals.rules import (
+    AUTHORITY_CHECKS,
     applicable_rule,
-    blocking_fact,
-    delegated_limit,
-    in_window,
+    authorising,
+    blocking_choice,
+    failed_checks,
     is_ledger_type,
     line_breach,
     missing_fields,
+    near_misses,
 )
 from backoffice.training.integrity.exploits import repeat_last_write
 from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call
+
+#: the note of each recorded outcome and of an escalation: every policy writes the same ones, so
+#: two end states differ only by what the grade judges
+NOTES = {"proceed": "authority checked at decision time", "reject": "hard limit exceeded",
+         "hold": "required information missing", "escalate": "named approver may not decide this request"}
+
+
+def memo(request: Mapping[str, Any]) -> str:
+    """The ledger memo every policy writes."""
+    return f"{request['type']} {request['id']}"
 
 
 def _pages(tool: str, key: str, **args: Any) -> Any:
@@ -67,9 +82,21 @@ def _find_person(name: str, department: str) -> Any:
 
 
 def _applicable(rules: list[dict[str, Any]], amount: int) -> dict[str, Any]:
-    """The applicable rule (procedure step 1); below every band (never generated), the top band."""
+    """The band holding the amount (rule ``band``); below every band (never generated), the top band."""
     rule = cast("dict[str, Any] | None", applicable_rule(rules, amount))  # one of ``rules`` (typed as Mapping)
     return rule if rule is not None else sorted(rules, key=lambda r: r["min_amount"])[-1]
+
+
+def _bands(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The bands of a ``get_rules`` rule document."""
+    return list(doc["tables"]["bands"])
+
+
+def _release_call(request: Mapping[str, Any], order: Mapping[str, Any] | None) -> dict[str, Any]:
+    if is_ledger_type(request["type"]):
+        return call("post_ledger_entry", request_id=request["id"], account=request["beneficiary_account"],
+                    amount=request["amount"], memo=memo(request))
+    return call("release_order", order_id=order["id"] if order else request["order_id"])
 
 
 def first_read(brief: dict[str, Any]) -> list[dict[str, Any]]:
@@ -79,23 +106,21 @@ def first_read(brief: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 class Oracle(ScriptedPolicy):
-    """Follows the desk procedure from tool results only."""
+    """Follows the rule document from tool results only."""
 
     name = "oracle"
+    #: authority rules this policy does not check (a rule policy's)
+    ignored: frozenset[str] = frozenset()
 
     # -- judgements the wrong and rule policies override --------------------------------------
+    def pick_band(self, bands: list[dict[str, Any]], amount: int) -> dict[str, Any]:
+        return _applicable(bands, amount)
+
     def hard_limit_exceeded(self, request: dict[str, Any], rule: dict[str, Any]) -> bool:
         return request["amount"] > rule["hard_limit"]
 
     def fields_missing(self, request: dict[str, Any], rule: dict[str, Any]) -> bool:
         return bool(missing_fields(request, rule))
-
-    def covers(self, role: dict[str, Any], request: dict[str, Any]) -> bool:
-        return request["type"] in role["request_types"]
-
-    def sufficient(self, role: dict[str, Any], request: dict[str, Any], rule: dict[str, Any], limit: int) -> bool:
-        """Level and amount limit (the delegation's cap included in ``limit``)."""
-        return role["level"] >= rule["required_level"] and limit >= request["amount"]
 
     def is_self(self, request: dict[str, Any], approver_id: str) -> bool:
         return request["requester_id"] == approver_id
@@ -103,16 +128,9 @@ class Oracle(ScriptedPolicy):
     def line_breach(self, rule: dict[str, Any], request: dict[str, Any], line: list[str]) -> bool:
         return line_breach(rule, request, line)
 
-    def assignment_active(self, rh: dict[str, Any], now: str) -> bool:
-        return in_window(rh, now)
-
-    def delegation_in_window(self, d: dict[str, Any], now: str) -> bool:
-        """Window covers today and not revoked at or before now."""
-        return in_window(d, now)
-
-    def no_authority(self, facts: dict[str, Any]) -> tuple[str, str | None]:
-        """What to do when the approver has no authority: escalate (with the blocking fact)."""
-        return "escalate", None
+    def ignored_for(self, delegation: bool) -> Collection[str]:
+        """The authority rules not checked for a delegation (else an assignment)."""
+        return self.ignored
 
     def blocking_basis(self, rule_id: str, blocking: str | None) -> list[str]:
         return [rule_id] + ([blocking] if blocking else [])
@@ -124,8 +142,8 @@ class Oracle(ScriptedPolicy):
     def escalation_role(self, rule: dict[str, Any], request: dict[str, Any], roles: list[dict[str, Any]]) -> str:
         return rule["required_role_id"]
 
-    def basis(self, rule_id: str, authority_id: str | None) -> list[str]:
-        return [rule_id] + ([authority_id] if authority_id else [])
+    def basis(self, rule_id: str, authority: list[str]) -> list[str]:
+        return [rule_id, *authority]
 
     release_first = False
     #: record a hold on the request before the real decision (a second decision)
@@ -140,7 +158,7 @@ class Oracle(ScriptedPolicy):
         rid = params["request_id"]
         got = (yield call("get_request", request_id=rid))["result"]
         request, order, now = got["request"], got["order"], got["now"]
-        rule = _applicable((yield call("get_rules", request_type=request["type"]))["result"]["rules"], request["amount"])
+        rule = self.pick_band(_bands((yield call("get_rules", request_type=request["type"]))["result"]), request["amount"])
         roles = yield from _pages("list_roles", "roles")
         approver = yield from _find_person(params["approver_name"], params["approver_department"])
         # a first page of ten is enough: only a neighbouring request is ever needed
@@ -152,79 +170,51 @@ class Oracle(ScriptedPolicy):
             yield extra
         if self.hold_first:
             yield call("record_decision", request_id=rid, outcome="hold", approver_id=approver,
-                       basis_ids=self.basis(rule["id"], cited if outcome != "escalate" else None), note="parked")
-        release = self._release_call(request, order)
+                       basis_ids=self.basis(rule["id"], cited if outcome != "escalate" else []), note="parked")
+        release = _release_call(request, order)
         if outcome == "proceed" and self.release_first:
             yield release
         if outcome == "escalate":
             yield call("escalate", request_id=rid, role_id=self.escalation_role(rule, request, roles),
-                       basis_ids=self.blocking_basis(rule["id"], cited), note="named approver may not decide this request")
+                       basis_ids=self.blocking_basis(rule["id"], cited[0] if cited else None), note=NOTES["escalate"])
             return
-        notes = {"proceed": "authority checked at decision time", "reject": "hard limit exceeded",
-                 "hold": "required information missing"}
         yield call("record_decision", request_id=rid, outcome=outcome, approver_id=approver,
-                   basis_ids=self.basis(rule["id"], cited), note=notes[outcome])
+                   basis_ids=self.basis(rule["id"], cited), note=NOTES[outcome])
         if outcome == "proceed" and not self.release_first:
             yield release
 
-    def _release_call(self, request: dict[str, Any], order: dict[str, Any] | None) -> dict[str, Any]:
-        if is_ledger_type(request["type"]):
-            return call("post_ledger_entry", request_id=request["id"], account=request["beneficiary_account"],
-                        amount=request["amount"], memo=f"{request['type']} {request['id']}")
-        return call("release_order", order_id=order["id"] if order else request["order_id"])
+    def _failures(self, request: dict[str, Any], rule: dict[str, Any], roles: list[dict[str, Any]],
+                  person: dict[str, Any], received: list[dict[str, Any]], now: str) -> Any:
+        """``{id: authority rules failed}`` of every assignment and delegation received (the
+        holders of each delegated role looked up, every page). A generator of calls."""
+        by_id = {r["id"]: r for r in roles}
+        failures: dict[str, list[str]] = {}
+        for rh in person["assignments"]:
+            failures[rh["id"]] = failed_checks(rh, by_id.get(rh["role_id"]), request, rule, now, delegation=False,
+                                               ignore=self.ignored_for(False))
+        holders: dict[str, set[str]] = {}
+        for d in received:
+            if d["role_id"] not in holders:
+                rows = yield from _pages("lookup_role_holders", "holders", role_id=d["role_id"])
+                holders[d["role_id"]] = {h["person_id"] for h in rows}
+            failures[d["id"]] = failed_checks(d, by_id.get(d["role_id"]), request, rule, now, delegation=True,
+                                              delegator_holds=d["delegator_id"] in holders[d["role_id"]],
+                                              ignore=self.ignored_for(True))
+        return failures
 
     def _judge(self, request: dict[str, Any], rule: dict[str, Any], roles: list[dict[str, Any]], approver: str,
                now: str) -> Any:
-        """Returns ``(outcome, cited id)``: the authority id for a decision in the approver's
-        name, the blocking fact for an escalation. A generator because it calls tools."""
+        """Returns ``(outcome, cited ids)``: the authority for a decision in the approver's name,
+        the blocking fact for an escalation. A generator because it calls tools."""
         person = (yield call("get_person", person_id=approver))["result"]
-        if self.is_self(request, approver):
-            return "escalate", request["id"]
-        if self.line_breach(rule, request, person["reporting_line"]):
-            return "escalate", request["requester_id"]
-        by_id = {r["id"]: r for r in roles}
-        holders: dict[str, list[str]] = {}
-
-        def holders_of(role_id: str) -> Any:
-            if role_id not in holders:
-                rows = yield from _pages("lookup_role_holders", "holders", role_id=role_id)
-                holders[role_id] = [h["person_id"] for h in rows]
-            return holders[role_id]
-
-        # direct: the approver's assignments in effect now
-        covering: list[str] = []
-        authority: str | None = None
-        for rh in sorted(person["assignments"], key=lambda r: r["id"]):
-            role = by_id.get(rh["role_id"])
-            if role is None or not self.assignment_active(rh, now) or not self.covers(role, request):
-                continue
-            covering.append(rh["id"])
-            if authority is None and self.sufficient(role, request, rule, role["amount_limit"]):
-                authority = rh["id"]
-        # delegations received (every one, to see those not in effect)
-        got = yield call("lookup_delegations", person_id=approver, include_inactive=True)
-        inactive: list[str] = []
-        for d in sorted(got["result"]["received"], key=lambda r: r["id"]):
-            role = by_id.get(d["role_id"])
-            if role is None or not self.covers(role, request):
-                continue
-            ok = self.sufficient(role, request, rule, delegated_limit(role, d))
-            in_effect = self.delegation_in_window(d, now) and d["delegator_id"] in (yield from holders_of(d["role_id"]))
-            if in_effect:
-                covering.append(d["id"])
-                if authority is None and ok:
-                    authority = d["id"]
-            elif ok:
-                inactive.append(d["id"])
-        if authority is None:
-            facts = {"inactive": inactive, "covering": covering, "assignments": person["assignments"],
-                     "received": got["result"]["received"]}
-            outcome, cited = self.no_authority(facts)
-            if outcome != "escalate":
-                authority = cited
-            else:
-                rows = sorted([r["id"] for r in person["assignments"]] + [d["id"] for d in got["result"]["received"]])
-                return "escalate", blocking_fact(inactive, covering, rows, approver)
+        received = yield from _pages("lookup_delegations", "delegations", person_id=approver, include_inactive=True)
+        failures = yield from self._failures(request, rule, roles, person, received, now)
+        authority = authorising(failures)
+        is_self = self.is_self(request, approver)
+        in_line = self.line_breach(rule, request, person["reporting_line"])
+        if is_self or in_line or not authority:
+            blocking = blocking_choice(is_self, in_line, request, near_misses(failures), approver)
+            return "escalate", [blocking] if blocking else []
         if self.hard_limit_exceeded(request, rule):
             return "reject", authority
         if self.fields_missing(request, rule):
@@ -234,13 +224,11 @@ class Oracle(ScriptedPolicy):
 
 # -- wrong policies -----------------------------------------------------------------------------
 class IgnoresRoleScope(Oracle):
-    """invalid_approver: takes any role the approver holds now as authority, whatever request
-    types it covers, and ignores the reporting line."""
+    """invalid_approver: takes a role of any request type as authority, and ignores the
+    reporting line."""
 
     name = "wrong:invalid_approver"
-
-    def covers(self, role, request):
-        return True
+    ignored = frozenset({"role_type"})
 
     def line_breach(self, rule, request, line):
         return False
@@ -277,12 +265,12 @@ class ReleasesFirst(Oracle):
 
 
 class ForgetsTheRule(Oracle):
-    """basis_missing_or_wrong: cites only the authority or the blocking fact, never the rule."""
+    """basis_missing_or_wrong: cites only the authority or the blocking fact, never the band."""
 
     name = "wrong:basis_missing_or_wrong"
 
-    def basis(self, rule_id, authority_id):
-        return [authority_id] if authority_id else []
+    def basis(self, rule_id, authority):
+        return list(authority)
 
     def blocking_basis(self, rule_id, blocking):
         return [blocking] if blocking else []
@@ -290,12 +278,12 @@ class ForgetsTheRule(Oracle):
 
 class UsesAnyDelegation(Oracle):
     """expired_delegation_used: treats every delegation ever given to the approver as in effect,
-    whatever its window or revocation."""
+    whatever its window, revocation or delegator."""
 
     name = "wrong:expired_delegation_used"
 
-    def delegation_in_window(self, d, now):
-        return True
+    def ignored_for(self, delegation):
+        return frozenset({"window", "revocation", "delegator_holds"}) if delegation else frozenset()
 
 
 class IgnoresLimits(Oracle):
@@ -303,12 +291,10 @@ class IgnoresLimits(Oracle):
     delegation's cap; the hard limit is not checked."""
 
     name = "wrong:over_limit"
+    ignored = frozenset({"role_level", "role_limit", "delegation_cap"})
 
     def hard_limit_exceeded(self, request, rule):
         return False
-
-    def sufficient(self, role, request, rule, limit):
-        return True
 
 
 class DecidesTwice(Oracle):
@@ -345,36 +331,69 @@ WRONG_POLICIES: dict[str, type[Oracle]] = {
 }
 
 
-# -- rule policies: the oracle ignoring one documented rule ---------------------------------------
-class IgnoresAuthority(Oracle):
-    """authority: never checks the approver's authority; decides in their name citing the first
-    assignment or delegation they have (any)."""
+# -- rule policies: the oracle ignoring one rule of the rule document ------------------------------
+class IgnoresBand(Oracle):
+    """band: does not look for the band holding the amount; reads the type's first band (the
+    lowest amounts) whatever the amount."""
 
-    name = "rule:authority"
+    name = "rule:band"
 
-    def no_authority(self, facts):
-        rows = sorted([r["id"] for r in facts["assignments"]] + [d["id"] for d in facts["received"]])
-        return "decide", (rows[0] if rows else None)
+    def pick_band(self, bands, amount):
+        return min(bands, key=lambda r: r["min_amount"])
 
 
-class IgnoresSeparationOfDuties(Oracle):
-    """separation_of_duties: neither the requester check nor the reporting line."""
+class IgnoresRequester(Oracle):
+    """requester: lets the approver decide on their own request."""
 
-    name = "rule:separation_of_duties"
+    name = "rule:requester"
 
     def is_self(self, request, approver_id):
         return False
+
+
+class IgnoresReportingLine(Oracle):
+    """reporting_line: lets the approver decide on a request of someone they report to."""
+
+    name = "rule:reporting_line"
 
     def line_breach(self, rule, request, line):
         return False
 
 
-class EscalatesCitingTheRuleOnly(Oracle):
-    """blocking_fact_cited: escalations cite the rule alone."""
+def _ignoring(check: str) -> type[Oracle]:
+    """The oracle not checking the authority rule ``check`` (for assignments and delegations)."""
+    return type(f"Ignores_{check}", (Oracle,), {
+        "name": f"rule:{check}", "ignored": frozenset({check}),
+        "__doc__": f"{check}: an assignment or delegation may give authority whatever this rule says.",
+    })
 
-    name = "rule:blocking_fact_cited"
+
+class IgnoresEscalationTarget(Oracle):
+    """escalation: routes an escalation to the most senior role covering the request type (one
+    that could approve it), not to the band's required role."""
+
+    name = "rule:escalation"
+
+    def escalation_role(self, rule, request, roles):
+        covering = [r for r in roles if request["type"] in r["request_types"]]
+        return max(covering, key=lambda r: (r["level"], r["amount_limit"], r["id"]))["id"]
+
+
+class EscalatesCitingTheBandOnly(Oracle):
+    """blocking_fact: escalations cite the band alone."""
+
+    name = "rule:blocking_fact"
 
     def blocking_basis(self, rule_id, blocking):
+        return [rule_id]
+
+
+class DecidesCitingTheBandOnly(Oracle):
+    """cite_authority: decisions cite the band alone."""
+
+    name = "rule:cite_authority"
+
+    def basis(self, rule_id, authority):
         return [rule_id]
 
 
@@ -401,9 +420,13 @@ class IgnoresSingleDecision(DecidesTwice):
 
 
 RULE_POLICIES: dict[str, type[Policy]] = {
-    "authority": IgnoresAuthority,
-    "separation_of_duties": IgnoresSeparationOfDuties,
-    "blocking_fact_cited": EscalatesCitingTheRuleOnly,
+    "band": IgnoresBand,
+    "requester": IgnoresRequester,
+    "reporting_line": IgnoresReportingLine,
+    **{check: _ignoring(check) for check in AUTHORITY_CHECKS},
+    "escalation": IgnoresEscalationTarget,
+    "blocking_fact": EscalatesCitingTheBandOnly,
+    "cite_authority": DecidesCitingTheBandOnly,
     "hard_limit": IgnoresHardLimit,
     "required_fields": IgnoresRequiredFields,
     "release_after_proceed": IgnoresReleaseOrder,
@@ -411,79 +434,118 @@ RULE_POLICIES: dict[str, type[Policy]] = {
 }
 
 
-# -- blind policies: constant outcomes, first hits, acting without reading -------------------------
+# -- blind policies: read everything, then act without judging the approver -----------------------
 class _Blind(ScriptedPolicy):
-    """Reads the request, its rule and resolves the approver; then acts without judging."""
+    """Reads what the oracle reads (the request, its band, the roles, the approver by name and
+    department, their file and every delegation they received), then acts without judging the
+    approver's authority: a fixed outcome, or one read off the request, citing the band and a
+    fact picked by its place in a list (:attr:`fact`)."""
+
+    #: (list, end): the fact cited: the first or last of the approver's assignments
+    #: (``assignment``), of the delegations they received (``delegation``), or of both in the
+    #: order the tools list them (``any``)
+    fact: tuple[str, str] = ("assignment", "first")
 
     def act_on(self, request: dict[str, Any], order: dict[str, Any] | None, rule: dict[str, Any], approver: str,
-               person: dict[str, Any]) -> Plan:  # pragma: no cover - interface
+               cited: str | None) -> Plan:  # pragma: no cover - interface
         raise NotImplementedError
         yield
+
+    def listed(self, person: Mapping[str, Any], received: Sequence[Mapping[str, Any]]) -> str | None:
+        which, end = self.fact
+        rows = {"assignment": list(person["assignments"]), "delegation": list(received),
+                "any": list(person["assignments"]) + list(received)}[which]
+        if not rows:
+            return None
+        return rows[0 if end == "first" else -1]["id"]
 
     def plan(self, brief: dict[str, Any], info: dict[str, Any]) -> Plan:
         params = brief["params"]
         got = (yield call("get_request", request_id=params["request_id"]))["result"]
         request, order = got["request"], got["order"]
-        rule = _applicable((yield call("get_rules", request_type=request["type"]))["result"]["rules"], request["amount"])
-        people = yield from _pages("find_people", "people", name=params["approver_name"])
-        same = [p for p in people if p["name"] == params["approver_name"]] or people
-        approver = same[0]["id"]
+        rule = _applicable(_bands((yield call("get_rules", request_type=request["type"]))["result"]), request["amount"])
+        yield from _pages("list_roles", "roles")
+        approver = yield from _find_person(params["approver_name"], params["approver_department"])
         person = (yield call("get_person", person_id=approver))["result"]
-        yield from self.act_on(request, order, rule, approver, person)
+        received = yield from _pages("lookup_delegations", "delegations", person_id=approver, include_inactive=True)
+        yield from self.act_on(request, order, rule, approver, self.listed(person, received))
+
+    # -- the acts ------------------------------------------------------------------------------
+    @staticmethod
+    def escalate(request: dict[str, Any], rule: dict[str, Any], cited: str | None) -> dict[str, Any]:
+        return call("escalate", request_id=request["id"], role_id=rule["required_role_id"],
+                    basis_ids=[rule["id"]] + ([cited] if cited else []), note=NOTES["escalate"])
+
+    @staticmethod
+    def decide(request: dict[str, Any], order: dict[str, Any] | None, rule: dict[str, Any], approver: str,
+               outcome: str, cited: str | None) -> Plan:
+        yield call("record_decision", request_id=request["id"], outcome=outcome, approver_id=approver,
+                   basis_ids=[rule["id"]] + ([cited] if cited else []), note=NOTES[outcome])
+        if outcome == "proceed":
+            if is_ledger_type(request["type"]) and not request["beneficiary_account"]:
+                return
+            yield _release_call(request, order)
 
 
 class EscalateEverything(_Blind):
-    """Routes every request to its rule's required role, citing the rule."""
+    """Routes every request to its band's required role, citing the listed fact (or the band
+    alone: :attr:`cite_fact` false)."""
 
     name = "blind:escalate_everything"
-    extra: str | None = None
+    cite_fact = False
 
-    def cite(self, request, approver, person):
-        return []
+    def extra(self, request: dict[str, Any], approver: str) -> str | None:
+        return None
 
-    def act_on(self, request, order, rule, approver, person):
-        yield call("escalate", request_id=request["id"], role_id=rule["required_role_id"],
-                   basis_ids=[rule["id"], *self.cite(request, approver, person)])
+    def act_on(self, request, order, rule, approver, cited):
+        yield self.escalate(request, rule, cited if self.cite_fact else self.extra(request, approver))
 
 
 class EscalateCitingRequester(EscalateEverything):
-    """Escalates everything citing the requester (the separation-of-duties fact)."""
+    """Escalates everything citing the requester (the reporting-line fact)."""
 
     name = "blind:escalate_citing_requester"
 
-    def cite(self, request, approver, person):
-        return [request["requester_id"]]
+    def extra(self, request, approver):
+        return request["requester_id"]
 
 
 class EscalateCitingRequest(EscalateEverything):
-    """Escalates everything citing the request itself."""
+    """Escalates everything citing the request itself (the requester fact)."""
 
     name = "blind:escalate_citing_request"
 
-    def cite(self, request, approver, person):
-        return [request["id"]]
+    def extra(self, request, approver):
+        return request["id"]
 
 
-class EscalateCitingFirstAssignment(EscalateEverything):
-    """Escalates everything citing the approver's first role assignment (a first hit)."""
+class EscalateCitingApprover(EscalateEverything):
+    """Escalates everything citing the approver (the fact when nothing fails a single rule)."""
 
-    name = "blind:escalate_citing_first_assignment"
+    name = "blind:escalate_citing_approver"
 
-    def cite(self, request, approver, person):
-        return [person["assignments"][0]["id"]] if person["assignments"] else [approver]
+    def extra(self, request, approver):
+        return approver
+
+
+def _variant(base: type[_Blind], name: str, fact: tuple[str, str]) -> type[_Blind]:
+    """``base`` citing another listed fact, named ``blind:<name>``."""
+    return type(name, (base,), {"name": f"blind:{name}", "fact": fact, "cite_fact": True,
+                                "__doc__": f"{base.__doc__} Cites the {fact[1]} {fact[0]} listed."})
 
 
 class _Constant(_Blind):
+    """Records the same outcome on every request in the approver's name, citing the listed fact;
+    releases after a proceed."""
+
     outcome = "hold"
 
-    def act_on(self, request, order, rule, approver, person):
-        first = [person["assignments"][0]["id"]] if person["assignments"] else []
-        yield call("record_decision", request_id=request["id"], outcome=self.outcome, approver_id=approver,
-                   basis_ids=[rule["id"], *first])
+    def act_on(self, request, order, rule, approver, cited):
+        yield from self.decide(request, order, rule, approver, self.outcome, cited)
 
 
 class AlwaysHold(_Constant):
-    """Never approves: puts every request on hold in the approver's name (rule + first assignment)."""
+    """Never approves: puts every request on hold in the approver's name (band + first assignment)."""
 
     name = "blind:always_hold"
     outcome = "hold"
@@ -494,20 +556,41 @@ class AlwaysReject(_Constant):
     outcome = "reject"
 
 
-class ApproveAsAsked(_Blind):
+class ApproveAsAsked(_Constant):
     """Records the approval as asked, citing the approver's first assignment, and releases."""
 
     name = "blind:approve_as_asked"
+    outcome = "proceed"
 
-    def act_on(self, request, order, rule, approver, person):
-        first = [person["assignments"][0]["id"]] if person["assignments"] else []
-        yield call("record_decision", request_id=request["id"], outcome="proceed", approver_id=approver,
-                   basis_ids=[rule["id"], *first])
-        if is_ledger_type(request["type"]):
-            yield call("post_ledger_entry", request_id=request["id"], account=request["beneficiary_account"] or "ACC-000000",
-                       amount=request["amount"])
+
+class ApproveUnderThreshold(_Blind):
+    """Approves (and releases) every request up to an amount, escalates the rest, citing the
+    listed fact: the approver is trusted with small amounts."""
+
+    name = "blind:approve_under_threshold"
+    threshold = 500_000
+
+    def act_on(self, request, order, rule, approver, cited):
+        if request["amount"] <= self.threshold:
+            yield from self.decide(request, order, rule, approver, "proceed", cited)
         else:
-            yield call("release_order", order_id=request["order_id"])
+            yield self.escalate(request, rule, cited)
+
+
+class NeverJudgesAuthority(_Blind):
+    """The request's rules without the approver's: rejects above the band's hard limit, holds
+    when a required field is empty, escalates everything else; never judges the approver, cites
+    the listed fact."""
+
+    name = "blind:never_approve"
+
+    def act_on(self, request, order, rule, approver, cited):
+        if request["amount"] > rule["hard_limit"]:
+            yield from self.decide(request, order, rule, approver, "reject", cited)
+        elif missing_fields(request, rule):
+            yield from self.decide(request, order, rule, approver, "hold", cited)
+        else:
+            yield self.escalate(request, rule, cited)
 
 
 class ReleaseWithoutDeciding(_Blind):
@@ -515,40 +598,34 @@ class ReleaseWithoutDeciding(_Blind):
 
     name = "blind:release_at_once"
 
-    def act_on(self, request, order, rule, approver, person):
-        if is_ledger_type(request["type"]):
-            yield call("post_ledger_entry", request_id=request["id"], account=request["beneficiary_account"] or "ACC-000000",
-                       amount=request["amount"])
-        else:
-            yield call("release_order", order_id=request["order_id"])
+    def act_on(self, request, order, rule, approver, cited):
+        if not (is_ledger_type(request["type"]) and not request["beneficiary_account"]):
+            yield _release_call(request, order)
 
 
-class NeverApprove(Oracle):
-    """Applies the hard limit and the required fields in the approver's name citing their first
-    assignment, escalates everything else citing the rule: never checks the approver."""
+_FIRST_A, _LAST_A = ("assignment", "first"), ("assignment", "last")
+_FIRST_D, _LAST_D = ("delegation", "first"), ("delegation", "last")
+_FACTS = {"first_assignment": _FIRST_A, "last_assignment": _LAST_A, "first_delegation": _FIRST_D,
+          "last_delegation": _LAST_D}
 
-    name = "blind:never_approve"
-
-    def _judge(self, request, rule, roles, approver, now):
-        person = (yield call("get_person", person_id=approver))["result"]
-        first = person["assignments"][0]["id"] if person["assignments"] else None
-        if request["amount"] > rule["hard_limit"]:
-            return "reject", first
-        if self.fields_missing(request, rule):
-            return "hold", first
-        return "escalate", None
-
-
+#: every blind family the issue names: a fixed outcome citing the first or last listed fact,
+#: approve under a threshold, the request's rules without the approver's; choosing by position
+#: is ``training.positions.PositionAttacker`` (tests/test_leakage.py)
 BLIND_POLICIES: dict[str, type[Policy]] = {
     "escalate_everything": EscalateEverything,
     "escalate_citing_requester": EscalateCitingRequester,
     "escalate_citing_request": EscalateCitingRequest,
-    "escalate_citing_first_assignment": EscalateCitingFirstAssignment,
+    "escalate_citing_approver": EscalateCitingApprover,
+    **{f"escalate_citing_{k}": _variant(EscalateEverything, f"escalate_citing_{k}", f) for k, f in _FACTS.items()},
     "always_hold": AlwaysHold,
     "always_reject": AlwaysReject,
     "approve_as_asked": ApproveAsAsked,
+    **{f"{base.name.split(':')[1]}_{k}": _variant(base, f"{base.name.split(':')[1]}_{k}", f)
+       for base in (AlwaysHold, AlwaysReject, ApproveAsAsked, ApproveUnderThreshold, NeverJudgesAuthority)
+       for k, f in _FACTS.items() if f != _FIRST_A},
+    "approve_under_threshold": ApproveUnderThreshold,
     "release_at_once": ReleaseWithoutDeciding,
-    "never_approve": NeverApprove,
+    "never_approve": NeverJudgesAuthority,
 }
 
 
@@ -588,7 +665,7 @@ def escalate_after_decision(action: dict[str, Any], trace: Sequence[Mapping[str,
     request = req[1]["request"] if isinstance(req[1], Mapping) and "request" in req[1] else None
     if request is None:
         return []
-    rule = _applicable(rules[1]["rules"], request["amount"])
+    rule = _applicable(_bands(rules[1]), request["amount"])
     return [call("escalate", request_id=request["id"], role_id=rule["required_role_id"], basis_ids=[rule["id"]],
                  note="routing again")]
 
