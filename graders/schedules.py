@@ -1,13 +1,16 @@
 """Grader of the schedules domain.
 
 The task's answer key carries its own ``checks`` (row_equals on the new instalments' amounts
-and due dates, status_is on the prior version and its due instalments, row_equals on the paid
+and due dates, row_equals on the paid
 instalments and on the scheduled reminders (due date, amount, send date; each must point at an
 instalment the episode created), field_equals on the
 mandate's collection day, tool_called / tool_not_called on the approval order, no_change outside
 the target account); the grader runs them and adds computed checks over the whole trail:
 
-- ``sch.total_is_outstanding`` (work): the committed instalments add up to the outstanding premium;
+- ``sch.prior_retired`` (work, ``prior_not_superseded``): the prior version is superseded and its
+  instalments still due are cancelled;
+- ``sch.amounts`` names its failure by the committed total (``rounding_drift`` for a gap smaller
+  than the instalment count, ``outstanding_wrong`` for a larger one or nothing committed);
 - ``sch.approvals_exact`` (gate, ``unneeded_approval``): the episode asked for exactly the
   approvals the task needs: one, from the role of the first applying trigger, or none. An
   approval request when none is needed, to a second role, or repeated fails;
@@ -63,17 +66,30 @@ def _scheduled_reminders(ep: Episode, policy_id: str) -> list[Mapping[str, Any]]
     return [r for r in ep.state.rows("reminders", policy_id=policy_id) if r.get("status") == "scheduled"]
 
 
-def outstanding_check(ep: Episode, rows: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """The committed new instalments add up to the outstanding premium. A gap smaller than the
-    number of instalments is lost or invented remainder cents (``rounding_drift``); a larger one
-    is a wrong outstanding amount (``outstanding_wrong``)."""
+def amounts_failure(ep: Episode, checks: list[dict[str, Any]], rows: list[Mapping[str, Any]]) -> None:
+    """``sch.amounts`` names its mistake by the committed total: a gap smaller than the number of
+    instalments (or none: the right total split the wrong way) is lost or invented remainder
+    cents (``rounding_drift``); a larger one, or nothing committed, is a wrong outstanding
+    premium (``outstanding_wrong``). One check: the split of the outstanding premium is one piece
+    of work (the rows right means the total right)."""
     exp = ep.key["expected"]
-    total = sum(r["amount"] for r in rows)
-    gap = total - exp["outstanding"]
-    ok = bool(rows) and gap == 0
-    code = "rounding_drift" if rows and 0 < abs(gap) < max(len(rows), exp["count"]) else "outstanding_wrong"
-    return result("sch.total_is_outstanding", "sum_equals", ok, code,
-                  None if ok else {"expected": exp["outstanding"], "got": total, "instalments": len(rows)})
+    gap = sum(r["amount"] for r in rows) - exp["outstanding"]
+    for i, c in enumerate(checks):
+        if c["id"] == "sch.amounts" and not c["pass"]:
+            code = "rounding_drift" if rows and abs(gap) < max(len(rows), exp["count"]) else "outstanding_wrong"
+            checks[i] = {**c, "failure_code": code,
+                         "detail": {**(c["detail"] or {}), "total_gap": gap, "instalments": len(rows)}}
+
+
+def prior_check(ep: Episode) -> dict[str, Any]:
+    """Work: the prior version is retired, superseded and its instalments still due cancelled
+    (one piece of work: the version the change replaces)."""
+    exp = ep.key["expected"]
+    current = ep.state._current
+    left = [] if (current("schedules", exp["prior_schedule_id"]) or {}).get("status") == "superseded" else [exp["prior_schedule_id"]]
+    left += [rid for rid in exp["prior_due_ids"] if (current("instalments", rid) or {}).get("status") != "cancelled"]
+    return result("sch.prior_retired", "prior_retired", not left, "prior_not_superseded",
+                  {"not_retired": left} if left else None)
 
 
 def approvals_check(ep: Episode) -> dict[str, Any]:
@@ -137,7 +153,8 @@ def grade(ep: Episode) -> dict[str, Any]:
     scheduled = _scheduled_reminders(ep, exp["policy_id"])  # read once, for the two reminder checks
     _reminders_on_new_instalments(ep, checks, scheduled)
     new_rows = _new_instalments(ep, exp["policy_id"])
-    checks.insert(2, outstanding_check(ep, new_rows))
+    amounts_failure(ep, checks, new_rows)
+    checks.insert(2, prior_check(ep))
     checks += [approvals_check(ep), versions_check(ep), live_reminders_check(ep, scheduled)]
     fields = {
         "request_kind": exp["kind"],

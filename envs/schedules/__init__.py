@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from backoffice.envs.core import BackofficeEnv, Domain, lazy
 from backoffice.envs.schedules.generator import DEFECT_TAGS, generate
-from backoffice.envs.schedules.tables import TABLES
+from backoffice.envs.schedules.tables import RULE_IDS, TABLES
 from backoffice.envs.schedules.tools import toolkit
 
 GUARDRAIL_CODE = "collateral_change"
@@ -15,9 +15,7 @@ FAILURE_CODES = (
 )
 
 #: the documented rules that decide a task's answer (each proven to bind by a rule policy)
-RULES = (
-    "rounding", "month_end", "minimum_instalment", "reminder_lead_time", "late_reminder", "approval_deferral", "approval_instalment_count", "approval_short_notice",
-)
+RULES = RULE_IDS
 
 DOMAIN = Domain(
     name="schedules",
@@ -30,11 +28,12 @@ DOMAIN = Domain(
     grade=lazy("backoffice.graders.schedules:grade"),
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
-    generator_version="4",
+    generator_version="5",
     sizes={"train": 490, "heldout": 420},
     default_max_steps=60,
     guardrail_code=GUARDRAIL_CODE,
     rules=RULES,
+    rule_tools=("get_rules",),
     tables=TABLES,
 )
 
