@@ -7,10 +7,12 @@ instalment the episode created), field_equals on the
 mandate's collection day, tool_called / tool_not_called on the approval order, no_change outside
 the target account); the grader runs them and adds computed checks over the whole trail:
 
-- ``sch.prior_retired`` (work, ``prior_not_superseded``): the prior version is superseded and its
-  instalments still due are cancelled;
-- ``sch.amounts`` names its failure by the committed total (``rounding_drift`` for a gap smaller
-  than the instalment count, ``outstanding_wrong`` for a larger one or nothing committed);
+- ``sch.prior_superseded`` (work, ``prior_not_superseded``): the prior version is superseded;
+- ``sch.amounts`` and ``sch.due_dates`` judge what the customer will be charged: the new
+  instalments, and no instalment of the prior version left due beside them (that fails both, as
+  ``prior_not_superseded`` when the new rows are right); ``sch.amounts`` names its own failure by
+  the committed total (``rounding_drift`` for a gap smaller than the instalment count,
+  ``outstanding_wrong`` for a larger one or nothing committed);
 - ``sch.approvals_exact`` (gate, ``unneeded_approval``): the episode asked for exactly the
   approvals the task needs: one, from the role of the first applying trigger, or none. An
   approval request when none is needed, to a second role, or repeated fails;
@@ -82,14 +84,27 @@ def amounts_failure(ep: Episode, checks: list[dict[str, Any]], rows: list[Mappin
 
 
 def prior_check(ep: Episode) -> dict[str, Any]:
-    """Work: the prior version is retired, superseded and its instalments still due cancelled
-    (one piece of work: the version the change replaces)."""
+    """Work: the prior version is superseded (the version the change replaces is retired)."""
+    exp = ep.key["expected"]
+    ok = (ep.state._current("schedules", exp["prior_schedule_id"]) or {}).get("status") == "superseded"
+    return result("sch.prior_superseded", "status_is", ok, "prior_not_superseded",
+                  None if ok else {"not_superseded": [exp["prior_schedule_id"]]})
+
+
+def still_due_failure(ep: Episode, checks: list[dict[str, Any]]) -> None:
+    """``sch.amounts`` and ``sch.due_dates`` judge the instalments the customer will be charged:
+    the new ones, and nothing else still due. An instalment of the prior version left due beside
+    them (the customer charged twice) fails both, as ``prior_not_superseded`` when the new rows
+    themselves are right."""
     exp = ep.key["expected"]
     current = ep.state._current
-    left = [] if (current("schedules", exp["prior_schedule_id"]) or {}).get("status") == "superseded" else [exp["prior_schedule_id"]]
-    left += [rid for rid in exp["prior_due_ids"] if (current("instalments", rid) or {}).get("status") != "cancelled"]
-    return result("sch.prior_retired", "prior_retired", not left, "prior_not_superseded",
-                  {"not_retired": left} if left else None)
+    left = [rid for rid in exp["prior_due_ids"] if (current("instalments", rid) or {}).get("status") == "due"]
+    if not left:
+        return
+    for i, c in enumerate(checks):
+        if c["id"] in ("sch.amounts", "sch.due_dates"):
+            checks[i] = {**c, "pass": False, "failure_code": c["failure_code"] if not c["pass"] else "prior_not_superseded",
+                         "detail": {**(c["detail"] or {}), "prior_still_due": left}}
 
 
 def approvals_check(ep: Episode) -> dict[str, Any]:
@@ -154,6 +169,7 @@ def grade(ep: Episode) -> dict[str, Any]:
     _reminders_on_new_instalments(ep, checks, scheduled)
     new_rows = _new_instalments(ep, exp["policy_id"])
     amounts_failure(ep, checks, new_rows)
+    still_due_failure(ep, checks)
     checks.insert(2, prior_check(ep))
     checks += [approvals_check(ep), versions_check(ep), live_reminders_check(ep, scheduled)]
     fields = {

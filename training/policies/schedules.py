@@ -38,6 +38,7 @@ from backoffice.envs.schedules.tables import (
 )
 from backoffice.training.exploits import Action, Hook
 from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call
+from backoffice.training.positions import PositionAttacker, writing_tools
 
 FREQUENCY = {"to_monthly": "monthly", "to_quarterly": "quarterly", "split": "monthly", "deferral": "monthly"}
 #: what a clerk who never opens the rules document would assume
@@ -432,14 +433,80 @@ class CommitWithoutReading(ScriptedPolicy):
             yield call("supersede_schedule", schedule_id=active["id"])
 
 
-#: blind policies: a constant approval behaviour, or acting without reading what decides the answer
+class AskListedRole(Oracle):
+    """Fixes the outcome (an approval is needed) and cites a listed fact: computes the schedule
+    right and always asks the role listed first (or last) in the rules document's
+    ``tables.approval_roles``, whatever trigger applies. It passes exactly the tasks whose first
+    applying trigger is that role's."""
+
+    last = False
+
+    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any], applies: dict[str, bool]) -> list[str]:
+        listed = [rules[f"approval_role_{t}"] for t in ("deferral", "instalment_count", "short_notice")]
+        return [listed[-1] if self.last else listed[0]]
+
+
+class AskFirstListedRole(AskListedRole):
+    """Always asks the first role of ``tables.approval_roles`` (see AskListedRole)."""
+
+    name = "blind:ask_first_listed_role"
+
+
+class AskLastListedRole(AskListedRole):
+    """Always asks the last role of ``tables.approval_roles`` (see AskListedRole)."""
+
+    name = "blind:ask_last_listed_role"
+    last = True
+
+
+class IgnoresParameters(Oracle):
+    """Not blind (so not in :data:`BLIND_POLICIES`): it judges the approval triggers and ignores
+    the five schedule parameters: ``never_ask`` is the blind one, reading no rule at all. It
+    reads the rules document for the approval triggers only and ignores the desk parameters:
+    the remainder on the last instalment, month ends clamped, no minimum instalment, a reminder a
+    week ahead (today when that has passed)."""
+
+    name = "shallow:ignore_parameters"
+
+    def adjust_rules(self, rules: dict[str, Any]) -> dict[str, Any]:
+        fixed = ("rounding", "month_end", "minimum_instalment_cents", "reminder_lead_days", "late_reminder")
+        return {**rules, **{k: DEFAULT_RULES[k] for k in fixed}}
+
+
+class _ByPosition(PositionAttacker):
+    """The oracle choosing by position: every id it picks from a list (the version to supersede,
+    the instalments to cancel, the reminders to cancel) becomes that list's first (or last) entry."""
+
+    pick = "first"
+
+    def __init__(self) -> None:
+        super().__init__(Oracle(), writing_tools("schedules"), self.pick)
+
+
+class FirstListed(_ByPosition):
+    """Picks the first entry of every list it chooses from (see _ByPosition)."""
+
+
+class LastListed(_ByPosition):
+    """Picks the last entry of every list it chooses from (see _ByPosition)."""
+
+    pick = "last"
+
+
+#: blind policies: a constant approval behaviour (asking a fixed role, the role at a fixed place of
+#: approval_order or of the role table, every role), acting without reading what decides the answer
+#: (no rules, no desk parameters, no request), or choosing by position
 BLIND_POLICIES: dict[str, type[Policy]] = {
     "ask_every_role": AskEveryRole,
     **{f"ask_position_{k}": _at_position(k) for k in range(3)},
     **{f"ask_role_{role}": _fixed_role(role) for role in ROLES},
+    "ask_first_listed_role": AskFirstListedRole,
+    "ask_last_listed_role": AskLastListedRole,
     "never_ask": NeverAskNoRules,
     "copy_schedule": CopySchedule,
     "commit_without_reading": CommitWithoutReading,
+    "position_first": FirstListed,
+    "position_last": LastListed,
 }
 
 
