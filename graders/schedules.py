@@ -1,18 +1,20 @@
 """Grader of the schedules domain.
 
 The task's answer key carries its own ``checks`` (row_equals on the new instalments' amounts
-and due dates, row_equals on the paid
-instalments and on the scheduled reminders (due date, amount, send date; each must point at an
-instalment the episode created), field_equals on the
-mandate's collection day, tool_called / tool_not_called on the approval order, no_change outside
-the target account); the grader runs them and adds computed checks over the whole trail:
+and due dates, status_is on the prior version (superseded), row_equals on the paid instalments
+and on the scheduled reminders (due date, amount, send date; each must point at an instalment
+the episode created), field_equals on the mandate's collection day, tool_called /
+tool_not_called on the approval order, no_change outside the target account); the grader runs
+them and adds computed checks over the whole trail:
 
-- ``sch.prior_superseded`` (work, ``prior_not_superseded``): the prior version is superseded;
+- ``sch.total_is_outstanding`` (gate, the outstanding rule): what the customer will be charged
+  (the new instalments and the prior ones left due) adds up to the outstanding premium, as the
+  book does before any change: prior instalments left due beside new ones are
+  ``prior_not_superseded``, a gap smaller than the instalment count ``rounding_drift``, a larger
+  one ``outstanding_wrong``;
 - ``sch.amounts`` and ``sch.due_dates`` judge what the customer will be charged: the new
   instalments, and no instalment of the prior version left due beside them (that fails both, as
-  ``prior_not_superseded`` when the new rows are right); ``sch.amounts`` names its own failure by
-  the committed total (``rounding_drift`` for a gap smaller than the instalment count,
-  ``outstanding_wrong`` for a larger one or nothing committed);
+  ``prior_not_superseded`` when the new rows are right);
 - ``sch.approvals_exact`` (gate, ``unneeded_approval``): the episode asked for exactly the
   approvals the task needs: one, from the role of the first applying trigger, or none. An
   approval request when none is needed, to a second role, or repeated fails;
@@ -68,43 +70,55 @@ def _scheduled_reminders(ep: Episode, policy_id: str) -> list[Mapping[str, Any]]
     return [r for r in ep.state.rows("reminders", policy_id=policy_id) if r.get("status") == "scheduled"]
 
 
-def amounts_failure(ep: Episode, checks: list[dict[str, Any]], rows: list[Mapping[str, Any]]) -> None:
-    """``sch.amounts`` names its mistake by the committed total: a gap smaller than the number of
-    instalments (or none: the right total split the wrong way) is lost or invented remainder
-    cents (``rounding_drift``); a larger one, or nothing committed, is a wrong outstanding
-    premium (``outstanding_wrong``). One check: the split of the outstanding premium is one piece
-    of work (the rows right means the total right)."""
+def outstanding_check(ep: Episode, rows: list[Mapping[str, Any]], left: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Gate (the outstanding rule): what the customer will be charged, the new instalments
+    (``rows``) and the prior ones still due (``left``), adds up to the outstanding premium. The
+    book starts so (the prior version's due instalments are the outstanding premium), so doing
+    nothing holds it; a change that charges another total breaks it: prior instalments left due
+    beside the new ones (``prior_not_superseded``), remainder cents lost or invented (a gap
+    smaller than the instalment count, ``rounding_drift``), a wrong outstanding premium
+    (``outstanding_wrong``)."""
     exp = ep.key["expected"]
-    gap = sum(r["amount"] for r in rows) - exp["outstanding"]
-    for i, c in enumerate(checks):
-        if c["id"] == "sch.amounts" and not c["pass"]:
-            code = "rounding_drift" if rows and abs(gap) < max(len(rows), exp["count"]) else "outstanding_wrong"
-            checks[i] = {**c, "failure_code": code,
-                         "detail": {**(c["detail"] or {}), "total_gap": gap, "instalments": len(rows)}}
+    total = sum(r["amount"] for r in rows) + sum(r["amount"] for r in left)
+    gap = total - exp["outstanding"]
+    ok = gap == 0
+    if left and rows:
+        code = "prior_not_superseded"
+    elif rows and abs(gap) < max(len(rows), exp["count"]):
+        code = "rounding_drift"
+    else:
+        code = "outstanding_wrong"
+    detail = None if ok else {"expected": exp["outstanding"], "got": total, "instalments": len(rows),
+                              "prior_still_due": len(left)}
+    return result("sch.total_is_outstanding", "sum_equals", ok, code, detail, gate=True)
 
 
-def prior_check(ep: Episode) -> dict[str, Any]:
-    """Work: the prior version is superseded (the version the change replaces is retired)."""
-    exp = ep.key["expected"]
-    ok = (ep.state._current("schedules", exp["prior_schedule_id"]) or {}).get("status") == "superseded"
-    return result("sch.prior_superseded", "status_is", ok, "prior_not_superseded",
-                  None if ok else {"not_superseded": [exp["prior_schedule_id"]]})
-
-
-def still_due_failure(ep: Episode, checks: list[dict[str, Any]]) -> None:
-    """``sch.amounts`` and ``sch.due_dates`` judge the instalments the customer will be charged:
-    the new ones, and nothing else still due. An instalment of the prior version left due beside
-    them (the customer charged twice) fails both, as ``prior_not_superseded`` when the new rows
-    themselves are right."""
-    exp = ep.key["expected"]
+def _still_due(ep: Episode) -> list[Mapping[str, Any]]:
+    """The prior version's instalments the episode left due (live rows)."""
     current = ep.state._current
-    left = [rid for rid in exp["prior_due_ids"] if (current("instalments", rid) or {}).get("status") == "due"]
+    return [row for rid in ep.key["expected"]["prior_due_ids"] if (row := current("instalments", rid)) is not None and row["status"] == "due"]
+
+
+def still_due_failure(ep: Episode, checks: list[dict[str, Any]], rows: list[Mapping[str, Any]], left: list[Mapping[str, Any]]) -> None:
+    """``sch.amounts`` and ``sch.due_dates`` judge the instalments the customer will be charged:
+    the new ones (``rows``), and nothing else still due. An instalment of the prior version left
+    due beside them (the customer charged twice) fails both, as ``prior_not_superseded`` when the
+    new rows themselves are right; it stands in the check's ``got`` rows as one more row (so the
+    end-state distance counts it from the start and falls when it is cancelled)."""
+    exp = ep.key["expected"]
     if not left:
         return
+    ordered = sorted(rows, key=lambda r: (r["seq"], r["id"]))
     for i, c in enumerate(checks):
-        if c["id"] in ("sch.amounts", "sch.due_dates"):
-            checks[i] = {**c, "pass": False, "failure_code": c["failure_code"] if not c["pass"] else "prior_not_superseded",
-                         "detail": {**(c["detail"] or {}), "prior_still_due": left}}
+        field = {"sch.amounts": "amount", "sch.due_dates": "due_date"}.get(c["id"])
+        if field is None:
+            continue
+        got = [{"seq": r["seq"], field: r[field]} for r in ordered]
+        got += [{"seq": r["seq"], field: r[field], "prior_still_due": r["id"]} for r in left]
+        detail = {**(c["detail"] or {}), "expected": [{"seq": r["seq"], field: r[field]} for r in exp["instalments"]], "got": got,
+                  "prior_still_due": [r["id"] for r in left]}
+        checks[i] = {**c, "pass": False, "failure_code": c["failure_code"] if not c["pass"] else "prior_not_superseded",
+                     "detail": detail}
 
 
 def approvals_check(ep: Episode) -> dict[str, Any]:
@@ -168,9 +182,9 @@ def grade(ep: Episode) -> dict[str, Any]:
     scheduled = _scheduled_reminders(ep, exp["policy_id"])  # read once, for the two reminder checks
     _reminders_on_new_instalments(ep, checks, scheduled)
     new_rows = _new_instalments(ep, exp["policy_id"])
-    amounts_failure(ep, checks, new_rows)
-    still_due_failure(ep, checks)
-    checks.insert(2, prior_check(ep))
+    left = _still_due(ep)
+    still_due_failure(ep, checks, new_rows, left)
+    checks.insert(2, outstanding_check(ep, new_rows, left))
     checks += [approvals_check(ep), versions_check(ep), live_reminders_check(ep, scheduled)]
     fields = {
         "request_kind": exp["kind"],

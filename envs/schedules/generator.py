@@ -109,14 +109,15 @@ NEXT_MONTH_SHARE = 0.55
 MINIMUM_BINDING_SHARE = 0.5
 #: share of tasks whose change needs an approval: the blind "ask the role of the k-th trigger of
 #: approval_order" policy passes about a third of it, the constant-role one about a quarter
-APPROVAL_SHARE = 0.24
+APPROVAL_SHARE = 0.26
 #: where the new first instalment's reminder goes, a third of the tasks each (the outcome class
 #: names it beside the approval route)
 REMINDER_ROUTES = ("reminder_at_lead", "reminder_today", "no_reminder")
-#: weights of the approval trigger that applies first, when it may (balance the three over the
-#: release: the deferral trigger can apply only to a change that postpones collection, the
-#: instalment count only to 3 or more instalments, short notice to every task)
-TRIGGER_WEIGHTS = {"deferral": 3.5, "instalment_count": 1.0, "short_notice": 1.4}
+#: the approval trigger that applies first, when an approval is needed: deferral when it can
+#: (the change postpones collection: about 46 % of the worlds) in this share, else the instalment
+#: count when it can (3 or more instalments) in this share, else short notice (every world): about a
+#: third of the approvals each
+FIRST_TRIGGER_SHARES = {"deferral": 0.72, "instalment_count": 0.6}
 #: chance that a trigger listed after the one that applies first applies too (when it can): the
 #: approval order then decides the role
 ALSO_APPLIES = 0.7
@@ -374,8 +375,9 @@ def _stale_drafts(w: World) -> None:
         w.schedules.append(sched)
         for seq, amount in enumerate(split_amounts(w.outstanding, count, w.rules["rounding"]), start=1):
             period = add_months(first, offset + (seq - 1) * step)
-            w.instalments.append(_instalment(w.pn, w.acc, version, seq, period, due_date(period, w.day, w.rules["month_end"]),
-                                             amount, "draft", None))
+            row = _instalment(w.pn, w.acc, version, seq, period, due_date(period, w.day, w.rules["month_end"]), amount, "draft", None)
+            row["id"] = w.instalment_id()
+            w.instalments.append(row)
 
 
 def _reminders(pn: str, acc: str, instalments: list[dict[str, Any]], lead: int, today: str) -> list[dict[str, Any]]:
@@ -436,9 +438,15 @@ class World:
     send_on: str | None = None
     reminders: list[dict[str, Any]] = field(default_factory=list)
 
+    #: the numbers left for the target's instalment ids (drawn once, taken in turn)
+    numbers: list[int] = field(default_factory=list)
+
     @property
     def pn(self) -> str:
         return str(self.pn_int)
+
+    def instalment_id(self) -> str:
+        return f"INS-{self.pn}-{self.numbers.pop()}"
 
     @property
     def prior(self) -> dict[str, Any]:
@@ -523,6 +531,11 @@ def _book_target(w: World, this_period: str) -> None:
     w.acc = f"ACC-{rng.randrange(1000, 9999)}"
     w.schedules, w.instalments = _book_schedule(w.pn, w.acc, w.premium, w.frequency, w.m0, w.day, w.today, w.rules,
                                                 rng, with_history, deposit, reissued=w.before - int(with_history))
+    # the book numbers the target's instalments INS-<policy>-<NNN> in no order of version or seq,
+    # so the rows a change replaces stand anywhere in the policy's listing (id order)
+    w.numbers = rng.sample(range(100, 1000), 120)
+    for row in w.instalments:
+        row["id"] = w.instalment_id()
     prior_rows = [r for r in w.instalments if r["schedule_id"] == w.prior["id"]]
     w.due_rows = sorted((r for r in prior_rows if r["status"] == "due"), key=lambda r: r["due_date"])
     w.paid_rows = [r for r in w.instalments if r["status"] == "paid"]
@@ -591,7 +604,7 @@ def _settle(w: World, decision: Decision) -> None:
 
     The reminder route: a lead time at most the days to the new first instalment (the reminder
     goes at the lead time), or more (late: the late-reminder rule says today or none). The
-    approval: none, or a trigger that can apply (weighted by :data:`TRIGGER_WEIGHTS`) applies
+    approval: none, or a trigger that can apply (:data:`FIRST_TRIGGER_SHARES`) applies
     first in the approval order; the triggers listed before it do not apply, the ones after it
     apply in :data:`ALSO_APPLIES` of the cases they can. The thresholds are drawn on the right side
     of the plan's own values (at them, in the approval_threshold trap)."""
@@ -607,8 +620,7 @@ def _settle(w: World, decision: Decision) -> None:
     can = {"deferral": first > w.replaced_first_due, "instalment_count": n > COUNT_VALUES[0], "short_notice": df < NOTICE_VALUES[-1]}
     target = None
     if decision.approval:
-        options = [t for t in APPROVAL_TRIGGERS if can[t]]
-        target = rng.choices(options, weights=[TRIGGER_WEIGHTS[t] for t in options])[0]
+        target = next((t for t, share in FIRST_TRIGGER_SHARES.items() if can[t] and rng.random() < share), "short_notice")
     order = rules["approval_order"]
     after = order[order.index(target) + 1:] if target else []
     applies = {t: t == target or (t in after and can[t] and rng.random() < ALSO_APPLIES) for t in APPROVAL_TRIGGERS}
@@ -697,7 +709,7 @@ def _key(w: World, decision: Decision) -> dict[str, Any]:
     scheduled_before = sorted(r["id"] for r in w.reminders if r["status"] == "scheduled")
     return {
         "defect_tags": [w.tag, *secondary],
-        "targets": [f"schedules:SCD-{pn}V*", f"instalments:INS-{pn}V*", f"reminders:REM-{pn}-*",
+        "targets": [f"schedules:SCD-{pn}V*", f"instalments:INS-{pn}V*", f"instalments:INS-{pn}-*", f"reminders:REM-{pn}-*",
                     f"approvals:APV-{pn}-*", "clock:clock"] + ([f"instructions:{man}"] if kind == "collection_day" else []),
         "outcome_class": decision.outcome_class,
         "needs_action": True,
@@ -769,14 +781,15 @@ def _checks(
 ) -> list[dict[str, Any]]:
     """The declarative checks of the key. ``gate`` marks a prohibition that doing nothing holds
     (it earns nothing and caps the score when broken); every other check is work. The grader adds
-    the computed ones (the prior version retired, the approval requests, the versions, the live
-    reminders)."""
+    the computed ones (the approval requests, the versions, the live reminders)."""
     new = {"table": "instalments", "where": {"policy_id": policy_id, "status": "due"}, "created_only": True}
     checks: list[dict[str, Any]] = [
         {"id": "sch.amounts", "kind": "row_equals", **new, "fields": ["seq", "amount"], "order_by": "seq",
          "rows": [{"seq": r["seq"], "amount": r["amount"]} for r in expected], "failure_code": "rounding_drift"},
         {"id": "sch.due_dates", "kind": "row_equals", **new, "fields": ["seq", "due_date"], "order_by": "seq",
          "rows": [{"seq": r["seq"], "due_date": r["due_date"]} for r in expected], "failure_code": "wrong_due_dates"},
+        {"id": "sch.prior_superseded", "kind": "status_is", "table": "schedules", "row_id": prior_id,
+         "value": "superseded", "failure_code": "prior_not_superseded"},
     ]
     if paid_rows:
         fields = ["id", "schedule_id", "period", "due_date", "amount", "status", "paid_on"]
@@ -873,7 +886,7 @@ def _neighbours(
         out["accounts"].append(_account(nacc, holder, naddr, rng))
         out["schedules"].extend(schedules)
         out["instalments"].extend(instalments)
-        out["reminders"].extend(_reminders(spn, nacc, instalments, rules["reminder_lead_days"], today))
+        out["reminders"].extend(_reminders(spn, nacc, instalments, rng.choice(LEAD_VALUES[:7]), today))
         out["instructions"].append(_instruction(man, f"POL-{spn}", nacc, nday, rng))
         if rng.random() < 0.3:
             role = rng.choice(ROLES)

@@ -144,10 +144,13 @@ def rule_entries(rules: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def rule_tables(rules: Mapping[str, Any]) -> dict[str, Any]:
-    """The reference data of a portfolio's rule document: the approver role of each trigger, what
+    """The reference data of a portfolio's rule document: the approver role of each trigger
+    (``approval_roles``: ``{"trigger", "role"}`` entries in the roles' alphabetical order), what
     each request kind asks for, and the statuses of each table."""
+    # listed in the roles' alphabetical order: where a trigger's role stands says nothing of it
+    roles = sorted((rules[f"approval_role_{t}"], t) for t in APPROVAL_TRIGGERS)
     return {
-        "approval_roles": {t: rules[f"approval_role_{t}"] for t in APPROVAL_TRIGGERS},
+        "approval_roles": [{"trigger": t, "role": role} for role, t in roles],
         "request_kinds": dict(KIND_TEXT),
         "statuses": {k: list(v) for k, v in STATUSES.items()},
     }
@@ -161,8 +164,8 @@ def rules_from_document(doc: Mapping[str, Any]) -> dict[str, Any]:
         field = RULE_FIELD.get(entry.get("id"))
         if field is not None and "value" in entry:
             out[field] = entry["value"]
-    for trigger, role in (doc.get("tables", {}).get("approval_roles") or {}).items():
-        out[f"approval_role_{trigger}"] = role
+    for entry in doc.get("tables", {}).get("approval_roles") or ():
+        out[f"approval_role_{entry['trigger']}"] = entry["role"]
     return out
 
 

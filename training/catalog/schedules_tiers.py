@@ -152,7 +152,7 @@ class _Observed(ScheduleDesk):
         self._due_sum: int | None = None                     # their total D
         self._month_due: dict[str, int | None] = {}          # period -> amount of the one listed due row (None: several)
         self._month_any: dict[str, int | None] = {}          # period -> amount of the one listed due/paid row
-        self._slot_rows: list[Mapping[str, Any]] = []        # listed due or paid rows, list order (raw slots)
+        self._slot_rows: list[Mapping[str, Any]] = []        # listed due or paid rows, by due date (raw slots)
         self.version_slots: list[Mapping[str, Any]] = []     # the raw tier's version slots
         self.listed_status: dict[str, str] = {}              # status as listed
         self.status: dict[str, str] = {}                     # status as our writes changed it
@@ -189,7 +189,8 @@ class _Observed(ScheduleDesk):
                 if r.get("status") in statuses:
                     period = str(r.get("period"))
                     table[period] = None if period in table else int(r["amount"])
-        self._slot_rows = [r for r in rows if r.get("status") in ("due", "paid")][:INSTALMENT_SLOTS]
+        self._slot_rows = sorted((r for r in rows if r.get("status") in ("due", "paid")),
+                                 key=lambda r: (str(r.get("due_date")), r["id"]))[:INSTALMENT_SLOTS]
 
     def _listed_due(self) -> list[Mapping[str, Any]]:
         """Listed instalments whose listed status is due, in due-date order."""
@@ -814,8 +815,8 @@ def _ratio(value: Any, full: float) -> float:
 # =====================================================================================================
 # raw
 # =====================================================================================================
-#: instalment slots: the listed due or paid rows (not cancelled, not an abandoned draft's), in list
-#: order (at most 12 in the release)
+#: instalment slots: the listed due or paid rows (not cancelled, not an abandoned draft's), by due
+#: date (at most 12 in the release)
 INSTALMENT_SLOTS = 12
 VERSION_SLOTS = 2
 REMINDER_SLOTS = 2
@@ -837,7 +838,7 @@ class SchedulesRawCatalog(_Observed):
         *_READ_DEFS,
         *_draft_actions("frequency custom: the catalog claims none"),
         *(ActionDef(f"add_instalment[{src},{end},{share}]", "add_instalment",
-                    f"add a row for {'the request start_period (or, when it names none, the first listed due slot month)' if src == 'start' else ('the month after' if src == 'next1' else 'three months after') + ' the last row added'} "
+                    f"add a row for {'the request start_period (or, when it names none, the month of the first due slot: slots go by due date)' if src == 'start' else ('the month after' if src == 'next1' else 'three months after') + ' the last row added'} "
                     f"on the mandate's collection day as last observed ({end}: a day past the month's end goes to "
                     f"{ENDS[end].replace('_', ' ')}); amount {_SHARE_DOC[share]}")
           for src in SOURCES for end in ENDS for share in RAW_SHARES),

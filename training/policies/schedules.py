@@ -78,6 +78,8 @@ class Oracle(ScriptedPolicy):
 
     # -- decisions a wrong, rule or blind policy may override --------------------------------
     read_rules = True
+    #: the rules document as get_rules returned it (set once read)
+    document: dict[str, Any] = {}
 
     def adjust_rules(self, rules: dict[str, Any]) -> dict[str, Any]:
         """The rules the policy applies (a rule policy ignores one of them)."""
@@ -124,7 +126,7 @@ class Oracle(ScriptedPolicy):
         policy, versions = got["policy"], got["schedules"]
         today = brief["params"]["today"]
         if self.read_rules:
-            doc = (yield call("get_rules"))["result"]
+            doc = self.document = (yield call("get_rules"))["result"]
             rules = self.adjust_rules(rules_from_document(doc))
         else:
             rules = dict(DEFAULT_RULES)
@@ -442,7 +444,7 @@ class AskListedRole(Oracle):
     last = False
 
     def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any], applies: dict[str, bool]) -> list[str]:
-        listed = [rules[f"approval_role_{t}"] for t in ("deferral", "instalment_count", "short_notice")]
+        listed = [e["role"] for e in self.document["tables"]["approval_roles"]]  # as the document lists them
         return [listed[-1] if self.last else listed[0]]
 
 
