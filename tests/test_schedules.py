@@ -525,7 +525,7 @@ def test_every_choice_has_decoys_and_the_active_version_stands_anywhere() -> Non
 
 
 def test_the_decision_is_balanced_over_its_two_parts() -> None:
-    """The outcome class is the decision: an approval in about a fifth of the tasks, and each of
+    """The outcome class is the decision: an approval in about a quarter of the tasks, and each of
     the three reminder routes in about a third; every class in each split."""
     rel = release()
     for split in ("train", "heldout"):

@@ -7,7 +7,7 @@ trap is ``tag``, and writes the answer key: the expected new instalments, the de
 
 The decision comes first (seeds v2). What the agent must decide, the outcome class, is drawn
 apart from the world, from the task seed alone (:func:`_decision`): whether an approval is needed
-(about a fifth of the tasks) and where the new first instalment's reminder goes (at the lead
+(about a quarter of the tasks) and where the new first instalment's reminder goes (at the lead
 time, today, or none: a third each). The world is then drawn without looking at it, and only
 the portfolio's parameters (approval thresholds, the deferral rule, the approval order, the
 reminder lead time, the late-reminder rule) are fitted to it (:func:`_settle`). Every world is
