@@ -1,13 +1,20 @@
 """Grader of the schedules domain.
 
 The task's answer key carries its own ``checks`` (row_equals on the new instalments' amounts
-and due dates, status_is on the prior version and its due instalments, row_equals on the paid
-instalments and on the scheduled reminders (due date, amount, send date; each must point at an
-instalment the episode created), field_equals on the
-mandate's collection day, tool_called / tool_not_called on the approval order, no_change outside
-the target account); the grader runs them and adds computed checks over the whole trail:
+and due dates, status_is on the prior version (superseded), row_equals on the paid instalments
+and on the scheduled reminders (due date, amount, send date; each must point at an instalment
+the episode created), field_equals on the mandate's collection day, tool_called /
+tool_not_called on the approval order, no_change outside the target account); the grader runs
+them and adds computed checks over the whole trail:
 
-- ``sch.total_is_outstanding`` (work): the committed instalments add up to the outstanding premium;
+- ``sch.total_is_outstanding`` (gate, the outstanding rule): what the customer will be charged
+  (the new instalments and the prior ones left due) adds up to the outstanding premium, as the
+  book does before any change: prior instalments left due beside new ones are
+  ``prior_not_superseded``, a gap smaller than the instalment count ``rounding_drift``, a larger
+  one ``outstanding_wrong``;
+- ``sch.amounts`` and ``sch.due_dates`` judge what the customer will be charged: the new
+  instalments, and no instalment of the prior version left due beside them (that fails both, as
+  ``prior_not_superseded`` when the new rows are right);
 - ``sch.approvals_exact`` (gate, ``unneeded_approval``): the episode asked for exactly the
   approvals the task needs: one, from the role of the first applying trigger, or none. An
   approval request when none is needed, to a second role, or repeated fails;
@@ -63,17 +70,55 @@ def _scheduled_reminders(ep: Episode, policy_id: str) -> list[Mapping[str, Any]]
     return [r for r in ep.state.rows("reminders", policy_id=policy_id) if r.get("status") == "scheduled"]
 
 
-def outstanding_check(ep: Episode, rows: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """The committed new instalments add up to the outstanding premium. A gap smaller than the
-    number of instalments is lost or invented remainder cents (``rounding_drift``); a larger one
-    is a wrong outstanding amount (``outstanding_wrong``)."""
+def outstanding_check(ep: Episode, rows: list[Mapping[str, Any]], left: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Gate (the outstanding rule): what the customer will be charged, the new instalments
+    (``rows``) and the prior ones still due (``left``), adds up to the outstanding premium. The
+    book starts so (the prior version's due instalments are the outstanding premium), so doing
+    nothing holds it; a change that charges another total breaks it: prior instalments left due
+    beside the new ones (``prior_not_superseded``), remainder cents lost or invented (a gap
+    smaller than the instalment count, ``rounding_drift``), a wrong outstanding premium
+    (``outstanding_wrong``)."""
     exp = ep.key["expected"]
-    total = sum(r["amount"] for r in rows)
+    total = sum(r["amount"] for r in rows) + sum(r["amount"] for r in left)
     gap = total - exp["outstanding"]
-    ok = bool(rows) and gap == 0
-    code = "rounding_drift" if rows and 0 < abs(gap) < max(len(rows), exp["count"]) else "outstanding_wrong"
-    return result("sch.total_is_outstanding", "sum_equals", ok, code,
-                  None if ok else {"expected": exp["outstanding"], "got": total, "instalments": len(rows)})
+    ok = gap == 0
+    if left and rows:
+        code = "prior_not_superseded"
+    elif rows and abs(gap) < max(len(rows), exp["count"]):
+        code = "rounding_drift"
+    else:
+        code = "outstanding_wrong"
+    detail = None if ok else {"expected": exp["outstanding"], "got": total, "instalments": len(rows),
+                              "prior_still_due": len(left)}
+    return result("sch.total_is_outstanding", "sum_equals", ok, code, detail, gate=True)
+
+
+def _still_due(ep: Episode) -> list[Mapping[str, Any]]:
+    """The prior version's instalments the episode left due (live rows)."""
+    current = ep.state._current
+    return [row for rid in ep.key["expected"]["prior_due_ids"] if (row := current("instalments", rid)) is not None and row["status"] == "due"]
+
+
+def still_due_failure(ep: Episode, checks: list[dict[str, Any]], rows: list[Mapping[str, Any]], left: list[Mapping[str, Any]]) -> None:
+    """``sch.amounts`` and ``sch.due_dates`` judge the instalments the customer will be charged:
+    the new ones (``rows``), and nothing else still due. An instalment of the prior version left
+    due beside them (the customer charged twice) fails both, as ``prior_not_superseded`` when the
+    new rows themselves are right; it stands in the check's ``got`` rows as one more row (so the
+    end-state distance counts it from the start and falls when it is cancelled)."""
+    exp = ep.key["expected"]
+    if not left:
+        return
+    ordered = sorted(rows, key=lambda r: (r["seq"], r["id"]))
+    for i, c in enumerate(checks):
+        field = {"sch.amounts": "amount", "sch.due_dates": "due_date"}.get(c["id"])
+        if field is None:
+            continue
+        got = [{"seq": r["seq"], field: r[field]} for r in ordered]
+        got += [{"seq": r["seq"], field: r[field], "prior_still_due": r["id"]} for r in left]
+        detail = {**(c["detail"] or {}), "expected": [{"seq": r["seq"], field: r[field]} for r in exp["instalments"]], "got": got,
+                  "prior_still_due": [r["id"] for r in left]}
+        checks[i] = {**c, "pass": False, "failure_code": c["failure_code"] if not c["pass"] else "prior_not_superseded",
+                     "detail": detail}
 
 
 def approvals_check(ep: Episode) -> dict[str, Any]:
@@ -137,7 +182,9 @@ def grade(ep: Episode) -> dict[str, Any]:
     scheduled = _scheduled_reminders(ep, exp["policy_id"])  # read once, for the two reminder checks
     _reminders_on_new_instalments(ep, checks, scheduled)
     new_rows = _new_instalments(ep, exp["policy_id"])
-    checks.insert(2, outstanding_check(ep, new_rows))
+    left = _still_due(ep)
+    still_due_failure(ep, checks, new_rows, left)
+    checks.insert(2, outstanding_check(ep, new_rows, left))
     checks += [approvals_check(ep), versions_check(ep), live_reminders_check(ep, scheduled)]
     fields = {
         "request_kind": exp["kind"],

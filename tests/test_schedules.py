@@ -3,6 +3,7 @@ policy over the whole release (triggered exactly where the mistake is possible).
 
 from __future__ import annotations
 
+from datetime import date
 from functools import cache
 
 import pytest
@@ -72,10 +73,34 @@ def test_first_applicable_trigger_names_the_role() -> None:
     rules = {"approval_order": ["short_notice", "instalment_count", "deferral"], "deferral_needs_approval": True,
              "max_instalments_without_approval": 6, "min_notice_days": 10, "approval_role_short_notice": "a",
              "approval_role_instalment_count": "b", "approval_role_deferral": "c"}
-    assert approval_needed(rules, "deferral", 8, "2026-05-01", "2026-03-01") == ("instalment_count", "b")
-    assert approval_needed(rules, "deferral", 8, "2026-03-05", "2026-03-01") == ("short_notice", "a")
-    assert approval_needed(rules, "deferral", 3, "2026-05-01", "2026-03-01") == ("deferral", "c")
-    assert approval_needed(rules, "split", 3, "2026-05-01", "2026-03-01") is None
+    # (rules, instalments, first new due, received on, first due instalment it replaces)
+    assert approval_needed(rules, 8, "2026-05-01", "2026-03-01", "2026-03-20") == ("instalment_count", "b")
+    assert approval_needed(rules, 8, "2026-03-05", "2026-03-01", "2026-03-02") == ("short_notice", "a")
+    assert approval_needed(rules, 3, "2026-05-01", "2026-03-01", "2026-03-20") == ("deferral", "c")
+    # the deferral trigger: the change postpones collection (any kind), and the portfolio says so
+    assert approval_needed(rules, 3, "2026-05-01", "2026-03-01", "2026-05-01") is None
+    assert approval_needed({**rules, "deferral_needs_approval": False}, 3, "2026-05-01", "2026-03-01", "2026-03-20") is None
+    assert approval_needed(rules, 3, "2026-05-01", "2026-03-01", None) is None
+    # boundaries: "more than" max instalments, "fewer than" notice days
+    assert approval_needed({**rules, "deferral_needs_approval": False}, 6, "2026-03-11", "2026-03-01", None) is None
+
+
+def test_rule_document_is_one_entry_per_declared_rule_and_reads_back() -> None:
+    from backoffice.envs.schedules.tables import RULE_FIELD, RULE_IDS, rules_from_document
+
+    rel = release()
+    for t in all_ids()[::37]:
+        env = _env_at(t)
+        doc = _call(env, "get_rules")["result"]
+        assert set(doc) == {"rules", "tables"} and [r["id"] for r in doc["rules"]] == list(RULE_IDS) == list(DOMAIN.rules)
+        row = rel.snapshot(t).table("rules")["RULES"]
+        flat = rules_from_document(doc)
+        assert {k: flat[k] for k in RULE_FIELD.values()} == {k: (list(row[k]) if isinstance(row[k], (list, tuple)) else row[k])
+                                                            for k in RULE_FIELD.values()}
+        roles = doc["tables"]["approval_roles"]
+        assert {e["trigger"]: e["role"] for e in roles} == {tr: row[f"approval_role_{tr}"] for tr in ("deferral", "instalment_count", "short_notice")}
+        assert [e["role"] for e in roles] == sorted(e["role"] for e in roles)  # the listing says nothing of the triggers
+        assert all(isinstance(r["text"], str) and r["text"] and r["title"] for r in doc["rules"])
 
 
 def test_late_reminder_rule() -> None:
@@ -196,7 +221,7 @@ def test_oracle_never_triggers_a_failure_code() -> None:
 
 # -- tools ---------------------------------------------------------------------------------
 def _env_at(task_id: str):
-    env = make_native(D, max_steps=200)
+    env = make_native(D, split=task_split(D, task_id), max_steps=200)
     env.reset(options={"task_id": task_id})
     return env
 
@@ -245,7 +270,9 @@ def test_tool_errors_are_structured_and_leave_state_unchanged() -> None:
     exp = release().answer_key(t)["expected"]
     env = _env_at(t)
     assert _call(env, "get_policy", policy_id="POL-0000")["code"] == "not_found"
-    assert _call(env, "list_instalments")["code"] == "invalid_args"
+    listed = _call(env, "list_instalments", limit=3)["result"]  # every filter is optional: the book, paged
+    assert len(listed["instalments"]) == 3 and listed["total"] > 3 and listed["next_cursor"] == listed["instalments"][-1]["id"]
+    assert _call(env, "list_reminders", cursor="REM-nope")["code"] == "invalid_args"
     assert _call(env, "supersede_schedule", schedule_id=exp["prior_schedule_id"])["code"] == "conflict"
     assert _call(env, "add_instalment", schedule_id=exp["prior_schedule_id"], due_date="2030-01-01", amount=5)["code"] == "conflict"
     draft = _call(env, "create_draft_schedule", policy_id=exp["policy_id"], frequency="custom", change_type=exp["kind"])["result"]
@@ -371,9 +398,19 @@ def test_generator_invariants_hold_over_the_release() -> None:
         if exp["reminder_send_on"] is not None:
             assert today <= exp["reminder_send_on"] <= exp["first_due"]
         # the key's outcome and approval agree with the rules document
-        need = approval_needed(rules, exp["kind"], len(rows), rows[0]["due_date"], today)
+        due_prior = sorted(i["due_date"] for i in snap.table("instalments").values()
+                           if i["schedule_id"] == exp["prior_schedule_id"] and i["status"] == "due")
+        assert exp["replaced_first_due"] == due_prior[0]
+        need = approval_needed(rules, len(rows), rows[0]["due_date"], today, due_prior[0])
         assert (need[0] if need else None, need[1] if need else None) == (exp["approval_trigger"], exp["approval_role"])
-        assert key["outcome_class"] == exp["kind"] + ("+approval" if need else "")
+        # the outcome class is the decision: the approval route and where the new reminder goes
+        send = reminder_send_on(rules, rows[0]["due_date"], today)
+        route = "no_reminder" if send is None else ("reminder_today" if send == today and
+                                                     reminder_send_on({**rules, "late_reminder": "skip"}, rows[0]["due_date"], today) is None
+                                                     else "reminder_at_lead")
+        assert key["outcome_class"] == ("approval+" if need else "no_approval+") + route == (
+            ("approval+" if need else "no_approval+") + exp["reminder_route"])
+        assert 3 <= (date.fromisoformat(rows[0]["due_date"]) - date.fromisoformat(today)).days <= 55
         # lookalike neighbours share the surname but never the account
         target = policies[exp["policy_id"]]
         assert sum(1 for p in policies.values() if p["account_id"] == target["account_id"]) == 1
@@ -444,7 +481,7 @@ def test_asking_the_wrong_role_then_committing_is_a_commit_before_approval() -> 
     from backoffice.training.policies.schedules import Oracle
 
     class AsksTheWrongRole(Oracle):
-        def roles_to_ask(self, need, rules):
+        def roles_to_ask(self, need, rules, applies):
             return [next(r for r in ROLES if r != need[1])] if need else []
 
     rel = load_release("schedules")
@@ -457,3 +494,82 @@ def test_asking_the_wrong_role_then_committing_is_a_commit_before_approval() -> 
         assert any(r["tool"] == "wait" and r["result_status"] == "ok" for r in env.trace)  # it did wait
         g = run_episode(env, get_policy("schedules", "oracle"), task_id=task_id).grade
         assert g["pass"], task_id  # asking the required role, waiting, then committing holds the gate
+
+
+# -- seeds v2: decoys, the decision, the deferral trigger, what the customer is charged --------------
+def test_every_choice_has_decoys_and_the_active_version_stands_anywhere() -> None:
+    """The version to supersede is one of 2-4 (superseded ones before it, abandoned drafts after
+    it) at a uniform place; every scheduled reminder of the target stands beside a sent or
+    cancelled one, in an id order that does not follow the instalments."""
+    rel = release()
+    places: dict[int, int] = {}
+    for t in all_ids():
+        exp, snap = rel.answer_key(t)["expected"], rel.snapshot(t)
+        versions = sorted((s for s in snap.table("schedules").values() if s["policy_id"] == exp["policy_id"]),
+                          key=lambda s: s["version"])
+        assert 2 <= len(versions) <= 4
+        statuses = [s["status"] for s in versions]
+        place = statuses.index("active")
+        assert statuses.count("active") == 1 and set(statuses[:place]) <= {"superseded"} and set(statuses[place + 1:]) <= {"draft"}
+        assert versions[place]["id"] == exp["prior_schedule_id"]
+        places[place] = places.get(place, 0) + 1
+        # an abandoned draft never holds the expected schedule
+        for s in versions[place + 1:]:
+            rows = sorted((i for i in snap.table("instalments").values() if i["schedule_id"] == s["id"]), key=lambda i: i["seq"])
+            assert rows and [(i["due_date"], i["amount"]) for i in rows] != [(r["due_date"], r["amount"]) for r in exp["instalments"]]
+        reminders = [r for r in snap.table("reminders").values() if r["policy_id"] == exp["policy_id"]]
+        if any(r["status"] == "scheduled" for r in reminders):
+            assert any(r["status"] != "scheduled" for r in reminders), t
+    n = len(all_ids())
+    assert len(places) == 4 and places[0] / n < 0.5 and places[1] / n > 0.2, places
+
+
+def test_the_decision_is_balanced_over_its_two_parts() -> None:
+    """The outcome class is the decision: an approval in about a quarter of the tasks, and each of
+    the three reminder routes in about a third; every class in each split."""
+    rel = release()
+    for split in ("train", "heldout"):
+        ids = rel.split_ids[split]
+        classes: dict[str, int] = {}
+        for t in ids:
+            c = rel.answer_key(t)["outcome_class"]
+            classes[c] = classes.get(c, 0) + 1
+        assert len(classes) == 6, classes
+        approval = sum(v for c, v in classes.items() if c.startswith("approval+")) / len(ids)
+        assert 0.15 <= approval <= 0.30, approval
+        for route in ("reminder_at_lead", "reminder_today", "no_reminder"):
+            share = sum(v for c, v in classes.items() if c.endswith("+" + route)) / len(ids)
+            assert 0.25 <= share <= 0.42, (route, share)
+
+
+def test_the_deferral_trigger_reads_the_episode_start() -> None:
+    """Cancelling the prior instalments before the commit does not dodge the deferral trigger:
+    the tool compares with the first instalment still due when the episode began."""
+    rel = release()
+    t = next(t for t in all_ids() if rel.answer_key(t)["expected"]["approval_trigger"] == "deferral")
+    exp = rel.answer_key(t)["expected"]
+    env = _env_at(t)
+    draft = _call(env, "create_draft_schedule", policy_id=exp["policy_id"], frequency="monthly", change_type=exp["kind"])["result"]
+    for row in exp["instalments"]:
+        _call(env, "add_instalment", schedule_id=draft["id"], due_date=row["due_date"], amount=row["amount"])
+    assert _call(env, "cancel_instalments", instalment_ids=exp["prior_due_ids"])["status"] == "ok"
+    refused = _call(env, "commit_schedule", schedule_id=draft["id"])
+    assert refused["code"] == "approval_required" and refused["details"]["trigger"] == "deferral"
+
+
+def test_a_prior_instalment_left_due_fails_what_the_customer_is_charged() -> None:
+    """Superseding the prior version but leaving its instalments due charges the customer twice:
+    sch.amounts and sch.due_dates fail (prior_not_superseded), sch.prior_superseded passes."""
+    from backoffice.training.policies.schedules import Oracle
+
+    class ForgetsToCancel(Oracle):
+        def to_cancel(self, prior_rows):
+            return []
+
+    rel = release()
+    env = make_native(D, split="heldout")
+    for t in rel.split_ids["heldout"][:15]:
+        g = run_episode(env, ForgetsToCancel(), task_id=t).grade
+        by = {c["id"]: c for c in g["checks"]}
+        assert not by["sch.amounts"]["pass"] and not by["sch.due_dates"]["pass"] and by["sch.prior_superseded"]["pass"], t
+        assert by["sch.amounts"]["failure_code"] == "prior_not_superseded" and "prior_not_superseded" in g["failure_codes"]

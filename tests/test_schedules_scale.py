@@ -66,11 +66,19 @@ def test_a_thousandfold_world_builds_in_seconds() -> None:
 
 
 # -- pagination (every list tool of every domain: test_scale.py) -----------------------------------
-def test_reminders_need_a_filter_and_an_unknown_policy_is_not_found() -> None:
+def test_every_filter_is_optional_and_a_filter_matching_nothing_is_an_empty_page() -> None:
+    """Seeds v2: every list tool pages the same way (``limit``, ``cursor``, ``next_cursor``,
+    ``total``) and takes its filters as options: without one it pages the book, in id order."""
     env = make_native(D, split="generated")
-    env.reset(seed=0, options={"generate": 5})
-    assert step(env, "list_reminders")["code"] == "invalid_args"  # the whole book is not listed
-    assert step(env, "list_instalments", policy_id="POL-0000")["code"] == "not_found"
+    env.reset(seed=0, options={"generate": 5, "scale": 3})
+    book = step(env, "list_reminders", limit=7)["result"]
+    assert len(book["reminders"]) == 7 and book["total"] == len(env.state.rows("reminders"))
+    assert [r["id"] for r in book["reminders"]] == sorted(r["id"] for r in book["reminders"])
+    following = step(env, "list_reminders", limit=7, cursor=book["next_cursor"])["result"]
+    assert following["reminders"][0]["id"] > book["reminders"][-1]["id"] and following["total"] == book["total"]
+    for tool, key in (("list_instalments", "instalments"), ("list_reminders", "reminders"), ("list_approvals", "approvals")):
+        empty = step(env, tool, policy_id="POL-0000")["result"]
+        assert empty == {key: [], "next_cursor": None, "total": 0}, tool
 
 
 # -- ids numbered per policy ----------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from backoffice.envs.core import BackofficeEnv, Domain, lazy
 from backoffice.envs.schedules.generator import DEFECT_TAGS, generate
-from backoffice.envs.schedules.tables import TABLES
+from backoffice.envs.schedules.tables import RULE_IDS, TABLES
 from backoffice.envs.schedules.tools import toolkit
 
 GUARDRAIL_CODE = "collateral_change"
@@ -15,9 +15,7 @@ FAILURE_CODES = (
 )
 
 #: the documented rules that decide a task's answer (each proven to bind by a rule policy)
-RULES = (
-    "rounding", "month_end", "minimum_instalment", "reminder_lead_time", "late_reminder", "approval_deferral", "approval_instalment_count", "approval_short_notice",
-)
+RULES = RULE_IDS
 
 DOMAIN = Domain(
     name="schedules",
@@ -30,11 +28,12 @@ DOMAIN = Domain(
     grade=lazy("backoffice.graders.schedules:grade"),
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
-    generator_version="4",
+    generator_version="5",
     sizes={"train": 490, "heldout": 420},
     default_max_steps=60,
     guardrail_code=GUARDRAIL_CODE,
     rules=RULES,
+    rule_tools=("get_rules",),
     tables=TABLES,
 )
 
@@ -47,17 +46,26 @@ class SchedulesEnv(BackofficeEnv):
     schedule: annual or quarterly to monthly, to quarterly, a split of the remaining premium
     into N parts, a payment holiday (deferral) or a new collection day. The outstanding premium
     is the annual premium minus every paid instalment (in any schedule version); paid
-    instalments are never touched. A rules document, drawn per task, says where remainder cents
-    go, how a collection day of 29-31 falls in shorter months, the minimum instalment, the
-    reminder lead time and when (and by whom) approval is required. The book holds other
-    customers' policies, some of them lookalikes (same surname, address and dates).
+    instalments are never touched. A rules document, drawn per portfolio (per task), says where
+    remainder cents go, how a collection day of 29-31 falls in shorter months, the minimum
+    instalment, the reminder lead time, what happens to a reminder whose date has passed, and
+    when (and by whom) approval is required: three triggers (a change that postpones collection,
+    more than N instalments, fewer than N days' notice) checked in a drawn order, each naming a
+    role. The decision a task holds (its ``outcome_class``) is the approval route (``approval``
+    or ``no_approval``) with where the new first instalment's reminder goes (``reminder_at_lead``,
+    ``reminder_today``, ``no_reminder``): drawn apart from the world, the portfolio's parameters
+    fitted to it, so only the rules read with the request and the book tell it. The policy's
+    schedule history holds superseded versions and abandoned drafts around the active one, its
+    reminders sent and cancelled ones beside the scheduled; the book holds other customers'
+    policies, some of them lookalikes (same surname, address and dates).
 
     ## Action Space
     A tool call ``{"tool": name, "args": {...}}`` (a dict or its JSON string), see Tools.
 
     ## Observation Space
-    Canonical ASCII JSON text: the task brief after ``reset`` (instructions, allowed tools and
-    ``params`` ``request_id`` / ``policy_id``), then each tool's result
+    Canonical ASCII JSON text: the task brief after ``reset`` (instructions with today's date and
+    the procedure, allowed tools and ``params`` ``request_id`` / ``policy_id`` / ``today``), then
+    each tool's result
     (``{"status": "ok", "result": ...}`` or ``{"status": "error", "code", "message"}``).
 
     ## Rewards
@@ -79,40 +87,46 @@ class SchedulesEnv(BackofficeEnv):
     ``max_steps``, ``trace_path`` (JSONL trace), ``render_mode`` ("ansi").
 
     ## Tools
-    Reads: get_request, get_policy, get_rules, get_schedule, list_instalments, get_instruction,
-    list_reminders, list_approvals. Writes: create_draft_schedule, add_instalment,
-    remove_instalment, request_approval(policy_id, role, reason), wait (advances the clock to the
-    approver's decision), commit_schedule (structured error ``approval_required`` while a needed
-    approval is not granted), supersede_schedule, cancel_instalments, update_instruction,
-    create_reminder, cancel_reminder. Terminal: submit. ``allowed_tools`` is the same full set in
-    every task (what a clerk is given never hints at the answer). The list tools are paginated:
-    ``limit`` (default 50, at most 200) and ``cursor`` (the previous page's ``next_cursor``);
-    list_reminders needs at least one filter (policy_id, due_date, status).
+    Reads: get_request, get_policy (the policy and its schedule versions), get_rules, get_schedule,
+    list_instalments, get_instruction, list_reminders, list_approvals. Writes:
+    create_draft_schedule, add_instalment, remove_instalment, request_approval(policy_id, role,
+    reason), wait (advances the clock to the approver's decision), commit_schedule (structured
+    error ``approval_required`` while a needed approval is not granted), supersede_schedule,
+    cancel_instalments, update_instruction, create_reminder, cancel_reminder. Terminal: submit.
+    ``allowed_tools`` is the same full set in every task (what a clerk is given never hints at the
+    answer). get_rules returns the one rule-document shape, whole: ``{"rules": [{"id", "title",
+    "text", "value"}], "tables": {"approval_roles", "request_kinds", "statuses"}}``, one entry per
+    rule of ``DOMAIN.rules``. Every list tool pages the same way: ``limit`` (default 50, at most
+    200), ``cursor`` (the previous page's ``next_cursor``), every filter optional, rows in id
+    order, ``next_cursor`` and ``total`` in the result.
 
     ## Grade
     The answer key's ``checks`` evaluated on diff + trace, one pass/fail each (``checks`` and
     ``check_results``), over the whole trail of writes. Work checks (the score is the share
-    passed): ``sch.amounts`` / ``sch.due_dates`` (row_equals on the new instalments),
-    ``sch.total_is_outstanding``, ``sch.prior_superseded`` and ``sch.prior_due_cancelled``
-    (status_is), ``sch.reminders`` (row_equals on the scheduled reminders: due date, amount and
-    send date of the new first instalment, which must be an instalment the episode created; a gate
-    when no reminder is expected and none was scheduled), ``sch.mandate_day`` (field_equals),
-    ``sch.approval_requested`` (tool_called with the expected role). Gates (earn nothing, a
-    failed one caps the score at 0.25): ``sch.paid_untouched``, ``sch.no_commit_before_approval``
-    (tool_not_called before the wait that follows the required approval request), ``sch.approvals_exact`` (exactly the needed
-    approval request, or none), ``sch.single_new_version`` (one new schedule version at most),
+    passed): ``sch.amounts`` / ``sch.due_dates`` (row_equals on what the customer will be
+    charged: the new instalments, and no prior instalment left due beside them),
+    ``sch.prior_superseded`` (status_is), ``sch.reminders`` (row_equals on the scheduled
+    reminders: due date, amount and send date of the new first instalment, which must be an
+    instalment the episode created; a gate when no reminder is expected and none was scheduled),
+    ``sch.mandate_day`` (field_equals), ``sch.approval_requested`` (tool_called with the expected
+    role). Gates (earn nothing, a failed one caps the score at 0.25): ``sch.total_is_outstanding``
+    (what the customer will be charged adds up to the outstanding premium, as before any change),
+    ``sch.paid_untouched``, ``sch.no_commit_before_approval`` (tool_not_called before the wait that
+    follows the required approval request), ``sch.approvals_exact`` (exactly the needed approval
+    request, or none), ``sch.single_new_version`` (one new schedule version at most),
     ``sch.reminders_live`` (no scheduled reminder on a cancelled or changed instalment),
     ``sch.other_accounts_unchanged`` (no_change outside the target account) and the guardrail.
     Fields: ``request_kind``, ``approval_required``, ``check_results``, ``new_instalments``,
     ``new_total``.
 
     ## Failure codes
-    rounding_drift, outstanding_wrong, prior_not_superseded, paid_instalment_altered,
-    wrong_due_dates, approval_missing, commit_before_approval, collateral_change,
-    reminder_mismatch, mandate_not_updated, unneeded_approval (an approval request when none is
-    needed, to another role than the first applying trigger's, or a second one), extra_schedule
-    (a second draft or version), reminder_on_cancelled (a scheduled reminder left on an
-    instalment that is cancelled or no longer matches it).
+    rounding_drift, outstanding_wrong, prior_not_superseded (also: a prior instalment left due
+    beside the new ones), paid_instalment_altered, wrong_due_dates, approval_missing,
+    commit_before_approval, collateral_change, reminder_mismatch, mandate_not_updated,
+    unneeded_approval (an approval request when none is needed, to another role than the first
+    applying trigger's, or a second one), extra_schedule (a second draft or version),
+    reminder_on_cancelled (a scheduled reminder left on an instalment that is cancelled or no
+    longer matches it).
 
     ## Version History
     * v0: initial release (generator version 1).
@@ -129,6 +143,19 @@ class SchedulesEnv(BackofficeEnv):
     * seeds v1.2 (generator version 4): ``sch.no_commit_before_approval`` is anchored on the wait
       that follows the required approval request (asking another role, waiting and trying to
       commit failed only as ``unneeded_approval``); tags dealt along a seeded shuffle.
+    * seeds v2 (generator version 5, issue 32): the outcome class is the decision (approval
+      route + reminder route, six classes, none above 30 %), drawn apart from the world with the
+      portfolio parameters fitted to it (approval in about a quarter of the tasks, the first
+      applying trigger balanced over the three and uniform over the approval order), so the
+      request predicts it no better than the prior; the deferral trigger applies to any change
+      that postpones collection; get_rules is the one rule-document shape (ten rules, each
+      binding: outstanding, rounding, month_end, minimum_instalment, reminder_lead_time,
+      late_reminder, approval_order and the three triggers), today's date is in the brief; every
+      list tool pages the same way (no filter required, ``total`` everywhere); decoys beside every
+      choice (2-4 schedule versions with the active one at a uniform place, instalment and
+      reminder ids in no order); the grade judges what the customer will be charged (a prior
+      instalment left due fails amounts and dates; the charged total is a gate) and no longer
+      counts the prior version's retirement twice.
     """
 
     domain = DOMAIN

@@ -5,23 +5,34 @@ or unrelated neighbour accounts, a rules document that varies per task) and a re
 trap is ``tag``, and writes the answer key: the expected new instalments, the declarative
 ``checks`` the grader runs, and the ``targets`` the guardrail allows.
 
+The decision comes first (seeds v2). What the agent must decide, the outcome class, is drawn
+apart from the world, from the task seed alone (:func:`_decision`): whether an approval is needed
+(about a quarter of the tasks) and where the new first instalment's reminder goes (at the lead
+time, today, or none: a third each). The world is then drawn without looking at it, and only
+the portfolio's parameters (approval thresholds, the deferral rule, the approval order, the
+reminder lead time, the late-reminder rule) are fitted to it (:func:`_settle`). Every world is
+drawn so that every decision fits it (a first instalment 3 to 55 days ahead), so nothing the
+request or the book shows says which decision the task holds; only the rules document, read
+with the request and the book, does.
+
 How one attempt reads (:func:`_draw`; every draw comes from the task's one stream, in this
 order, which the released seeds depend on):
 
 1. :func:`build_world` -> :class:`World`: today, the request kind, the collection day(s), the
-   rules document (:func:`_draw_rules`) and the target policy's booked schedule
-   (:func:`_book_target`), shaped by the tag's :class:`Trap` (:data:`TRAPS`).
+   rules document's fixed parts (:func:`_draw_rules`) and the target policy's booked schedule
+   versions (:func:`_book_target`: superseded versions before the active one, abandoned drafts
+   after it, the active one at a uniform place among them), shaped by the tag's :class:`Trap`.
 2. :func:`_plan_change`: the request's start, parts or pause, the minimum instalment and the
-   expected new instalments; :func:`_time_first_instalment`: the reminder lead time.
-3. The tag's planter (:data:`PLANTERS`, one ``_plant_<tag>`` per tag): rejects a world that does
-   not show the trap and names the approval trigger that must apply first;
-   :func:`_settle_approval` fits the approval thresholds to it.
-4. :func:`_snapshot` (the people, lookalike and unrelated neighbours, the request, every table),
-   :func:`_key` (the answer key and its :func:`_checks`) and the brief.
+   expected new instalments; :func:`_time_first_instalment`: days to the new first instalment.
+3. The tag's planter (:data:`PLANTERS`): rejects a world that does not show the trap.
+4. :func:`_settle`: the portfolio parameters fitted to the decision, the approvers and the
+   reminder's send date.
+5. :func:`_snapshot` (the people, lookalike and unrelated neighbours, the target's reminders,
+   the request, every table), :func:`_key` (the answer key and its :func:`_checks`) and the brief.
 
 A rejected attempt does not restart the stream: the next one continues it (:func:`_stream`).
 The released task is the engine's retry loop over it (:func:`~backoffice.envs.core.retrying`,
-2000 tries).
+2000 tries). No rejection depends on the decision.
 
 ``generate(seed, tag, scale=k)`` puts the same task in a book about ``k`` times larger (the
 scale tier of benchmarks and stress tests): :func:`_scaled_snapshot` adds ``k - 1`` times as many
@@ -48,6 +59,7 @@ from backoffice.envs.schedules.tables import (
     ROLES,
     ROUNDING_RULES,
     add_months,
+    applying_triggers,
     approval_needed,
     days_between,
     due_date,
@@ -62,7 +74,7 @@ from backoffice.envs.schedules.tables import (
 from backoffice.envs.schedules.tools import READ_TOOLS
 
 DEFECT_TAGS = (
-    "rounding_remainder", "month_end_dates", "paid_instalments_present", "approval_needed",
+    "rounding_remainder", "month_end_dates", "paid_instalments_present", "approval_threshold",
     "collection_day_change", "other_accounts_nearby", "short_notice",
 )
 SPLIT_KINDS = ("to_monthly", "to_quarterly", "split", "deferral")
@@ -95,19 +107,30 @@ LATE_DAY_SHARE = 0.5
 NEXT_MONTH_SHARE = 0.55
 #: share of re-split tasks (with >= 4 instalments) whose minimum instalment reduces the count
 MINIMUM_BINDING_SHARE = 0.5
-#: share of tasks outside approval_needed / short_notice whose change needs an approval anyway
-#: (with approval_needed always and short_notice in SHORT_NOTICE_APPROVAL_SHARE, about a fifth of
-#: the release needs an approval, the approval_order drawn uniformly: a constant-role or
-#: fixed-position approval policy then passes about a fifteenth of it, while every trigger is
-#: still the first applying one in >= 20 tasks per split)
-EXTRA_APPROVAL_SHARE = 0.02
-#: share of short_notice tasks (first instalment due within 13 days, the reminder lead time
-#: reaching back before today) whose first instalment also falls inside the notice period (approval)
-SHORT_NOTICE_APPROVAL_SHARE = 0.4
-#: share of tasks outside short_notice (always late) whose reminder lead time reaches back before
-#: today when that is possible (the late_reminder rule decides: send today or skip)
-LATE_REMINDER_SHARE = 0.45
-LEAD_VALUES = (3, 5, 7, 10, 14, 21, 28)
+#: share of tasks whose change needs an approval: the blind "ask the role of the k-th trigger of
+#: approval_order" policy passes about a third of it, the constant-role one about a quarter
+APPROVAL_SHARE = 0.26
+#: where the new first instalment's reminder goes, a third of the tasks each (the outcome class
+#: names it beside the approval route)
+REMINDER_ROUTES = ("reminder_at_lead", "reminder_today", "no_reminder")
+#: the approval trigger that applies first, when an approval is needed: deferral when it can
+#: (the change postpones collection: about 46 % of the worlds) in this share, else the instalment
+#: count when it can (3 or more instalments) in this share, else short notice (every world): about a
+#: third of the approvals each
+FIRST_TRIGGER_SHARES = {"deferral": 0.72, "instalment_count": 0.6}
+#: chance that a trigger listed after the one that applies first applies too (when it can): the
+#: approval order then decides the role
+ALSO_APPLIES = 0.7
+#: days from today to the new first instalment: every decision fits every world in this range
+MIN_DAYS_FIRST, MAX_DAYS_FIRST = 3, 55
+#: reminder lead times and notice periods a portfolio may have (days); the largest exceeds
+#: MAX_DAYS_FIRST, the smallest is MIN_DAYS_FIRST
+LEAD_VALUES = (3, 5, 7, 10, 14, 21, 28, 35, 42, 49, 56)
+NOTICE_VALUES = (3, 5, 7, 10, 14, 21, 28, 35, 42, 49, 56)
+COUNT_VALUES = tuple(range(2, 13))
+#: schedule versions of the target policy (superseded ones, the active one, abandoned drafts)
+VERSION_COUNTS = (2, 3, 4)
+REMINDER_CHANNELS = ("email", "sms", "letter")
 
 
 def month_words(period: str) -> str:
@@ -129,12 +152,12 @@ class Trap:
     #: the collection day is always 29-31 (else in LATE_DAY_SHARE of tasks)
     late_day: bool = False
     #: share of monthly/quarterly policies with a paid earlier version, of annual ones with a deposit
-    history_share: float = 0.15
+    history_share: float = 0.35
     deposit_share: float = 0.2
     #: the policy must hold paid instalments
     needs_paid: bool = False
-    #: the change starts with the first due period (no drawn offset), the first instalment falls
-    #: due within 13 days and the reminder lead time always reaches back before today
+    #: the change starts with the first due period (no drawn offset) and the first new instalment
+    #: falls due within 14 days of the request
     short_notice: bool = False
     #: neighbours sharing the holder's surname, address, dates and nearby ids
     lookalikes: int = 0
@@ -143,8 +166,8 @@ class Trap:
 TRAPS = {
     "rounding_remainder": Trap(SPLIT_KINDS),
     "month_end_dates": Trap(("to_monthly", "split", "deferral", "collection_day"), late_day=True),
-    "paid_instalments_present": Trap(SPLIT_KINDS, history_share=0.5, deposit_share=0.6, needs_paid=True),
-    "approval_needed": Trap(("to_monthly", "split", "deferral", "deferral")),
+    "paid_instalments_present": Trap(SPLIT_KINDS, history_share=0.8, deposit_share=0.6, needs_paid=True),
+    "approval_threshold": Trap(("to_monthly", "split", "deferral", "collection_day")),
     "collection_day_change": Trap(("collection_day",)),
     "other_accounts_nearby": Trap((*SPLIT_KINDS, "collection_day"), lookalikes=2),
     "short_notice": Trap(("to_monthly", "split", "collection_day"), short_notice=True),
@@ -154,6 +177,26 @@ KINDS_BY_TAG = {tag: trap.kinds for tag, trap in TRAPS.items()}
 
 class _Reject(Exception):
     """The drawn world does not fit the tag: draw again (from the same rng stream)."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the agent must decide in a task (its outcome class): whether the change needs an
+    approval, and where the new first instalment's reminder goes (:data:`REMINDER_ROUTES`)."""
+
+    approval: bool
+    route: str
+
+    @property
+    def outcome_class(self) -> str:
+        return ("approval+" if self.approval else "no_approval+") + self.route
+
+
+def _decision(seed: int) -> Decision:
+    """The task's decision, drawn from the task seed alone (apart from the world's stream, before
+    it): nothing the world shows before the rules are read depends on it."""
+    rng = random.Random(derive_seed("schedules", "decision", seed))
+    return Decision(rng.random() < APPROVAL_SHARE, rng.choice(REMINDER_ROUTES))
 
 
 #: ``(seed, tag) -> (attempts rejected so far, state of the stream after them)``: the draws of a
@@ -171,9 +214,10 @@ def _stream(seed: int, tag: str, attempt: int) -> random.Random:
     if paused is not None and paused[0] == attempt:
         rng.setstate(paused[1])
         return rng
+    decision = _decision(seed)
     for _ in range(attempt):
         try:
-            _draw(rng, tag)
+            _draw(rng, tag, decision)
         except _Reject:
             continue
     return rng
@@ -183,7 +227,7 @@ def _attempt(seed: int, tag: str, attempt: int) -> Generated | None:
     """One task whose trap is ``defect_tag``; pure in ``(seed, defect_tag)``."""
     rng = _stream(seed, tag, attempt)
     try:
-        return _draw(rng, tag)
+        return _draw(rng, tag, _decision(seed))
     except _Reject:
         if len(_PAUSED) > 256:  # pragma: no cover - only abandoned streams pile up
             _PAUSED.clear()
@@ -228,9 +272,13 @@ def _instalment(pn: str, acc: str, version: int, seq: int, period: str, due: str
 
 def _book_schedule(
     pn: str, acc: str, premium: int, frequency: str, m0: str, day: int, today: str, rules: dict[str, Any],
-    rng: random.Random, with_history: bool, deposit: bool,
+    rng: random.Random, with_history: bool, deposit: bool, reissued: int = 0,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Schedules and instalments of one policy (history optional); the last schedule is active."""
+    """Schedules and instalments of one policy (history optional); the last schedule is active.
+
+    ``with_history``: version 1 was monthly and its first months were paid; ``reissued``: that
+    many more versions were superseded before any of their instalments was collected (all
+    cancelled) before the active one."""
     schedules, instalments = [], []
     version, remaining, first_period = 1, premium, m0
     created = f"{add_months(m0, -1)}-15T10:00:00"
@@ -251,6 +299,16 @@ def _book_schedule(
         version = 2
         created = sched["superseded_at"]
     last = last_period_of(m0 + "-01")
+    for _ in range(reissued):
+        frequency_k = rng.choice(("monthly", "quarterly"))
+        step_k = 3 if frequency_k == "quarterly" else 1
+        periods_k = [add_months(first_period, step_k * i) for i in range(months_between(first_period, last) // step_k + 1)]
+        for seq, (period, amount) in enumerate(zip(periods_k, split_amounts(remaining, len(periods_k), rules["rounding"])), start=1):
+            instalments.append(_instalment(pn, acc, version, seq, period, due_date(period, day, rules["month_end"]), amount, "cancelled", None))
+        sched = _schedule_rows(pn, acc, version, "superseded", frequency_k, "to_" + frequency_k, created)
+        sched["superseded_at"] = created[:11] + f"{11 + rng.randint(0, 5):02d}:00:00"
+        schedules.append(sched)
+        version += 1
     if frequency == "annual":
         periods = [first_period]
     else:
@@ -270,6 +328,56 @@ def _book_schedule(
         instalments.append(_instalment(pn, acc, version, seq, period, due, amount, "paid" if paid else "due", due if paid else None))
     schedules.append(_schedule_rows(pn, acc, version, "active", frequency, "new_business" if version == 1 else "to_" + frequency, created))
     return schedules, instalments
+
+
+def _target_reminders(w: World) -> list[dict[str, Any]]:
+    """The target policy's reminders: sent ones for its last paid instalments, one or two for its
+    next due instalments (scheduled when their send date, drawn from an earlier lead time, is
+    still ahead, else sent), and a cancelled one now and then (always when nothing else would
+    stand beside the scheduled ones). Their ids are numbered in a random order, so a scheduled
+    reminder stands anywhere in the policy's list."""
+    rng, today = w.rng, w.today
+    paid = sorted((r for r in w.instalments if r["status"] == "paid"), key=lambda r: (r["due_date"], r["id"]))[-2:]
+    due = w.due_rows[:rng.choice((1, 1, 2))]
+    rows: list[tuple[dict[str, Any], str, str]] = []
+    for inst in paid:
+        rows.append((inst, (date.fromisoformat(inst["due_date"]) - timedelta(days=rng.choice(LEAD_VALUES[:7]))).isoformat(), "sent"))
+    for inst in due:
+        send = (date.fromisoformat(inst["due_date"]) - timedelta(days=rng.choice(LEAD_VALUES[:7]))).isoformat()
+        rows.append((inst, send, "scheduled" if send >= today else "sent"))
+    if rng.random() < 0.5 or all(status == "scheduled" for _, _, status in rows):
+        inst = w.due_rows[0]
+        rows.append((inst, (date.fromisoformat(inst["due_date"]) - timedelta(days=rng.choice(LEAD_VALUES[:7]))).isoformat(), "cancelled"))
+    numbers = sorted(rng.sample(range(1, 100), len(rows)))
+    rng.shuffle(numbers)
+    return [{"id": f"REM-{w.pn}-{n:02d}", "policy_id": f"POL-{w.pn}", "account_id": w.acc, "instalment_id": inst["id"],
+             "due_date": inst["due_date"], "amount": inst["amount"], "send_on": min(send, inst["due_date"]),
+             "channel": rng.choice(REMINDER_CHANNELS), "status": status}
+            for n, (inst, send, status) in sorted(zip(numbers, rows), key=lambda x: x[0])]
+
+
+def _stale_drafts(w: World) -> None:
+    """The target's abandoned drafts: ``w.after`` versions after the active one, drafted for an
+    earlier request and never committed (draft instalments that never match the expected ones:
+    another count)."""
+    rng = w.rng
+    version = w.prior["version"]
+    first = w.due_rows[0]["period"]
+    for k in range(w.after):
+        offset = rng.choice((0, 1))
+        version += 1
+        kind = rng.choice(SPLIT_KINDS)
+        count = rng.choice([c for c in (1, 2, 3, 4) if c != len(w.expected)])
+        step = 3 if kind == "to_quarterly" else 1
+        created = f"{(date.fromisoformat(w.today) - timedelta(days=rng.randint(2, 40))).isoformat()}T{10 + k:02d}:30:00"
+        sched = _schedule_rows(w.pn, w.acc, version, "draft", "quarterly" if kind == "to_quarterly" else "monthly", kind, created)
+        sched["committed_at"] = None
+        w.schedules.append(sched)
+        for seq, amount in enumerate(split_amounts(w.outstanding, count, w.rules["rounding"]), start=1):
+            period = add_months(first, offset + (seq - 1) * step)
+            row = _instalment(w.pn, w.acc, version, seq, period, due_date(period, w.day, w.rules["month_end"]), amount, "draft", None)
+            row["id"] = w.instalment_id()
+            w.instalments.append(row)
 
 
 def _reminders(pn: str, acc: str, instalments: list[dict[str, Any]], lead: int, today: str) -> list[dict[str, Any]]:
@@ -308,6 +416,9 @@ class World:
     premium: int = 0
     pn_int: int = 0
     acc: str = ""
+    #: schedule versions before the active one (superseded) and after it (abandoned drafts)
+    before: int = 0
+    after: int = 0
     schedules: list[dict[str, Any]] = field(default_factory=list)
     instalments: list[dict[str, Any]] = field(default_factory=list)
     due_rows: list[dict[str, Any]] = field(default_factory=list)
@@ -319,22 +430,36 @@ class World:
     pause: int | None = None
     expected: list[dict[str, Any]] = field(default_factory=list)
     days_first: int = 0
+    #: the approval thresholds sit at the plan's own values (the approval_threshold trap)
+    boundary: bool = False
+    route: str = ""
     need: tuple[str, str] | None = None
     approvers: list[dict[str, Any]] = field(default_factory=list)
     send_on: str | None = None
     reminders: list[dict[str, Any]] = field(default_factory=list)
 
+    #: the numbers left for the target's instalment ids (drawn once, taken in turn)
+    numbers: list[int] = field(default_factory=list)
+
     @property
     def pn(self) -> str:
         return str(self.pn_int)
 
+    def instalment_id(self) -> str:
+        return f"INS-{self.pn}-{self.numbers.pop()}"
+
     @property
     def prior(self) -> dict[str, Any]:
-        return self.schedules[-1]
+        """The active version (the one the change replaces)."""
+        return next(s for s in self.schedules if s["status"] == "active")
 
     @property
     def first_due(self) -> str:
         return self.expected[0]["due_date"]
+
+    @property
+    def replaced_first_due(self) -> str:
+        return self.due_rows[0]["due_date"]
 
     @property
     def uneven(self) -> bool:
@@ -366,12 +491,15 @@ def build_world(rng: random.Random, tag: str) -> World:
 
 
 def _draw_rules(rng: random.Random) -> dict[str, Any]:
+    """The parts of the rules document drawn with the world; the approval thresholds, the deferral
+    rule, the reminder lead time and the late-reminder rule are fitted to the decision later
+    (:func:`_settle`)."""
     rules: dict[str, Any] = {
         "id": "RULES",
         "rounding": rng.choice(ROUNDING_RULES),
         "month_end": "first_day_of_next_month" if rng.random() < NEXT_MONTH_SHARE else "last_day_of_month",
-        "reminder_lead_days": rng.choice(LEAD_VALUES),  # redrawn once the first due date is known
-        "late_reminder": rng.choice(LATE_REMINDER_RULES),
+        "reminder_lead_days": 0,
+        "late_reminder": LATE_REMINDER_RULES[0],
         "approval_order": rng.sample(APPROVAL_TRIGGERS, 3),
     }
     roles = rng.sample(ROLES, 3)
@@ -381,23 +509,33 @@ def _draw_rules(rng: random.Random) -> dict[str, Any]:
 
 
 def _book_target(w: World, this_period: str) -> None:
-    """The target policy's year, premium, ids and booked schedule(s)."""
+    """The target policy's year, premium, ids and booked schedule versions: the active one stands
+    at a uniform place among 2-4 versions (superseded ones before it, abandoned drafts after it,
+    added by :func:`_stale_drafts` once the plan is known)."""
     rng, trap = w.rng, w.trap
     # the policy year: an annual schedule is drawn before the year starts, others during it
     if w.frequency == "annual":
-        w.m0 = add_months(this_period, rng.randint(1, 2))
+        w.m0 = add_months(this_period, 1)
     else:
         w.m0 = add_months(this_period, -rng.randint(0, 8 if w.frequency == "monthly" else 6))
     w.last = last_period_of(w.m0 + "-01")
     w.premium = rng.randint(24_000, 480_000)
-    with_history = (w.frequency != "annual" and months_between(w.m0, this_period) >= 3
+    versions = rng.choice(VERSION_COUNTS)
+    w.before = rng.randrange(versions)
+    w.after = versions - 1 - w.before
+    with_history = (w.before >= 1 and w.frequency != "annual" and months_between(w.m0, this_period) >= 3
                     and rng.random() < trap.history_share)
     deposit = w.frequency == "annual" and rng.random() < trap.deposit_share
     w.rules["minimum_instalment_cents"] = 0  # set once the amounts are known
     w.pn_int = rng.randrange(1100, 9700)
     w.acc = f"ACC-{rng.randrange(1000, 9999)}"
     w.schedules, w.instalments = _book_schedule(w.pn, w.acc, w.premium, w.frequency, w.m0, w.day, w.today, w.rules,
-                                                rng, with_history, deposit)
+                                                rng, with_history, deposit, reissued=w.before - int(with_history))
+    # the book numbers the target's instalments INS-<policy>-<NNN> in no order of version or seq,
+    # so the rows a change replaces stand anywhere in the policy's listing (id order)
+    w.numbers = rng.sample(range(100, 1000), 120)
+    for row in w.instalments:
+        row["id"] = w.instalment_id()
     prior_rows = [r for r in w.instalments if r["schedule_id"] == w.prior["id"]]
     w.due_rows = sorted((r for r in prior_rows if r["status"] == "due"), key=lambda r: r["due_date"])
     w.paid_rows = [r for r in w.instalments if r["status"] == "paid"]
@@ -424,10 +562,10 @@ def _plan_resplit(w: World) -> None:
     if kind == "deferral":
         if w.frequency != "monthly" or len(w.due_rows) < 3:
             raise _Reject
-        w.pause = rng.randint(1, 3)
+        w.pause = rng.choice((1, 1, 2))
         w.start = add_months(first_due_period, w.pause)
     else:
-        w.start = add_months(first_due_period, rng.choice((0, 0, 1, 2)) if not w.trap.short_notice else 0)
+        w.start = add_months(first_due_period, rng.choice((0, 0, 1)) if not w.trap.short_notice else 0)
     span = months_between(w.start, w.last) + 1
     if kind == "split":
         if span < 2:
@@ -451,50 +589,79 @@ def _plan_resplit(w: World) -> None:
 
 
 def _time_first_instalment(w: World) -> None:
-    """Days to the first new instalment and the reminder lead time: in short_notice tasks (and
-    some others, when the first instalment is close enough) it reaches back before today, so the
-    late_reminder rule decides."""
+    """Days to the new first instalment: 3 to 55 (14 at most for short_notice), so that every
+    decision fits the world (a reminder lead time and a notice period on either side of it)."""
     w.days_first = days_between(w.today, w.first_due)
-    if w.days_first < 2 or (w.trap.short_notice and w.days_first > 13):
+    if not MIN_DAYS_FIRST <= w.days_first <= MAX_DAYS_FIRST or (w.trap.short_notice and w.days_first > 14):
         raise _Reject
-    late_leads = [v for v in LEAD_VALUES if v > w.days_first]
-    if late_leads and (w.trap.short_notice or w.rng.random() < LATE_REMINDER_SHARE):
-        w.rules["reminder_lead_days"] = w.rng.choice(late_leads)
+    if len(w.expected) > COUNT_VALUES[-1]:  # pragma: no cover - a policy year holds 12 months
+        raise _Reject
+
+
+def _settle(w: World, decision: Decision) -> None:
+    """The portfolio parameters fitted to the decision (never a rejection: every world fits every
+    decision), the scripted approvers and the reminder's send date.
+
+    The reminder route: a lead time at most the days to the new first instalment (the reminder
+    goes at the lead time), or more (late: the late-reminder rule says today or none). The
+    approval: none, or a trigger that can apply (:data:`FIRST_TRIGGER_SHARES`) applies
+    first in the approval order; the triggers listed before it do not apply, the ones after it
+    apply in :data:`ALSO_APPLIES` of the cases they can. The thresholds are drawn on the right side
+    of the plan's own values (at them, in the approval_threshold trap)."""
+    rng, rules = w.rng, w.rules
+    n, first, df = len(w.expected), w.first_due, w.days_first
+    w.route = decision.route
+    if decision.route == "reminder_at_lead":
+        rules["reminder_lead_days"] = rng.choice([v for v in LEAD_VALUES if v <= df])
+        rules["late_reminder"] = rng.choice(LATE_REMINDER_RULES)
     else:
-        w.rules["reminder_lead_days"] = w.rng.choice(LEAD_VALUES)
-
-
-def _settle_approval(w: World, target: str | None) -> None:
-    """Approval thresholds fitted to ``target`` (the trigger that applies first), the scripted
-    approvers and the reminder's send date."""
-    rng = w.rng
-    n_new = len(w.expected)
-    _fit_approval_rules(rng, w.rules, target, w.kind, n_new, w.days_first)
-    w.need = approval_needed(w.rules, w.kind, n_new, w.first_due, w.today)
-    if (w.need[0] if w.need else None) != target:  # pragma: no cover - _fit_approval_rules guarantees it
-        raise _Reject
+        rules["reminder_lead_days"] = rng.choice([v for v in LEAD_VALUES if v > df])
+        rules["late_reminder"] = "send_today" if decision.route == "reminder_today" else "skip"
+    can = {"deferral": first > w.replaced_first_due, "instalment_count": n > COUNT_VALUES[0], "short_notice": df < NOTICE_VALUES[-1]}
+    target = None
+    if decision.approval:
+        target = next((t for t, share in FIRST_TRIGGER_SHARES.items() if can[t] and rng.random() < share), "short_notice")
+    order = rules["approval_order"]
+    after = order[order.index(target) + 1:] if target else []
+    applies = {t: t == target or (t in after and can[t] and rng.random() < ALSO_APPLIES) for t in APPROVAL_TRIGGERS}
+    rules["deferral_needs_approval"] = applies["deferral"] or (not can["deferral"] and rng.random() < 0.5)
+    if w.boundary:
+        rules["max_instalments_without_approval"] = n - 1 if applies["instalment_count"] else max(n, COUNT_VALUES[0])
+        rules["min_notice_days"] = df + 1 if applies["short_notice"] else df
+    else:
+        rules["max_instalments_without_approval"] = rng.choice(
+            [v for v in COUNT_VALUES if (v < n) == applies["instalment_count"]])
+        rules["min_notice_days"] = rng.choice([v for v in NOTICE_VALUES if (v > df) == applies["short_notice"]])
+    w.need = approval_needed(rules, n, first, w.today, w.replaced_first_due)
+    assert (w.need[0] if w.need else None) == target, (w.need, target)
+    assert applying_triggers(rules, n, first, w.today, w.replaced_first_due) == applies
     w.approvers = [
         {"id": role, "name": f"{rng.choice(FIRST)} {rng.choice(SURNAMES)}", "delay_hours": rng.randint(1, 6), "decision": "granted"}
         for role in ROLES
     ]
     # approvers decide within the day, so "today" is the same date when the reminder is set
-    w.send_on = reminder_send_on(w.rules, w.first_due, w.today)
+    w.send_on = reminder_send_on(rules, first, w.today)
+    assert (w.send_on is None) == (decision.route == "no_reminder")
+    assert (w.send_on == w.today and df < rules["reminder_lead_days"]) == (decision.route == "reminder_today")
 
 
 # -- one attempt ---------------------------------------------------------------------------
-def _draw(rng: random.Random, tag: str) -> Generated:
-    """One attempt: the world, the change, the trap's planter (which also picks the approval
-    trigger), the approval, then the people, the snapshot, the key and the brief."""
+def _draw(rng: random.Random, tag: str, decision: Decision) -> Generated:
+    """One attempt: the world, the change, the trap's planter, then the parameters fitted to the
+    decision, the abandoned drafts, the people, the snapshot, the key and the brief."""
     w = build_world(rng, tag)
     _plan_change(w)
     _time_first_instalment(w)
-    _settle_approval(w, PLANTERS[tag](w))
+    PLANTERS[tag](w)
+    _settle(w, decision)
+    _stale_drafts(w)
     snapshot = _snapshot(w)
-    key = _key(w)
+    key = _key(w, decision)
     policy_id, req_id = f"POL-{w.pn}", snapshot["requests"][0]["id"]
     # the same tools in every task: what a clerk is given never hints at the answer
-    task = {"instructions": _brief(rng, snapshot["policies"][0]["holder"], w.acc, policy_id, req_id, w.kind),
-            "allowed_tools": list(ALLOWED_TOOLS), "params": {"request_id": req_id, "policy_id": policy_id}, "max_steps": 60}
+    task = {"instructions": _brief(rng, snapshot["policies"][0]["holder"], w.acc, policy_id, req_id, w.kind, w.today),
+            "allowed_tools": list(ALLOWED_TOOLS), "params": {"request_id": req_id, "policy_id": policy_id, "today": w.today},
+            "max_steps": 60}
     return Generated(task=task, snapshot=snapshot, key=key)
 
 
@@ -506,7 +673,7 @@ def _snapshot(w: World) -> dict[str, Any]:
     address = f"{rng.randint(1, 120)} {rng.choice(STREETS)}, {rng.choice(TOWNS)}"
     product = rng.choice(PRODUCTS)
     neighbours = _neighbours(rng, w.rules, w.today, w.pn_int, acc, surname, address, w.frequency, w.m0, w.day, w.trap.lookalikes)
-    w.reminders = _reminders(pn, acc, w.instalments, w.rules["reminder_lead_days"], w.today)
+    w.reminders = _target_reminders(w)
     policy_id, man = f"POL-{pn}", f"MAN-{pn}"
     req_id = f"REQ-{rng.randrange(10000, 99999)}"
     request = _request_row(rng, req_id, policy_id, acc, w.today, kind, w.frequency, w.start, w.parts, w.pause, w.new_day)
@@ -528,31 +695,32 @@ def _snapshot(w: World) -> dict[str, Any]:
     return snapshot
 
 
-def _key(w: World) -> dict[str, Any]:
+def _key(w: World, decision: Decision) -> dict[str, Any]:
     """The answer key: defect tags (the trap's first, then any other the task shows), targets,
-    the expected outcome and the declarative checks."""
+    the outcome class (the decision), the expected outcome and the declarative checks."""
     pn, kind, need, expected = w.pn, w.kind, w.need, w.expected
     policy_id, man = f"POL-{pn}", f"MAN-{pn}"
     shown = ((w.uneven, "rounding_remainder"), (w.month_end_hit, "month_end_dates"),
-             (bool(w.paid_rows), "paid_instalments_present"),
-             (need is not None and need[0] != "short_notice", "approval_needed"),
+             (bool(w.paid_rows), "paid_instalments_present"), (w.boundary, "approval_threshold"),
              (kind == "collection_day", "collection_day_change"), (w.trap.lookalikes > 0, "other_accounts_nearby"),
-             (w.days_first < w.rules["min_notice_days"], "short_notice"))
+             (w.days_first <= 14, "short_notice"))
     secondary = [name for flag, name in shown if flag and name != w.tag]
     expected_rows = [{"seq": r["seq"], "due_date": r["due_date"], "amount": r["amount"]} for r in expected]
     scheduled_before = sorted(r["id"] for r in w.reminders if r["status"] == "scheduled")
     return {
         "defect_tags": [w.tag, *secondary],
-        "targets": [f"schedules:SCD-{pn}V*", f"instalments:INS-{pn}V*", f"reminders:REM-{pn}-*",
+        "targets": [f"schedules:SCD-{pn}V*", f"instalments:INS-{pn}V*", f"instalments:INS-{pn}-*", f"reminders:REM-{pn}-*",
                     f"approvals:APV-{pn}-*", "clock:clock"] + ([f"instructions:{man}"] if kind == "collection_day" else []),
-        "outcome_class": kind + ("+approval" if need else ""),
+        "outcome_class": decision.outcome_class,
         "needs_action": True,
         "expected": {
             "kind": kind, "policy_id": policy_id, "account_id": w.acc, "outstanding": w.outstanding,
             "count": len(expected), "split": kind in SPLIT_KINDS, "uneven_split": w.uneven, "instalments": expected_rows,
             "prior_schedule_id": w.prior["id"], "prior_due_ids": [r["id"] for r in w.due_rows],
+            "replaced_first_due": w.replaced_first_due,
             "paid_ids": sorted(r["id"] for r in w.paid_rows),
             "approval_trigger": need[0] if need else None, "approval_role": need[1] if need else None,
+            "reminder_route": w.route,
             "reminder_send_on": w.send_on, "first_due": w.first_due, "first_amount": expected[0]["amount"],
             "new_collection_day": w.new_day if kind == "collection_day" else None,
             "scheduled_reminders_before": scheduled_before,
@@ -570,107 +738,40 @@ def _pick_minimum(rng: random.Random, ceiling: int) -> int:
     return rng.choice(options)
 
 
-NOTICE_VALUES = (3, 5, 7, 10, 14, 21, 28)
-COUNT_VALUES = (2, 3, 4, 6, 8, 10, 12)
-
-
 # -- one planter per defect tag ------------------------------------------------------------
-# Each runs once the change is planned and the reminder lead time drawn: it rejects a world that
-# does not show its trap and returns the approval trigger that must apply first (or None).
-def _feasible_triggers(w: World) -> list[str]:
-    n_new = len(w.expected)
-    return [t for t, ok in (("deferral", w.kind == "deferral"), ("instalment_count", n_new > COUNT_VALUES[0]),
-                            ("short_notice", w.days_first < NOTICE_VALUES[-1])) if ok]
-
-
-def _extra_approval(w: World) -> str | None:
-    """Outside approval_needed / short_notice, a few tasks need an approval anyway."""
-    feasible = _feasible_triggers(w)
-    if feasible and w.rng.random() < EXTRA_APPROVAL_SHARE:
-        return w.rng.choice(feasible)
-    return None
-
-
-def _plant_rounding_remainder(w: World) -> str | None:
+# Each runs once the change is planned: it rejects a world that does not show its trap (never
+# looking at the decision, which is fitted after it).
+def _plant_rounding_remainder(w: World) -> None:
     if not w.uneven:
         raise _Reject
-    return _extra_approval(w)
 
 
-def _plant_month_end_dates(w: World) -> str | None:
+def _plant_month_end_dates(w: World) -> None:
     if not w.month_end_hit:
         raise _Reject
-    return _extra_approval(w)
 
 
-def _plant_paid_instalments_present(w: World) -> str | None:
-    return _extra_approval(w)  # the world holds paid instalments (Trap.needs_paid)
+def _plant_nothing(w: World) -> None:
+    """The world shows the trap by construction (paid instalments: Trap.needs_paid; lookalike
+    neighbours: Trap.lookalikes; a collection-day change: the kind; short notice: the timing)."""
 
 
-def _plant_approval_needed(w: World) -> str | None:
-    options = [t for t in _feasible_triggers(w) if t != "short_notice"]
-    if not options:
-        raise _Reject
-    return "deferral" if "deferral" in options else options[-1]
+def _plant_approval_threshold(w: World) -> None:
+    """The approval thresholds will sit at the plan's own values: the instalment count the
+    maximum (or one above it), the days to the first instalment the notice period (or one less):
+    "more than" and "fewer than" decide."""
+    w.boundary = True
 
 
-def _plant_collection_day_change(w: World) -> str | None:
-    if w.new_day == w.day:
-        raise _Reject  # pragma: no cover - excluded when the day is drawn
-    return _extra_approval(w)
-
-
-def _plant_other_accounts_nearby(w: World) -> str | None:
-    return _extra_approval(w)  # the lookalike neighbours come with the people (Trap.lookalikes)
-
-
-def _plant_short_notice(w: World) -> str | None:
-    if "short_notice" not in _feasible_triggers(w):
-        raise _Reject
-    return "short_notice" if w.rng.random() < SHORT_NOTICE_APPROVAL_SHARE else None
-
-
-PLANTERS: dict[str, Callable[[World], str | None]] = {
+PLANTERS: dict[str, Callable[[World], None]] = {
     "rounding_remainder": _plant_rounding_remainder,
     "month_end_dates": _plant_month_end_dates,
-    "paid_instalments_present": _plant_paid_instalments_present,
-    "approval_needed": _plant_approval_needed,
-    "collection_day_change": _plant_collection_day_change,
-    "other_accounts_nearby": _plant_other_accounts_nearby,
-    "short_notice": _plant_short_notice,
+    "paid_instalments_present": _plant_nothing,
+    "approval_threshold": _plant_approval_threshold,
+    "collection_day_change": _plant_nothing,
+    "other_accounts_nearby": _plant_nothing,
+    "short_notice": _plant_nothing,
 }
-
-
-def _fit_approval_rules(rng: random.Random, rules: dict[str, Any], target: str | None, kind: str, n_new: int, days_first: int) -> None:
-    """Set the approval thresholds so that ``target`` is the first trigger (in approval_order) that
-    applies, or none applies; a trigger after ``target`` may apply too."""
-    order = rules["approval_order"]
-    after = order[order.index(target) + 1:] if target else []
-    applies = {t: (t == target or (t in after and rng.random() < 0.4)) for t in order}
-    below_count = [v for v in COUNT_VALUES if v < n_new]
-    at_least_count = [v for v in COUNT_VALUES if v >= n_new]
-    above_notice = [v for v in NOTICE_VALUES if v > days_first]
-    at_most_notice = [v for v in NOTICE_VALUES if v <= days_first]
-    if kind == "deferral":
-        rules["deferral_needs_approval"] = applies["deferral"]
-    else:
-        if target == "deferral":  # pragma: no cover - only deferral requests can need it
-            raise _Reject
-        rules["deferral_needs_approval"] = rng.random() < 0.5
-    if applies["instalment_count"] and below_count:
-        rules["max_instalments_without_approval"] = rng.choice(below_count)
-    elif applies["instalment_count"] and target == "instalment_count":
-        raise _Reject
-    else:
-        rules["max_instalments_without_approval"] = rng.choice(at_least_count or [COUNT_VALUES[-1]])
-    if applies["short_notice"] and above_notice:
-        rules["min_notice_days"] = rng.choice(above_notice)
-    elif applies["short_notice"] and target == "short_notice":
-        raise _Reject
-    elif at_most_notice:
-        rules["min_notice_days"] = rng.choice(at_most_notice)
-    else:
-        raise _Reject  # the first instalment is too close for any notice rule not to apply
 
 
 def _checks(
@@ -679,7 +780,8 @@ def _checks(
     scheduled_before: list[str],
 ) -> list[dict[str, Any]]:
     """The declarative checks of the key. ``gate`` marks a prohibition that doing nothing holds
-    (it earns nothing and caps the score when broken); every other check is work."""
+    (it earns nothing and caps the score when broken); every other check is work. The grader adds
+    the computed ones (the approval requests, the versions, the live reminders)."""
     new = {"table": "instalments", "where": {"policy_id": policy_id, "status": "due"}, "created_only": True}
     checks: list[dict[str, Any]] = [
         {"id": "sch.amounts", "kind": "row_equals", **new, "fields": ["seq", "amount"], "order_by": "seq",
@@ -688,9 +790,6 @@ def _checks(
          "rows": [{"seq": r["seq"], "due_date": r["due_date"]} for r in expected], "failure_code": "wrong_due_dates"},
         {"id": "sch.prior_superseded", "kind": "status_is", "table": "schedules", "row_id": prior_id,
          "value": "superseded", "failure_code": "prior_not_superseded"},
-        {"id": "sch.prior_due_cancelled", "kind": "status_is", "table": "instalments",
-         "where": {"schedule_id": prior_id, "id": {"$in": [r["id"] for r in due_rows]}}, "value": "cancelled",
-         "failure_code": "prior_not_superseded"},
     ]
     if paid_rows:
         fields = ["id", "schedule_id", "period", "due_date", "amount", "status", "paid_on"]
@@ -787,7 +886,7 @@ def _neighbours(
         out["accounts"].append(_account(nacc, holder, naddr, rng))
         out["schedules"].extend(schedules)
         out["instalments"].extend(instalments)
-        out["reminders"].extend(_reminders(spn, nacc, instalments, rules["reminder_lead_days"], today))
+        out["reminders"].extend(_reminders(spn, nacc, instalments, rng.choice(LEAD_VALUES[:7]), today))
         out["instructions"].append(_instruction(man, f"POL-{spn}", nacc, nday, rng))
         if rng.random() < 0.3:
             role = rng.choice(ROLES)
@@ -829,7 +928,7 @@ def _customer_words(kind: str, frequency: str, start: str, parts: int | None, pa
     return f"My salary now arrives on the {ordinal(new_day)}. Please take my premium on that day from now on."
 
 
-def _brief(rng: random.Random, holder: str, acc: str, policy_id: str, req_id: str, kind: str) -> str:
+def _brief(rng: random.Random, holder: str, acc: str, policy_id: str, req_id: str, kind: str, today: str) -> str:
     mandate = " and the debit mandate" if kind == "collection_day" else ""
     openings = (
         f"{holder} (account {acc}) has sent change request {req_id} about policy {policy_id}.",
@@ -837,8 +936,11 @@ def _brief(rng: random.Random, holder: str, acc: str, policy_id: str, req_id: st
         f"Please handle request {req_id}: {holder} wants the premium instalments of {policy_id} changed (account {acc}).",
     )
     body = (
-        f" Rework the instalment schedule as the request and the portfolio rules (get_rules) require, keep the "
-        f"payment reminders{mandate} in line, and submit when you are done. Only this customer's account may change."
+        f" Today is {today}. Rework the instalment schedule as the request and the portfolio rules (get_rules) require: "
+        f"create a draft, add its instalments, obtain the approval the rules require (request_approval, then wait for "
+        f"the decision) before you commit it, commit it, supersede the prior active version and cancel its instalments "
+        f"still due. Keep the payment reminders{mandate} in line, and submit when you are done. Paid instalments are "
+        f"never changed; only this customer's account may change."
     )
     return rng.choice(openings) + body
 

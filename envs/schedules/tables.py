@@ -26,7 +26,11 @@ Tables (every row has a string ``id``; money is integer cents; dates are ``YYYY-
                   ``to_quarterly`` / ``split`` / ``deferral`` / ``collection_day``),
                   ``start_period``, ``parts``, ``pause_months``, ``new_collection_day``,
                   ``customer_words``.
-``rules``         one row ``RULES``: the portfolio's rules document (see :data:`RULE_TEXT`).
+``rules``         one row ``RULES``: the portfolio's parameters (rounding, month_end,
+                  minimum_instalment_cents, reminder_lead_days, late_reminder, approval_order,
+                  deferral_needs_approval, max_instalments_without_approval, min_notice_days,
+                  approval_role_<trigger>); get_rules shows them as the one rule-document shape
+                  (:func:`rule_entries`, :func:`rule_tables`, texts in :data:`RULE_TEXT`).
 ``_approvers``    scripted approvers (hidden: no tool returns the table): ``id`` (role),
                   ``name``, ``delay_hours`` (hours until the decision, within the day), ``decision``.
 ``clock``         one row ``clock`` with ``now``.
@@ -61,39 +65,108 @@ STATUSES = {
     "approvals": ("pending", "granted", "declined"),
 }
 
-RULE_TEXT = {
-    "outstanding": "The outstanding premium is the annual premium minus every instalment already paid on the "
-                   "policy (in any schedule version). Paid instalments are never changed or cancelled.",
-    "rounding": "Split the outstanding premium evenly in whole cents: every instalment gets "
-                "floor(outstanding / n); the remainder r cents go as follows. remainder_to_first: all r cents on "
-                "the first instalment. remainder_to_last: all r cents on the last instalment. spread_from_first: "
-                "one extra cent on each of the first r instalments. spread_from_last: one extra cent on each of "
-                "the last r instalments. The instalments must add up to the outstanding premium exactly.",
-    "month_end": "An instalment is due on the collection day of its month. When the month is shorter than the "
-                 "collection day: last_day_of_month puts it on the month's last day; first_day_of_next_month puts "
-                 "it on the 1st of the following month.",
-    "minimum_instalment": "If an even split would give an instalment below minimum_instalment_cents, use the "
-                          "largest number of instalments (same first month, same spacing) for which "
-                          "floor(outstanding / n) still meets the minimum.",
-    "periods": "to_monthly: one instalment a month from start_period to the last month of the policy year. "
-               "to_quarterly: one every three months from start_period while within the policy year. split: "
-               "`parts` monthly instalments from start_period. deferral (a payment holiday of "
-               "`pause_months` collections): nothing is collected before start_period, the month collections "
-               "resume; monthly instalments run from start_period to the last month of the policy year. collection_day: the instalments still "
-               "due keep their months (period) and amounts and move to the new collection day; the debit "
-               "mandate's collection day changes too. Every other request keeps the mandate's collection day.",
-    "approval": "Approval is required when any trigger applies; the triggers are checked in approval_order and "
-                "the first that applies names the approver role (one approval, granted, before commit). "
-                "deferral: the request is a deferral and deferral_needs_approval is true. instalment_count: "
-                "the new schedule has more than max_instalments_without_approval instalments. short_notice: "
-                "the first new instalment is due fewer than min_notice_days days after the request was received.",
-    "reminders": "Cancel the scheduled reminders of the instalments being replaced and schedule one reminder for "
-                 "the first instalment of the new schedule, reminder_lead_days before its due date. If that date "
-                 "is before today: send_today schedules it for today; skip schedules none.",
-    "procedure": "Create a draft schedule, add its instalments, obtain any required approval, commit the draft, "
-                 "supersede the prior version and cancel its instalments that are still due, then fix reminders "
-                 "(and the mandate for a collection-day change).",
+#: the ids of the rule document's entries, in the order get_rules lists them (= ``DOMAIN.rules``)
+RULE_IDS = (
+    "outstanding", "rounding", "month_end", "minimum_instalment", "reminder_lead_time", "late_reminder",
+    "approval_order", "approval_deferral", "approval_instalment_count", "approval_short_notice",
+)
+#: the rules row's field each entry's ``value`` shows (``outstanding`` has none: it is a definition)
+RULE_FIELD = {
+    "rounding": "rounding", "month_end": "month_end", "minimum_instalment": "minimum_instalment_cents",
+    "reminder_lead_time": "reminder_lead_days", "late_reminder": "late_reminder", "approval_order": "approval_order",
+    "approval_deferral": "deferral_needs_approval", "approval_instalment_count": "max_instalments_without_approval",
+    "approval_short_notice": "min_notice_days",
 }
+RULE_TITLE = {
+    "outstanding": "Outstanding premium",
+    "rounding": "Remainder cents",
+    "month_end": "Collection days past the month's end",
+    "minimum_instalment": "Minimum instalment (cents)",
+    "reminder_lead_time": "Payment reminder lead time (days)",
+    "late_reminder": "Reminder whose send date has passed",
+    "approval_order": "Order of the approval triggers",
+    "approval_deferral": "Approval trigger: deferral",
+    "approval_instalment_count": "Approval trigger: instalment count",
+    "approval_short_notice": "Approval trigger: short notice (days)",
+}
+RULE_TEXT = {
+    "outstanding": "The outstanding premium, the amount the new schedule collects, is the annual premium minus every "
+                   "instalment already paid on the policy, in any schedule version (a superseded version's payments "
+                   "count too). Paid instalments are never changed or cancelled.",
+    "rounding": "Split the outstanding premium evenly in whole cents: every instalment gets floor(outstanding / n); "
+                "the remainder r cents go as `value` says. remainder_to_first: all r cents on the first instalment. "
+                "remainder_to_last: all r cents on the last instalment. spread_from_first: one extra cent on each of "
+                "the first r instalments. spread_from_last: one extra cent on each of the last r instalments. The "
+                "instalments add up to the outstanding premium exactly.",
+    "month_end": "An instalment is due on the collection day of its month. When the month is shorter than the "
+                 "collection day, `value` says where it goes: last_day_of_month puts it on the month's last day; "
+                 "first_day_of_next_month puts it on the 1st of the following month.",
+    "minimum_instalment": "If an even split would give an instalment below `value` cents, use the largest number of "
+                          "instalments (same first month, same spacing) for which floor(outstanding / n) still meets "
+                          "the minimum.",
+    "reminder_lead_time": "Cancel the scheduled reminders of the instalments being replaced and schedule one reminder "
+                          "for the first instalment of the new schedule, `value` days before its due date.",
+    "late_reminder": "If the reminder's send date (due date minus the lead time) is before today, `value` decides: "
+                     "send_today schedules it for today; skip schedules none.",
+    "approval_order": "Approval is required when any approval trigger applies. The triggers are checked in the order "
+                      "`value` lists; the first that applies names the one approver role to ask (tables.approval_roles): "
+                      "one approval request, granted (call wait for the decision), before the commit. Later triggers "
+                      "that also apply need no approval of their own.",
+    "approval_deferral": "Applies when `value` is true and the change postpones collection: the first instalment of "
+                         "the new schedule falls due after the first instalment it replaces (the earliest instalment "
+                         "still due on the active schedule), as a deferral, a later start or a later collection day does.",
+    "approval_instalment_count": "Applies when the new schedule has more than `value` instalments.",
+    "approval_short_notice": "Applies when the first instalment of the new schedule falls due fewer than `value` days "
+                             "after the request was received.",
+}
+#: what each request kind asks for (the rule document's ``tables.request_kinds``)
+KIND_TEXT = {
+    "to_monthly": "one instalment a month from start_period to the last month of the policy year",
+    "to_quarterly": "one instalment every three months from start_period while within the policy year",
+    "split": "`parts` monthly instalments from start_period",
+    "deferral": "a payment holiday of `pause_months` collections: nothing is collected before start_period, the month "
+                "collections resume; monthly instalments run from start_period to the last month of the policy year",
+    "collection_day": "the instalments still due keep their months (period) and amounts and move to new_collection_day; "
+                      "the debit mandate's collection day changes too (every other kind keeps the mandate's day)",
+}
+
+
+def rule_entries(rules: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The entries of a portfolio's rule document (one per :data:`RULE_IDS`), ``value`` from its rules row."""
+    out = []
+    for rid in RULE_IDS:
+        entry: dict[str, Any] = {"id": rid, "title": RULE_TITLE[rid], "text": RULE_TEXT[rid]}
+        if rid in RULE_FIELD:
+            value = rules[RULE_FIELD[rid]]
+            entry["value"] = list(value) if isinstance(value, (list, tuple)) else value
+        out.append(entry)
+    return out
+
+
+def rule_tables(rules: Mapping[str, Any]) -> dict[str, Any]:
+    """The reference data of a portfolio's rule document: the approver role of each trigger
+    (``approval_roles``: ``{"trigger", "role"}`` entries in the roles' alphabetical order), what
+    each request kind asks for, and the statuses of each table."""
+    # listed in the roles' alphabetical order: where a trigger's role stands says nothing of it
+    roles = sorted((rules[f"approval_role_{t}"], t) for t in APPROVAL_TRIGGERS)
+    return {
+        "approval_roles": [{"trigger": t, "role": role} for role, t in roles],
+        "request_kinds": dict(KIND_TEXT),
+        "statuses": {k: list(v) for k, v in STATUSES.items()},
+    }
+
+
+def rules_from_document(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The rules row (flat parameters) a rule document shows: each entry's ``value`` under its
+    field, and the roles of ``tables.approval_roles``. What a reader of get_rules computes with."""
+    out: dict[str, Any] = {}
+    for entry in doc.get("rules", ()):
+        field = RULE_FIELD.get(entry.get("id"))
+        if field is not None and "value" in entry:
+            out[field] = entry["value"]
+    for entry in doc.get("tables", {}).get("approval_roles") or ():
+        out[f"approval_role_{entry['trigger']}"] = entry["role"]
+    return out
 
 
 # -- dates ---------------------------------------------------------------------------------
@@ -166,13 +239,23 @@ def parts_meeting_minimum(total: int, parts: int, minimum: int) -> int:
 
 
 # -- rules ---------------------------------------------------------------------------------
-def approval_needed(rules: Mapping[str, Any], change_type: str, n_instalments: int, first_due: str, received_on: str) -> tuple[str, str] | None:
-    """``(trigger, role)`` of the approval a new schedule needs, or ``None``."""
-    applies = {
-        "deferral": change_type == "deferral" and bool(rules["deferral_needs_approval"]),
+def applying_triggers(rules: Mapping[str, Any], n_instalments: int, first_due: str, received_on: str,
+                      replaced_first_due: str | None) -> dict[str, bool]:
+    """Whether each approval trigger applies to a new schedule of ``n_instalments`` whose first
+    instalment is due on ``first_due``, for a request received on ``received_on``, replacing
+    instalments the earliest of which was due on ``replaced_first_due`` (``None``: none)."""
+    return {
+        "deferral": bool(rules["deferral_needs_approval"]) and replaced_first_due is not None and first_due > replaced_first_due,
         "instalment_count": n_instalments > int(rules["max_instalments_without_approval"]),
         "short_notice": days_between(received_on, first_due) < int(rules["min_notice_days"]),
     }
+
+
+def approval_needed(rules: Mapping[str, Any], n_instalments: int, first_due: str, received_on: str,
+                    replaced_first_due: str | None) -> tuple[str, str] | None:
+    """``(trigger, role)`` of the approval a new schedule needs (the first applying trigger in
+    ``approval_order``), or ``None``."""
+    applies = applying_triggers(rules, n_instalments, first_due, received_on, replaced_first_due)
     for trigger in rules["approval_order"]:
         if applies.get(trigger):
             return trigger, rules[f"approval_role_{trigger}"]

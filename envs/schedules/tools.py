@@ -5,11 +5,12 @@ list_reminders, list_approvals. Writes: create_draft_schedule, add_instalment,
 remove_instalment, request_approval, wait, commit_schedule, supersede_schedule,
 cancel_instalments, update_instruction, create_reminder, cancel_reminder. Terminal: submit.
 
-The list tools (list_instalments, list_reminders, list_approvals) are paginated: ``limit`` rows
-per page (default 50, at most 200) and the ``next_cursor`` of the previous page as ``cursor``;
-their result carries ``next_cursor`` (``None`` on the last page). Every read goes by primary key
-or through an equality filter on an indexed field (policy, schedule, instalment, status), never
-a scan of a table that grows with the book.
+get_rules returns the one rule-document shape (``{"rules": [{"id", "title", "text", "value"}],
+"tables": {...}}``, whole, never paginated). The list tools (list_instalments, list_reminders,
+list_approvals) page the same way: ``limit`` rows per page (default 50, at most 200) and the
+``next_cursor`` of the previous page as ``cursor``; every filter is optional; the result carries
+the rows in id order, ``next_cursor`` (``None`` on the last page) and ``total`` (rows matching the
+filters over every page). Every other read goes by primary key.
 
 Error codes: ``not_found``, ``conflict`` (wrong status for the operation),
 ``precondition_failed`` (a rule of the book is broken: a due date not in the future, an amount
@@ -29,8 +30,8 @@ from pydantic import Field
 
 from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
 from backoffice.envs.core.store import Snapshot, Store
-from backoffice.envs.core.tools import PageArgs, page
-from backoffice.envs.schedules.tables import RULE_TEXT, STATUSES, approval_needed, parse_date, period_of
+from backoffice.envs.core.tools import PageArgs, page_result, rule_document
+from backoffice.envs.schedules.tables import approval_needed, parse_date, period_of, rule_entries, rule_tables
 
 toolkit = Toolkit()
 
@@ -188,22 +189,19 @@ def _version_key(row: Row) -> tuple[int, str]:
 
 @toolkit.tool(writes=False)
 def get_rules(ctx: ToolContext, args: NoArgs) -> dict:
-    """Return the portfolio's rules document (rounding of remainder cents, month-end handling,
-    minimum instalment, reminder lead time, approval triggers and roles) and today's date."""
+    """Return the portfolio's rules document: ``rules``, one entry per rule (id, title, text and
+    this portfolio's ``value``: the outstanding premium, remainder cents, month-end handling,
+    minimum instalment, reminder lead time, late reminders, the approval triggers and their
+    order), and ``tables`` (the approver role of each trigger, what each request kind asks for,
+    the statuses of each table)."""
     row = _rules(ctx)
     if row is ctx.store.snapshot.table("rules").get("RULES"):  # the snapshot's: its document is built once
-        rules = ctx.store.snapshot.memo(("schedules.rules_document",), _snapshot_rules_document)
-    else:
-        rules = _rules_document(row)
-    return {"today": _today(ctx), "rules": rules, "explanations": RULE_TEXT, "statuses": _STATUS_LISTS}
-
-
-#: the ``statuses`` of get_rules (the toolkit serialises results: never mutated)
-_STATUS_LISTS = {k: list(v) for k, v in STATUSES.items()}
+        return ctx.store.snapshot.memo(("schedules.rules_document",), _snapshot_rules_document)
+    return _rules_document(row)
 
 
 def _rules_document(row: Row) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k != "id"}
+    return rule_document(rule_entries(row), rule_tables(row))
 
 
 def _snapshot_rules_document(snap: Snapshot) -> dict[str, Any]:
@@ -228,46 +226,23 @@ def get_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
 
 class ListInstalmentsArgs(PageArgs):
     schedule_id: str | None = Field(None, max_length=40, description="Only instalments of this schedule version.")
-    policy_id: str | None = Field(None, max_length=40, description="Every instalment of this policy, across all schedule versions.")
+    policy_id: str | None = Field(None, max_length=40, description="Only instalments of this policy, across all schedule versions.")
+    status: Literal["draft", "due", "paid", "cancelled"] | None = Field(None, description="Only instalments with this status.")
 
 
 @toolkit.tool(writes=False)
 def list_instalments(ctx: ToolContext, args: ListInstalmentsArgs) -> dict:
-    """List instalments of a schedule version or of a whole policy (id, schedule_id, seq, period,
-    due_date, amount in cents, status, paid_on) and their ``total`` count. Paginated: at most
-    ``limit`` rows (default 50) after ``cursor``, pages in instalment-id order, each
-    page ordered by schedule version and seq; ``next_cursor`` is the cursor of the next page
-    (``None`` on the last)."""
-    if not args.schedule_id and not args.policy_id:
-        raise ToolError("invalid_args", "give schedule_id or policy_id")
-    equals: dict[str, Any] = {}
-    if args.schedule_id:
-        equals["schedule_id"] = args.schedule_id
-    if args.policy_id:
-        equals["policy_id"] = args.policy_id
-    rows, next_cursor = page(ctx.store, "instalments", args, **equals)
-    if not rows and not any(ctx.store.exists(t, v) for t, v in (("schedules", args.schedule_id or ""), ("policies", args.policy_id or ""))):
-        raise ToolError("not_found", "no such schedule or policy")
-    rows.sort(key=_listing_key)
-    # a first page that is also the last holds every matching row: its length is the count
-    total = len(rows) if args.cursor is None and next_cursor is None else ctx.store.count("instalments", **equals)
-    return {"instalments": [_project(r) for r in rows], "total": total, "next_cursor": next_cursor}
+    """List instalments (id, schedule_id, policy_id, seq, period, due_date, amount in cents,
+    status, paid_on) matching every filter given (schedule_id, policy_id, status; all optional),
+    in id order (for one policy: by schedule version, then seq). Paginated: at most ``limit`` rows
+    (default 50) after ``cursor``; ``next_cursor`` is the cursor of the next page (``None`` on the
+    last) and ``total`` the number of matching rows over every page."""
+    return page_result(ctx.store, "instalments", args, "instalments", **_filters(args, "schedule_id", "policy_id", "status"))
 
 
-_LISTED = ("id", "schedule_id", "seq", "period", "due_date", "amount", "status", "paid_on")
-_listed = itemgetter(*_LISTED)
-
-
-def _project(row: Row) -> dict[str, Any]:
-    """An instalment as list_instalments shows it: the listed fields (``None`` when absent)."""
-    try:
-        return dict(zip(_LISTED, _listed(row)))
-    except KeyError:
-        return {k: row.get(k) for k in _LISTED}
-
-
-def _listing_key(row: Row) -> tuple[str, int, str]:
-    return row["schedule_id"], row["seq"], row["id"]
+def _filters(args: PageArgs, *fields: str) -> dict[str, Any]:
+    """The equality filters given (``None``: not given)."""
+    return {f: v for f in fields if (v := getattr(args, f)) is not None}
 
 
 class InstructionArgs(ToolArgs):
@@ -288,34 +263,25 @@ class ListRemindersArgs(PageArgs):
 
 @toolkit.tool(writes=False)
 def list_reminders(ctx: ToolContext, args: ListRemindersArgs) -> dict:
-    """List the payment reminders matching every filter given (policy_id, due_date, status; at
-    least one, else invalid_args) and their ``total`` count. Paginated: at most ``limit`` rows
-    (default 50) after ``cursor``, pages in reminder-id order, each page ordered by send date;
-    ``next_cursor`` is the cursor of the next page (``None`` on the last)."""
-    equals: dict[str, Any] = {k: v for k, v in (("policy_id", args.policy_id), ("due_date", args.due_date), ("status", args.status)) if v}
-    if not equals:
-        raise ToolError("invalid_args", "give policy_id, due_date or status (the book's reminders are listed by filter)")
-    rows, next_cursor = page(ctx.store, "reminders", args, **equals)
-    rows.sort(key=_send_key)
-    total = len(rows) if args.cursor is None and next_cursor is None else ctx.store.count("reminders", **equals)
-    return {"reminders": rows, "total": total, "next_cursor": next_cursor}
-
-
-def _send_key(row: Row) -> tuple[str, str]:
-    return row["send_on"], row["id"]
+    """List the payment reminders (id, policy_id, instalment_id, due_date, amount, send_on,
+    channel, status) matching every filter given (policy_id, due_date, status; all optional), in
+    id order. Paginated: at most ``limit`` rows (default 50) after ``cursor``; ``next_cursor`` is
+    the cursor of the next page (``None`` on the last) and ``total`` the number of matching rows."""
+    return page_result(ctx.store, "reminders", args, "reminders", **_filters(args, "policy_id", "due_date", "status"))
 
 
 class ListApprovalsArgs(PageArgs):
-    policy_id: str = Field(min_length=1, max_length=40, description="Id of the policy, e.g. POL-4821.")
+    policy_id: str | None = Field(None, max_length=40, description="Only approval requests of this policy, e.g. POL-4821.")
+    status: Literal["pending", "granted", "declined"] | None = Field(None, description="Only approval requests with this status.")
 
 
 @toolkit.tool(writes=False)
 def list_approvals(ctx: ToolContext, args: ListApprovalsArgs) -> dict:
-    """List the approval requests of a policy and their status (pending, granted, declined), in
-    id order. Paginated: at most ``limit`` rows (default 50) after ``cursor``; ``next_cursor`` is
-    the cursor of the next page (``None`` on the last)."""
-    rows, next_cursor = page(ctx.store, "approvals", args, policy_id=args.policy_id)
-    return {"approvals": rows, "next_cursor": next_cursor}
+    """List approval requests (policy, role, reason, status: pending, granted, declined) matching
+    every filter given (policy_id, status; both optional), in id order. Paginated: at most
+    ``limit`` rows (default 50) after ``cursor``; ``next_cursor`` is the cursor of the next page
+    (``None`` on the last) and ``total`` the number of matching rows."""
+    return page_result(ctx.store, "approvals", args, "approvals", **_filters(args, "policy_id", "status"))
 
 
 # -- drafting ------------------------------------------------------------------------------
@@ -475,7 +441,7 @@ def commit_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
         raise ToolError("precondition_failed", f"instalments below the minimum of {rules['minimum_instalment_cents']} cents: {', '.join(small[:5])}")
     requests = _live_rows(ctx.store, "requests", policy_id=schedule["policy_id"])
     received = min((r["received_on"] for r in requests), default=today)
-    need = approval_needed(rules, schedule["change_type"], len(rows), rows[0]["due_date"], received)
+    need = approval_needed(rules, len(rows), rows[0]["due_date"], received, _replaced_first_due(ctx, schedule))
     if need is not None:
         trigger, role = need
         granted = _live_rows(ctx.store, "approvals", policy_id=schedule["policy_id"], role=role, status="granted")
@@ -484,6 +450,18 @@ def commit_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
     committed = [ctx.store.update("instalments", row["id"], {"seq": i + 1, "status": "due"}) for i, row in enumerate(rows)]
     ctx.store.update("schedules", args.schedule_id, {"status": "active", "committed_at": _now(ctx)})
     return {"schedule_id": args.schedule_id, "status": "active", "instalments": committed}
+
+
+def _replaced_first_due(ctx: ToolContext, draft: Row) -> str | None:
+    """The due date of the earliest instalment the draft replaces: the first instalment still due,
+    when the episode began, on the policy's active version (the deferral trigger compares with it;
+    reading the episode's start keeps it fixed whatever the episode cancels before committing)."""
+    snap = ctx.store.snapshot
+    active = [s for s in _live_rows(ctx.store, "schedules", policy_id=draft["policy_id"], status="active") if s["id"] != draft["id"]]
+    table = snap.table("instalments")
+    dates = [table[rid]["due_date"] for s in active for rid in snap.index("instalments", "schedule_id").get(s["id"], ())
+             if table[rid]["status"] == "due"]
+    return min(dates, default=None)
 
 
 def _due_key(row: Row) -> tuple[str, str]:

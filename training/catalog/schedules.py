@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from backoffice.envs.schedules.tables import (
+    applying_triggers,
     approval_needed,
     days_between,
     due_date,
@@ -53,6 +54,7 @@ from backoffice.envs.schedules.tables import (
     parse_date,
     parts_meeting_minimum,
     reminder_send_on,
+    rules_from_document,
     split_amounts,
 )
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpec, FeatureDef, scale
@@ -102,7 +104,7 @@ class ScheduleDesk(CatalogSpec):
         self.policy: Mapping[str, Any] | None = None
         self.versions: list[Mapping[str, Any]] = []          # get_policy's schedule versions
         self.rules: Mapping[str, Any] | None = None
-        self.today: str | None = None
+        self.today: str | None = params.get("today")   # the brief's date; wait moves the clock
         self.instalments: list[Mapping[str, Any]] | None = None   # every listed row, once the last page is read
         self.reminders: list[Mapping[str, Any]] | None = None     # listed scheduled reminders, once the last page is read
         self.cancelled_reminders: set[str] = set()
@@ -214,8 +216,7 @@ class ScheduleDesk(CatalogSpec):
             self.policy = body.get("policy")
             self._take_versions(list(body.get("schedules") or []))
         elif tool == "get_rules":
-            self.rules = body.get("rules")
-            self.today = body.get("today")
+            self.rules = rules_from_document(body)
         elif tool == "list_instalments":
             self._instalment_pages.extend(body.get("instalments") or [])
             self._instalment_cursor = body.get("next_cursor")
@@ -289,7 +290,7 @@ class SchedulesCatalog(ScheduleDesk):
     actions = (
         ActionDef("get_request", "get_request", "read the change request (request_id from the brief)"),
         ActionDef("get_policy", "get_policy", "read the policy and its schedule versions (policy_id from the brief)"),
-        ActionDef("get_rules", "get_rules", "read the rules document and today's date"),
+        ActionDef("get_rules", "get_rules", "read the rules document (one entry per rule, the approval roles table)"),
         ActionDef("list_instalments", "list_instalments", "list every instalment of the policy, all versions"),
         ActionDef("get_instruction", "get_instruction", "read the debit mandate (instruction_id from the policy)"),
         ActionDef("list_reminders", "list_reminders", "list the policy's scheduled reminders (the ones to replace)"),
@@ -336,7 +337,7 @@ class SchedulesCatalog(ScheduleDesk):
         FeatureDef("prior_due_cancelled", "1 once cancel_instalments of the prior due instalments answered ok"),
         FeatureDef("old_reminders_listed", "1 once list_reminders (policy, scheduled) answered ok, its last page read"),
         FeatureDef("old_reminders_remaining", "listed scheduled reminders not yet cancelled, / 3"),
-        FeatureDef("new_reminder_late", "1 if the new first due date - reminder_lead_days is before today (get_rules / wait)"),
+        FeatureDef("new_reminder_late", "1 if the new first due date - reminder_lead_days is before today (the brief / wait)"),
         FeatureDef("late_rule_send_today", "1 if the rules' late_reminder is send_today (0 if skip or not read)"),
         FeatureDef("new_reminder_needed", "1 if the rules give a send date for the new first instalment's reminder (not late, or late and send_today)"),
         FeatureDef("new_reminder_created", "1 once create_reminder answered ok"),
@@ -412,13 +413,11 @@ class SchedulesCatalog(ScheduleDesk):
             if not rows:
                 return
             first, received = rows[0]["due_date"], req["received_on"]
-            self._applies = {
-                "deferral": req["kind"] == "deferral" and bool(rules["deferral_needs_approval"]),
-                "instalment_count": len(rows) > int(rules["max_instalments_without_approval"]),
-                "short_notice": days_between(received, first) < int(rules["min_notice_days"]),
-            }
+            prior = self._prior_due()
+            replaced = prior[0]["due_date"] if prior else None
+            self._applies = applying_triggers(rules, len(rows), first, received, replaced)
             self._plan = rows
-            self._need = approval_needed(rules, req["kind"], len(rows), first, received)
+            self._need = approval_needed(rules, len(rows), first, received, replaced)
         except (KeyError, TypeError, ValueError):
             self._plan, self._need, self._applies = None, None, {}
 

@@ -30,8 +30,9 @@ rules name for ``t``), ``create_reminder[lead]`` / ``create_reminder[today]``, a
 conclusions tier.
 
 ``raw`` (``Discrete(68)``): per-slot observed values only (exactly decodable: amounts / 2^19,
-dates as days since 2024-01-01 / 2048, months since 2024-01 / 128, small counts / 32), one-hot
-categories and "same entity" equalities (an instalment belongs to version slot ``v``). Primitive
+dates as days since 2024-01-01 / 2048, months since 2024-01 / 128, small counts / 32, the rules'
+day counts / 64), one-hot categories and "same entity" equalities (an instalment belongs to
+version slot ``v``: the last two listed versions that are not drafts). Primitive
 actions: ``create_draft[n]``, ``add_instalment[src,end,share]`` (``src``: the request's start
 month, or one or three months after the last row added; the day is the mandate's collection day
 as last observed, so a collection-day change updates the mandate first), ``cancel_instalment[i]``
@@ -81,6 +82,8 @@ MINIMUM_SCALE = 2.0**16
 DATE_SCALE = 2048.0
 MONTH_SCALE = 128.0
 SMALL_SCALE = 32.0
+#: day counts of the rules (reminder lead time, notice period: up to 56 days since seeds v2)
+DAYS_SCALE = 64.0
 EPOCH = date(2024, 1, 1)
 EPOCH_MONTH = 2024 * 12
 
@@ -110,6 +113,10 @@ def _amount(cents: Any) -> float:
 
 def _small(n: Any) -> float:
     return min(1.0, int(n) / SMALL_SCALE) if n is not None else 0.0
+
+
+def _days_count(n: Any) -> float:
+    return min(1.0, int(n) / DAYS_SCALE) if n is not None else 0.0
 
 
 def _month_days(period: str) -> int:
@@ -145,7 +152,8 @@ class _Observed(ScheduleDesk):
         self._due_sum: int | None = None                     # their total D
         self._month_due: dict[str, int | None] = {}          # period -> amount of the one listed due row (None: several)
         self._month_any: dict[str, int | None] = {}          # period -> amount of the one listed due/paid row
-        self._slot_rows: list[Mapping[str, Any]] = []        # listed rows not cancelled, list order (raw slots)
+        self._slot_rows: list[Mapping[str, Any]] = []        # listed due or paid rows, by due date (raw slots)
+        self.version_slots: list[Mapping[str, Any]] = []     # the raw tier's version slots
         self.listed_status: dict[str, str] = {}              # status as listed
         self.status: dict[str, str] = {}                     # status as our writes changed it
         self.mandate_day: int | None = None                  # the mandate's collection day as last observed
@@ -165,6 +173,9 @@ class _Observed(ScheduleDesk):
     def _take_versions(self, rows: list[Mapping[str, Any]]) -> None:
         self.versions = sorted((s for s in rows if isinstance(s, Mapping) and "id" in s), key=lambda s: (s.get("version", 0), s["id"]))
         self.version_status = {s["id"]: str(s.get("status")) for s in self.versions}
+        #: the raw tier's version slots: the last VERSION_SLOTS listed versions that are not drafts
+        #: (an abandoned draft is never the version a change replaces)
+        self.version_slots = [s for s in self.versions if s.get("status") != "draft"][-VERSION_SLOTS:]
 
     def _take_listing(self, rows: list[Mapping[str, Any]]) -> None:
         """The complete instalment listing and what it gives (statuses, due rows and total, months)."""
@@ -178,7 +189,8 @@ class _Observed(ScheduleDesk):
                 if r.get("status") in statuses:
                     period = str(r.get("period"))
                     table[period] = None if period in table else int(r["amount"])
-        self._slot_rows = [r for r in rows if r.get("status") != "cancelled"][:INSTALMENT_SLOTS]
+        self._slot_rows = sorted((r for r in rows if r.get("status") in ("due", "paid")),
+                                 key=lambda r: (str(r.get("due_date")), r["id"]))[:INSTALMENT_SLOTS]
 
     def _listed_due(self) -> list[Mapping[str, Any]]:
         """Listed instalments whose listed status is due, in due-date order."""
@@ -499,10 +511,12 @@ class SchedulesFactsCatalog(_Observed):
         *(FeatureDef(f"late_reminder_{x}", f"1 if the rules' late_reminder is {x}") for x in LATE_REMINDER_RULES),
         *(FeatureDef(f"approval_order[{t}]={p}", f"1 if {t} is trigger number {p} of the rules' approval_order")
           for t in TRIGGERS for p in (1, 2, 3)),
-        FeatureDef("deferral_needs_approval", "the rules' deferral_needs_approval"),
+        FeatureDef("deferral_needs_approval", "1 if the rules' deferral_needs_approval is true and the open draft's earliest due "
+                   "date is after the earliest listed due instalment's (the change postpones collection: the deferral "
+                   "trigger's condition; 0 without a draft row)"),
         FeatureDef("max_instalments_without_approval", "the rules' max_instalments_without_approval, / 12"),
-        FeatureDef("min_notice_days", "the rules' min_notice_days, / 32"),
-        FeatureDef("reminder_lead_days", "the rules' reminder_lead_days, / 32"),
+        FeatureDef("min_notice_days", "the rules' min_notice_days, / 64"),
+        FeatureDef("reminder_lead_days", "the rules' reminder_lead_days, / 64"),
         FeatureDef("draft_exists", "1 while the last created draft (create_draft_schedule ok) is not committed"),
         FeatureDef("declared_count", "the n of the last create_draft[n] that answered ok, / 12"),
         FeatureDef("draft_instalments", "rows added to the open draft (add_instalment ok), / 12"),
@@ -603,8 +617,20 @@ class SchedulesFactsCatalog(_Observed):
         return out
 
     # -- features ------------------------------------------------------------------------------------------
+    @property
+    def _deferral_at(self) -> int:
+        return next(i for i, f in enumerate(self.features) if f.name == "deferral_needs_approval")
+
+    def _postpones(self) -> bool:
+        """The open draft's earliest due date is after the earliest listed due instalment's."""
+        due = self._listed_due()
+        if self.draft_id is None or not self.draft_rows or not due:
+            return False
+        return min(str(r["due_date"]) for r in self.draft_rows) > str(due[0]["due_date"])
+
     def _static_features(self) -> list[float]:
-        """The features that change only with a read: the request, policy, listing and rules."""
+        """The features that change only with a read: the request, policy, listing and rules
+        (``deferral_needs_approval`` is set per step: it reads the draft too)."""
         req = self.request or {}
         kind = req.get("kind")
         rules = self.rules or {}
@@ -640,14 +666,16 @@ class SchedulesFactsCatalog(_Observed):
             *(float(t in order and order.index(t) == p - 1) for t in TRIGGERS for p in (1, 2, 3)),
             float(bool(rules.get("deferral_needs_approval"))),
             _ratio(rules.get("max_instalments_without_approval"), 12),
-            _ratio(rules.get("min_notice_days"), 32),
-            _ratio(rules.get("reminder_lead_days"), 32),
+            _ratio(rules.get("min_notice_days"), DAYS_SCALE),
+            _ratio(rules.get("reminder_lead_days"), DAYS_SCALE),
         ]
 
     def feature_vector(self) -> np.ndarray:
         static = self._memo.get("static")
         if static is None:
             static = self._memo["static"] = self._static_features()
+        static = list(static)
+        static[self._deferral_at] = float(self._postpones() and bool((self.rules or {}).get("deferral_needs_approval")))
         req = self.request or {}
         rules = self.rules or {}
         due_total = self._due_total()
@@ -710,7 +738,7 @@ class SchedulesFactsCatalog(_Observed):
            collection-day change, else the rounding rule's share for this row (from
            ``next_row_is_first`` / ``_is_last_declared`` / ``_below_remainder`` /
            ``_in_last_remainder``); ``end`` from ``month_end``;
-        4. the first trigger of ``approval_order`` that applies (deferral: kind and
+        4. the first trigger of ``approval_order`` that applies (deferral:
            ``deferral_needs_approval``; instalment_count: ``draft_exceeds_max_without_approval``;
            short_notice: ``draft_first_due_within_min_notice``): request it, wait, then commit;
         5. supersede, cancel the prior due instalments and the listed reminders, the reminder
@@ -754,7 +782,7 @@ class _FactsScheduler(_Scheduler):
 
     def applies(self, kind: str) -> dict[str, bool]:
         return {
-            "deferral": kind == "deferral" and self.on("deferral_needs_approval"),
+            "deferral": self.on("deferral_needs_approval"),
             "instalment_count": self.on("draft_exceeds_max_without_approval"),
             "short_notice": self.on("draft_first_due_within_min_notice"),
         }
@@ -787,7 +815,8 @@ def _ratio(value: Any, full: float) -> float:
 # =====================================================================================================
 # raw
 # =====================================================================================================
-#: instalment slots: the listed rows not cancelled when listed, in list order (at most 12 in the release)
+#: instalment slots: the listed due or paid rows (not cancelled, not an abandoned draft's), by due
+#: date (at most 12 in the release)
 INSTALMENT_SLOTS = 12
 VERSION_SLOTS = 2
 REMINDER_SLOTS = 2
@@ -809,7 +838,7 @@ class SchedulesRawCatalog(_Observed):
         *_READ_DEFS,
         *_draft_actions("frequency custom: the catalog claims none"),
         *(ActionDef(f"add_instalment[{src},{end},{share}]", "add_instalment",
-                    f"add a row for {'the request start_period (or, when it names none, the first listed due slot month)' if src == 'start' else ('the month after' if src == 'next1' else 'three months after') + ' the last row added'} "
+                    f"add a row for {'the request start_period (or, when it names none, the month of the first due slot: slots go by due date)' if src == 'start' else ('the month after' if src == 'next1' else 'three months after') + ' the last row added'} "
                     f"on the mandate's collection day as last observed ({end}: a day past the month's end goes to "
                     f"{ENDS[end].replace('_', ' ')}); amount {_SHARE_DOC[share]}")
           for src in SOURCES for end in ENDS for share in RAW_SHARES),
@@ -817,7 +846,7 @@ class SchedulesRawCatalog(_Observed):
         *(ActionDef(f"request_approval[{r}]", "request_approval", f"ask the role {r} to approve the change") for r in ROLES),
         _BY_NAME["wait"],
         _BY_NAME["commit_draft"],
-        *(ActionDef(f"supersede[{v}]", "supersede_schedule", f"mark version slot {v} (get_policy order) superseded")
+        *(ActionDef(f"supersede[{v}]", "supersede_schedule", f"mark version slot {v} superseded (slots: the last {VERSION_SLOTS} versions get_policy lists that are not drafts, in its order)")
           for v in range(VERSION_SLOTS)),
         *(ActionDef(f"cancel_reminder[{j}]", "cancel_reminder", f"cancel listed reminder slot {j}") for j in range(REMINDER_SLOTS)),
         *_reminder_actions(),
@@ -838,19 +867,19 @@ class SchedulesRawCatalog(_Observed):
             FeatureDef(f"version[{v}]_present", f"1 if get_policy listed a version slot {v}"),
             *(FeatureDef(f"version[{v}]_status_{s}", f"1 if version slot {v}'s status (as last observed) is {s}") for s in VERSION_STATUSES),
             *(FeatureDef(f"version[{v}]_frequency_{q}", f"1 if version slot {v}'s frequency is {q}") for q in PRIOR_FREQUENCIES))),
-        FeatureDef("today", "today (get_rules, wait), days since 2024-01-01 / 2048"),
+        FeatureDef("today", "today (the brief, wait), days since 2024-01-01 / 2048"),
         *(FeatureDef(f"rules_rounding_{r}", f"1 if the rules' rounding is {r}") for r in ROUNDING_RULES),
         *(FeatureDef(f"rules_month_end_{m}", f"1 if the rules' month_end is {m}") for m in MONTH_END_RULES),
         *(FeatureDef(f"rules_late_reminder_{x}", f"1 if the rules' late_reminder is {x}") for x in LATE_REMINDER_RULES),
         FeatureDef("rules_minimum_instalment", "minimum_instalment_cents, / 2^16"),
-        FeatureDef("rules_reminder_lead_days", "reminder_lead_days, / 32"),
+        FeatureDef("rules_reminder_lead_days", "reminder_lead_days, / 64"),
         FeatureDef("rules_max_instalments_without_approval", "max_instalments_without_approval, / 32"),
-        FeatureDef("rules_min_notice_days", "min_notice_days, / 32"),
+        FeatureDef("rules_min_notice_days", "min_notice_days, / 64"),
         FeatureDef("rules_deferral_needs_approval", "deferral_needs_approval"),
         *(FeatureDef(f"rules_order[{t}]={p}", f"1 if {t} is number {p} of approval_order") for t in TRIGGERS for p in (1, 2, 3)),
         *(FeatureDef(f"rules_role[{t}]={r}", f"1 if approval_role_{t} is {r}") for t in TRIGGERS for r in ROLES),
         *(f for i in range(INSTALMENT_SLOTS) for f in (
-            FeatureDef(f"inst[{i}]_present", f"1 if instalment slot {i} holds a listed row"),
+            FeatureDef(f"inst[{i}]_present", f"1 if instalment slot {i} holds a listed due or paid row"),
             *(FeatureDef(f"inst[{i}]_status_{s}", f"1 if slot {i}'s status (as last observed) is {s}") for s in INSTALMENT_STATUSES),
             FeatureDef(f"inst[{i}]_amount", f"slot {i}'s amount, / 2^19 cents"),
             FeatureDef(f"inst[{i}]_period", f"slot {i}'s period, months since 2024-01 / 128"),
@@ -921,7 +950,7 @@ class SchedulesRawCatalog(_Observed):
             return self._approval_args(role, "schedule change approval under the portfolio rules")
         if name.startswith("supersede["):
             v = int(inner)
-            return {"schedule_id": self.versions[v]["id"]} if v < len(self.versions) else None
+            return {"schedule_id": self.version_slots[v]["id"]} if v < len(self.version_slots) else None
         if name.startswith("cancel_reminder["):
             slots = self._reminder_slots()
             j = int(inner)
@@ -959,7 +988,7 @@ class SchedulesRawCatalog(_Observed):
             elif family == "supersede":
                 v = int(inner)
                 # the tool supersedes an active version only when a newer version is active
-                out.append(v < len(self.versions) and self.version_status.get(self.versions[v]["id"]) == "active"
+                out.append(v < len(self.version_slots) and self.version_status.get(self.version_slots[v]["id"]) == "active"
                            and self.new_version is not None)
             else:  # cancel_reminder[j]
                 j = int(inner)
@@ -984,15 +1013,15 @@ class SchedulesRawCatalog(_Observed):
                 *(float(rules.get("month_end") == m) for m in MONTH_END_RULES),
                 *(float(rules.get("late_reminder") == x) for x in LATE_REMINDER_RULES),
                 min(1.0, int(rules.get("minimum_instalment_cents", 0) or 0) / MINIMUM_SCALE),
-                _small(rules.get("reminder_lead_days")), _small(rules.get("max_instalments_without_approval")),
-                _small(rules.get("min_notice_days")), float(bool(rules.get("deferral_needs_approval"))),
+                _days_count(rules.get("reminder_lead_days")), _small(rules.get("max_instalments_without_approval")),
+                _days_count(rules.get("min_notice_days")), float(bool(rules.get("deferral_needs_approval"))),
                 *(float(t in order and order.index(t) == p - 1) for t in TRIGGERS for p in (1, 2, 3)),
                 *(float(rules.get(f"approval_role_{t}") == r) for t in TRIGGERS for r in ROLES)]
 
     def _slot_values(self) -> list[tuple[str, list[float]]]:
         """Per instalment slot: its id and the values that change only with a read (amount,
         period, due date, version slot)."""
-        version_ids = [s["id"] for s in self.versions[:VERSION_SLOTS]]
+        version_ids = [s["id"] for s in self.version_slots]
         version_ids += [None] * (VERSION_SLOTS - len(version_ids))
         return [(row["id"], [_amount(row.get("amount")), _month(row.get("period")), _days(row.get("due_date")),
                              *(float(vid is not None and row.get("schedule_id") == vid) for vid in version_ids)])
@@ -1004,7 +1033,7 @@ class SchedulesRawCatalog(_Observed):
             memo["head"], memo["rules"], memo["slots"] = self._head_features(), self._rules_features(), self._slot_values()
         values: list[float] = list(memo["head"])
         for v in range(VERSION_SLOTS):
-            s = self.versions[v] if v < len(self.versions) else None
+            s = self.version_slots[v] if v < len(self.version_slots) else None
             status = self.version_status.get(s["id"]) if s else None
             values += [float(s is not None), *(float(status == x) for x in VERSION_STATUSES),
                        *(float(s is not None and s.get("frequency") == q) for q in PRIOR_FREQUENCIES)]
@@ -1052,7 +1081,8 @@ class SchedulesRawCatalog(_Observed):
            slots are three months apart), else ``next1``; ``end`` from the month-end rule; the
            share: ``same_month`` for a collection-day change, else the rounding rule's row for
            ``D mod n``;
-        4. the triggers in ``approval_order`` (deferral: kind and flag; instalment_count: n above
+        4. the triggers in ``approval_order`` (deferral: the flag and the draft's first due date after
+           the first due slot's; instalment_count: n above
            the maximum; short_notice: the draft's first due date fewer than min_notice_days after
            received_on): ask the first applying trigger's role, wait, commit;
         5. supersede the active version slot, cancel the due slots and the listed reminders, the
@@ -1130,9 +1160,10 @@ class _RawScheduler(_Scheduler):
         rows = num("draft_rows", SMALL_SCALE)
         notice = num("draft_first_due_date", DATE_SCALE) - num("request_received_on", DATE_SCALE)
         return {
-            "deferral": kind == "deferral" and on("rules_deferral_needs_approval"),
+            "deferral": on("rules_deferral_needs_approval") and bool(self.due)
+                        and num("draft_first_due_date", DATE_SCALE) > min(num(f"inst[{i}]_due_date", DATE_SCALE) for i in self.due),
             "instalment_count": rows > num("rules_max_instalments_without_approval", SMALL_SCALE),
-            "short_notice": notice < num("rules_min_notice_days", SMALL_SCALE),
+            "short_notice": notice < num("rules_min_notice_days", DAYS_SCALE),
         }
 
     def approver(self, trigger: str) -> str:
@@ -1150,7 +1181,7 @@ class _RawScheduler(_Scheduler):
             if on(f"rem[{j}]_present") and not on(f"rem[{j}]_cancelled") and mask[a[f"cancel_reminder[{j}]"]]:
                 return a[f"cancel_reminder[{j}]"]
         if not on("new_reminder_created"):
-            send = num("new_first_due_date", DATE_SCALE) - num("rules_reminder_lead_days", SMALL_SCALE)
+            send = num("new_first_due_date", DATE_SCALE) - num("rules_reminder_lead_days", DAYS_SCALE)
             when = "lead" if send >= num("today", DATE_SCALE) else "today"
             if (when == "lead" or on("rules_late_reminder_send_today")) and mask[a[f"create_reminder[{when}]"]]:
                 return a[f"create_reminder[{when}]"]

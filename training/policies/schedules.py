@@ -25,6 +25,7 @@ from typing import Any
 
 from backoffice.envs.schedules.tables import (
     ROLES,
+    applying_triggers,
     approval_needed,
     due_date,
     last_period_of,
@@ -32,10 +33,12 @@ from backoffice.envs.schedules.tables import (
     parse_date,
     parts_meeting_minimum,
     reminder_send_on,
+    rules_from_document,
     split_amounts,
 )
 from backoffice.training.integrity.exploits import Action, Hook
 from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call
+from backoffice.training.positions import PositionAttacker, writing_tools
 
 FREQUENCY = {"to_monthly": "monthly", "to_quarterly": "quarterly", "split": "monthly", "deferral": "monthly"}
 #: what a clerk who never opens the rules document would assume
@@ -75,6 +78,8 @@ class Oracle(ScriptedPolicy):
 
     # -- decisions a wrong, rule or blind policy may override --------------------------------
     read_rules = True
+    #: the rules document as get_rules returned it (set once read)
+    document: dict[str, Any] = {}
 
     def adjust_rules(self, rules: dict[str, Any]) -> dict[str, Any]:
         """The rules the policy applies (a rule policy ignores one of them)."""
@@ -92,8 +97,9 @@ class Oracle(ScriptedPolicy):
     def to_cancel(self, prior_rows: list[dict[str, Any]]) -> list[str]:
         return [r["id"] for r in prior_rows if r["status"] == "due"]
 
-    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any]) -> list[str]:
-        """The approver roles to ask, in order (the oracle: the first applying trigger's, if any)."""
+    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any], applies: dict[str, bool]) -> list[str]:
+        """The approver roles to ask, in order (the oracle: the first applying trigger's, if any;
+        ``applies``: whether each trigger applies)."""
         return [need[1]] if need is not None else []
 
     commit_first = False
@@ -118,14 +124,16 @@ class Oracle(ScriptedPolicy):
         req = (yield call("get_request", request_id=brief["params"]["request_id"]))["result"]
         got = (yield call("get_policy", policy_id=req["policy_id"]))["result"]
         policy, versions = got["policy"], got["schedules"]
+        today = brief["params"]["today"]
         if self.read_rules:
-            doc = (yield call("get_rules"))["result"]
-            rules, today = self.adjust_rules(dict(doc["rules"])), doc["today"]
+            doc = self.document = (yield call("get_rules"))["result"]
+            rules = self.adjust_rules(rules_from_document(doc))
         else:
-            rules, today = dict(DEFAULT_RULES), req["received_on"]
+            rules = dict(DEFAULT_RULES)
         instalments = yield from every_row("list_instalments", "instalments", policy_id=policy["id"])
         mandate = (yield call("get_instruction", instruction_id=policy["instruction_id"]))["result"]
-        reminders = yield from every_row("list_reminders", "reminders", policy_id=policy["id"], status="scheduled")
+        listed = yield from every_row("list_reminders", "reminders", policy_id=policy["id"])
+        reminders = [r for r in listed if r["status"] == "scheduled"]
 
         active = next(s for s in versions if s["status"] == "active")
         prior_rows = [r for r in instalments if r["schedule_id"] == active["id"]]
@@ -133,8 +141,9 @@ class Oracle(ScriptedPolicy):
         outstanding = self.outstanding(policy, instalments, active["id"])
         rows = self.new_rows(req, policy, rules, due, outstanding, mandate["collection_day"])
         kind = req["kind"]
-        need = approval_needed(rules, kind, len(rows), rows[0]["due_date"], req["received_on"])
-        roles = self.roles_to_ask(need, rules)
+        replaced = due[0]["due_date"] if due else None
+        need = approval_needed(rules, len(rows), rows[0]["due_date"], req["received_on"], replaced)
+        roles = self.roles_to_ask(need, rules, applying_triggers(rules, len(rows), rows[0]["due_date"], req["received_on"], replaced))
 
         frequency = FREQUENCY.get(kind, active["frequency"])
         if self.throwaway_draft:
@@ -212,14 +221,14 @@ class IgnoresMonthEndRule(Oracle):
 class SkipsApproval(Oracle):
     """Never asks for approval (so the commit is refused and the change never lands)."""
 
-    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any]) -> list[str]:
+    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any], applies: dict[str, bool]) -> list[str]:
         return []
 
 
 class AsksAnExtraRole(Oracle):
     """Asks the needed role (if any) and one role no trigger names first: an unneeded approval request."""
 
-    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any]) -> list[str]:
+    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any], applies: dict[str, bool]) -> list[str]:
         needed = [need[1]] if need else []
         return needed + [next(r for r in ROLES if r not in needed)]
 
@@ -294,8 +303,30 @@ def _ignoring_trigger(trigger: str) -> type[Oracle]:
     return type(f"Ignores_approval_{trigger}", (Oracle,), {"__doc__": doc, "name": f"rule:approval_{trigger}", "adjust_rules": adjust_rules})
 
 
+class IgnoresOutstanding(Oracle):
+    """Ignores the outstanding rule: splits the annual premium minus the payments it sees on the
+    active version only (a superseded version's payments are forgotten)."""
+
+    name = "rule:outstanding"
+
+    def outstanding(self, policy: dict[str, Any], instalments: list[dict[str, Any]], active_id: str) -> int:
+        return policy["annual_premium"] - sum(r["amount"] for r in instalments if r["status"] == "paid" and r["schedule_id"] == active_id)
+
+
+class IgnoresApprovalOrder(Oracle):
+    """Ignores the approval order: asks the role of every trigger that applies (waits for each),
+    not only the first one's."""
+
+    name = "rule:approval_order"
+
+    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any], applies: dict[str, bool]) -> list[str]:
+        return [rules[f"approval_role_{t}"] for t in ("deferral", "instalment_count", "short_notice") if applies.get(t)]
+
+
 #: one policy per documented rule (names = ``DOMAIN.rules``): the oracle with that rule ignored
 RULE_POLICIES: dict[str, type[Policy]] = {
+    "outstanding": IgnoresOutstanding,
+    "approval_order": IgnoresApprovalOrder,
     "rounding": _ignoring("rounding", "Puts the remainder cents on the last instalment, whatever the rounding rule.",
                           rounding="remainder_to_last"),
     "month_end": _ignoring("month_end", "Clamps a collection day past the month's end to its last day, whatever the rule.",
@@ -318,7 +349,7 @@ class AskEveryRole(Oracle):
 
     name = "blind:ask_every_role"
 
-    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any]) -> list[str]:
+    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any], applies: dict[str, bool]) -> list[str]:
         return list(ROLES)
 
 
@@ -331,7 +362,7 @@ class AskAtPosition(Oracle):
 
     position = 0
 
-    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any]) -> list[str]:
+    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any], applies: dict[str, bool]) -> list[str]:
         return [rules[f"approval_role_{rules['approval_order'][self.position]}"]]
 
 
@@ -345,7 +376,7 @@ class AskFixedRole(Oracle):
 
     role = ROLES[0]
 
-    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any]) -> list[str]:
+    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any], applies: dict[str, bool]) -> list[str]:
         return [self.role]
 
 
@@ -404,14 +435,80 @@ class CommitWithoutReading(ScriptedPolicy):
             yield call("supersede_schedule", schedule_id=active["id"])
 
 
-#: blind policies: a constant approval behaviour, or acting without reading what decides the answer
+class AskListedRole(Oracle):
+    """Fixes the outcome (an approval is needed) and cites a listed fact: computes the schedule
+    right and always asks the role listed first (or last) in the rules document's
+    ``tables.approval_roles``, whatever trigger applies. It passes exactly the tasks whose first
+    applying trigger is that role's."""
+
+    last = False
+
+    def roles_to_ask(self, need: tuple[str, str] | None, rules: dict[str, Any], applies: dict[str, bool]) -> list[str]:
+        listed = [e["role"] for e in self.document["tables"]["approval_roles"]]  # as the document lists them
+        return [listed[-1] if self.last else listed[0]]
+
+
+class AskFirstListedRole(AskListedRole):
+    """Always asks the first role of ``tables.approval_roles`` (see AskListedRole)."""
+
+    name = "blind:ask_first_listed_role"
+
+
+class AskLastListedRole(AskListedRole):
+    """Always asks the last role of ``tables.approval_roles`` (see AskListedRole)."""
+
+    name = "blind:ask_last_listed_role"
+    last = True
+
+
+class IgnoresParameters(Oracle):
+    """Not blind (so not in :data:`BLIND_POLICIES`): it judges the approval triggers and ignores
+    the five schedule parameters: ``never_ask`` is the blind one, reading no rule at all. It
+    reads the rules document for the approval triggers only and ignores the desk parameters:
+    the remainder on the last instalment, month ends clamped, no minimum instalment, a reminder a
+    week ahead (today when that has passed)."""
+
+    name = "shallow:ignore_parameters"
+
+    def adjust_rules(self, rules: dict[str, Any]) -> dict[str, Any]:
+        fixed = ("rounding", "month_end", "minimum_instalment_cents", "reminder_lead_days", "late_reminder")
+        return {**rules, **{k: DEFAULT_RULES[k] for k in fixed}}
+
+
+class _ByPosition(PositionAttacker):
+    """The oracle choosing by position: every id it picks from a list (the version to supersede,
+    the instalments to cancel, the reminders to cancel) becomes that list's first (or last) entry."""
+
+    pick = "first"
+
+    def __init__(self) -> None:
+        super().__init__(Oracle(), writing_tools("schedules"), self.pick)
+
+
+class FirstListed(_ByPosition):
+    """Picks the first entry of every list it chooses from (see _ByPosition)."""
+
+
+class LastListed(_ByPosition):
+    """Picks the last entry of every list it chooses from (see _ByPosition)."""
+
+    pick = "last"
+
+
+#: blind policies: a constant approval behaviour (asking a fixed role, the role at a fixed place of
+#: approval_order or of the role table, every role), acting without reading what decides the answer
+#: (no rules, no desk parameters, no request), or choosing by position
 BLIND_POLICIES: dict[str, type[Policy]] = {
     "ask_every_role": AskEveryRole,
     **{f"ask_position_{k}": _at_position(k) for k in range(3)},
     **{f"ask_role_{role}": _fixed_role(role) for role in ROLES},
+    "ask_first_listed_role": AskFirstListedRole,
+    "ask_last_listed_role": AskLastListedRole,
     "never_ask": NeverAskNoRules,
     "copy_schedule": CopySchedule,
     "commit_without_reading": CommitWithoutReading,
+    "position_first": FirstListed,
+    "position_last": LastListed,
 }
 
 
