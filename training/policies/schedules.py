@@ -37,8 +37,8 @@ from backoffice.envs.schedules.tables import (
     split_amounts,
 )
 from backoffice.training.integrity.exploits import Action, Hook
+from backoffice.training.integrity.positions import PositionAttacker, writing_tools
 from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call
-from backoffice.training.positions import PositionAttacker, writing_tools
 
 FREQUENCY = {"to_monthly": "monthly", "to_quarterly": "quarterly", "split": "monthly", "deferral": "monthly"}
 #: what a clerk who never opens the rules document would assume
