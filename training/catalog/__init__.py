@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
+from typing import overload
 
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpec, FeatureDef, check_spec
+from backoffice.training.catalog.tier import DomainCatalog, Hyper, Tier, domain_catalog, load_attribute, tier_spec
 from backoffice.training.catalog.wrapper import CatalogEnv
 
 
@@ -28,36 +30,59 @@ TIERS = ("conclusions", "facts", "raw")
 
 
 def tier_specs(domain: str) -> dict[str, str]:
-    """``tier -> "module:Class"`` of ``domain``'s catalog tiers: the ``TIERS`` mapping (tier to
-    ``"module:Class"`` or a class name of the same module) of the module that holds the domain's
-    catalog, or only ``conclusions`` (the domain's catalog) when it has none."""
+    """``tier -> "module:NAME"`` of ``domain``'s catalog tiers. A domain whose catalog is a
+    :class:`~backoffice.training.catalog.tier.DomainCatalog` names each tier by the module-level
+    name it has in that module; a catalog written as spec classes names them in its module's
+    ``TIERS`` mapping (tier to ``"module:Class"`` or a class name of the same module), or has
+    only ``conclusions``."""
     target = catalog_target(domain)
     if target is None:
         spec_class(domain)  # raises the helpful KeyError
         raise AssertionError("unreachable")
-    module, _, name = target.partition(":")
-    named = getattr(importlib.import_module(module), "TIERS", {"conclusions": name})
-    return {t: (c if ":" in c else f"{module}:{c}") for t, c in named.items()}
+    module_name, _, name = target.partition(":")
+    module = importlib.import_module(module_name)
+    found = getattr(module, name)
+    if isinstance(found, DomainCatalog):
+        names = {id(v): k for k, v in vars(module).items() if isinstance(v, Tier)}
+        missing = [t for t, tier in found.tiers.items() if id(tier) not in names]
+        if missing:
+            raise TypeError(f"{target}: tiers {missing} are not module-level names of {module_name}")
+        return {t: f"{module_name}:{names[id(tier)]}" for t, tier in found.tiers.items()}
+    named = getattr(module, "TIERS", {"conclusions": name})
+    return {t: (c if ":" in c else f"{module_name}:{c}") for t, c in named.items()}
 
 
-def resolve_spec(domain: str, spec: str | None = None, tier: str | None = None) -> str | None:
-    """The spec to use for ``tier`` (``None`` and ``conclusions`` without tiers: the domain's
-    own catalog); ``spec`` and ``tier`` are exclusive."""
+#: a catalog spec: ``"module:NAME"`` (a spec class, a :class:`Tier` or a :class:`DomainCatalog`),
+#: a :class:`Tier` object, or ``None`` (the domain's own catalog)
+SpecRef = str | Tier | None
+
+
+@overload
+def resolve_spec(domain: str, spec: str | None = None, tier: str | None = None) -> str | None: ...
+@overload
+def resolve_spec(domain: str, spec: SpecRef = None, tier: str | Tier | None = None) -> SpecRef: ...
+
+
+def resolve_spec(domain: str, spec: SpecRef = None, tier: str | Tier | None = None) -> SpecRef:
+    """The spec to use for ``tier``: a tier name of the domain's catalog (:data:`TIERS` or its own),
+    a user's tier (a :class:`Tier`, or ``"module:NAME"`` naming one), or ``None`` (the domain's own
+    catalog, its ``conclusions`` tier); ``spec`` and ``tier`` are exclusive."""
     if tier is None:
         return spec
     if spec is not None:
         raise ValueError("give a catalog spec or a tier, not both")
-    if tier not in TIERS:
-        raise ValueError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
+    if isinstance(tier, Tier) or ":" in tier:
+        return tier
     specs = tier_specs(domain)
     if tier not in specs:
-        raise KeyError(f"the {domain} catalog has no {tier!r} tier; it has {', '.join(specs)}")
+        raise KeyError(f"the {domain} catalog has no {tier!r} tier; it has {', '.join(specs)} (or name your own: 'module:NAME')")
     return specs[tier]
 
 
-def spec_class(domain: str, spec: str | None = None) -> type[CatalogSpec]:
-    """The :class:`CatalogSpec` subclass of ``domain``, or the one named by ``spec``
-    (``"package.module:Class"``, to experiment with your own catalog)."""
+def spec_class(domain: str, spec: SpecRef = None) -> type[CatalogSpec]:
+    """The :class:`CatalogSpec` subclass of ``domain``, or the one ``spec`` names: a spec class,
+    a :class:`Tier` of the domain's catalog (or a user's, over the domain's desk and registries),
+    or a :class:`DomainCatalog` (its ``conclusions`` tier)."""
     if spec is None:
         spec = catalog_target(domain)
         if spec is None:
@@ -65,10 +90,17 @@ def spec_class(domain: str, spec: str | None = None) -> type[CatalogSpec]:
 
             with_catalog = [d for d in DOMAINS if catalog_target(d)]
             raise KeyError(f"domain {domain!r} declares no catalog; these do: {', '.join(with_catalog)}")
-    module, _, name = spec.partition(":")
-    cls = getattr(importlib.import_module(module), name)
-    if not (isinstance(cls, type) and issubclass(cls, CatalogSpec)) or cls.domain != domain:
-        raise TypeError(f"{spec} is not a CatalogSpec of domain {domain!r}")
+    found = load_attribute(spec) if isinstance(spec, str) else spec
+    if isinstance(found, DomainCatalog):
+        if found.domain != domain:
+            raise TypeError(f"{spec} is the catalog of {found.domain!r}, not {domain!r}")
+        found = found.tiers["conclusions"]
+    if isinstance(found, Tier):
+        cls = tier_spec(domain_catalog(domain), found)
+    else:
+        cls = found
+        if not (isinstance(cls, type) and issubclass(cls, CatalogSpec)) or cls.domain != domain:
+            raise TypeError(f"{spec} is not a CatalogSpec of domain {domain!r}")
     check_spec(cls)
     return cls
 
@@ -81,8 +113,8 @@ def make_catalog_env(
     trace_path: str | None = None,
     render_mode: str | None = None,
     task_ids: Sequence[str] | None = None,
-    spec: str | None = None,
-    tier: str | None = None,
+    spec: SpecRef = None,
+    tier: str | Tier | None = None,
     call_cost: float | None = None,
     gate_cap: bool = True,
 ) -> CatalogEnv:
@@ -91,8 +123,9 @@ def make_catalog_env(
     ``split``, ``reward_mode``, ``call_cost``, ``gate_cap``, ``trace_path`` and ``render_mode`` go to the
     native env;
     ``max_steps`` defaults to the catalog's own limit; ``task_ids`` restricts the tasks drawn
-    by seed; ``tier`` picks a feature tier (:data:`TIERS`, default ``conclusions``); ``spec``
-    replaces the domain's catalog (``"package.module:Class"``).
+    by seed; ``tier`` picks a feature tier (:data:`TIERS`, default ``conclusions``), or is a user's
+    own (a :class:`Tier`, or ``"package.module:NAME"`` naming one); ``spec`` replaces the domain's
+    catalog (``"package.module:Class"``).
     """
     from backoffice.envs import make_native
 
@@ -103,7 +136,7 @@ def make_catalog_env(
     return CatalogEnv(native, cls(), task_ids=task_ids)
 
 
-def catalog_agent(domain: str, spec: str | None = None, tier: str | None = None) -> CatalogAgent:
+def catalog_agent(domain: str, spec: SpecRef = None, tier: str | Tier | None = None) -> CatalogAgent:
     """A fresh :class:`CatalogAgent` of ``domain`` (for policies that drive a native env)."""
     from backoffice.envs import get_domain
 
@@ -118,6 +151,7 @@ def catalog_env_id(domain: str) -> str:
 
 
 __all__ = [
-    "TIERS", "ActionDef", "CatalogAgent", "CatalogEnv", "CatalogSpec", "FeatureDef", "catalog_target",
+    "TIERS", "ActionDef", "CatalogAgent", "CatalogEnv", "CatalogSpec", "DomainCatalog", "FeatureDef", "Hyper", "SpecRef",
+    "Tier", "catalog_target", "domain_catalog",
     "catalog_agent", "catalog_env_id", "make_catalog_env", "resolve_spec", "spec_class", "tier_specs",
 ]

@@ -12,7 +12,7 @@ A user's own tier, outside the package (``docs/CATALOG.md`` has the example)::
 
     approvals = domain_catalog("approvals")
     facts = approvals.tiers["facts"]
-    mine = facts.derive("mine", features=(*facts.features, "over_hard_limit"))
+    mine = facts.derive("mine", features=(*facts.features, "over_hard_limit"))  # a module-level name
     env = gym.make("backoffice/Approvals-Catalog-v0", tier=mine)
 
 ``backoffice train --tier my_module:mine`` and ``backoffice eval --policy sb3:<model>`` find it
@@ -60,7 +60,6 @@ class Tier:
             tier suffices (``catalog-features@<tier>``), if it has one.
         slot_actions / slot_sets: what ``policy="slots"`` shares between slots (see
             :class:`~backoffice.training.catalog.base.CatalogSpec`).
-        domain: set by the :class:`DomainCatalog` that holds it.
     """
 
     name: str
@@ -71,7 +70,6 @@ class Tier:
     feature_policy: FeaturePolicyFactory | None = None
     slot_actions: Mapping[str, str] = field(default_factory=dict)
     slot_sets: tuple[str, ...] = ()
-    domain: str = ""
 
     def derive(self, name: str, **changes: Any) -> Tier:
         """A new tier from this one with ``changes`` (``features``, ``actions``, ``hyperparams`` ...);
@@ -81,16 +79,14 @@ class Tier:
 
 @dataclass(frozen=True)
 class DomainCatalog:
-    """What a domain's catalog module exports: the desk, the registries and the tiers."""
+    """What a domain's catalog module exports: the desk, the registries and the tiers (each also
+    a module-level name of that module, so ``"module:NAME"`` names it)."""
 
     domain: str
     desk: type[Desk]
     features: Features[Any]
     actions: Actions[Any]
     tiers: Mapping[str, Tier]
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "tiers", {n: replace(t, domain=self.domain) for n, t in self.tiers.items()})
 
 
 def domain_catalog(domain: str) -> DomainCatalog:
