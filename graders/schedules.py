@@ -28,7 +28,7 @@ them and adds computed checks over the whole trail:
 the score when broken; the score is the share of work checks passed.
 
 Rule sharing: the grader reads only the answer key, the episode and the engine's checks; it
-imports nothing from the oracle (``training/policies/schedules.py``) or the catalog, whose
+imports nothing from the oracle (``training/domains/schedules/policies.py``) or the catalog, whose
 decision code may share only the domain's public rule helpers in ``envs/schedules/tables.py``.
 
 Failure codes (declared in ``backoffice.envs.schedules``): rounding_drift, outstanding_wrong, prior_not_superseded, paid_instalment_altered,

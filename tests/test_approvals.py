@@ -17,9 +17,9 @@ from backoffice.envs.approvals.tables import add_days
 from backoffice.envs.core import Episode, Snapshot, Store
 from backoffice.envs.core.release import load_release
 from backoffice.graders.approvals import grade
+from backoffice.training.domains.approvals.policies import WRONG_POLICIES, Oracle
 from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
-from backoffice.training.policies.approvals import WRONG_POLICIES, Oracle
 from conftest import split_envs
 
 DOMAIN = "approvals"
@@ -463,8 +463,8 @@ def test_snapshot_store_round_trip_of_a_generated_task() -> None:
 
 # -- the whole trail is graded ---------------------------------------------------------------------
 def _exploit(hook_name: str, task_id: str) -> Any:
+    from backoffice.training.domains.approvals.policies import EXPLOITS
     from backoffice.training.integrity.exploits import run_exploit
-    from backoffice.training.policies.approvals import EXPLOITS
 
     return run_exploit(_env(task_id), Oracle(), EXPLOITS[hook_name], task_id)
 
@@ -495,7 +495,7 @@ def test_a_duplicate_hold_fails() -> None:
 
 
 def test_escalating_with_the_rule_alone_fails_every_escalation() -> None:
-    from backoffice.training.policies.approvals import RULE_POLICIES
+    from backoffice.training.domains.approvals.policies import RULE_POLICIES
 
     for task_id in [t for t in release().split_ids["heldout"] if key(t)["outcome_class"] == "escalate"][:15]:
         g = run_episode(_env(task_id), RULE_POLICIES["blocking_fact"](), task_id=task_id).grade

@@ -18,9 +18,9 @@ from backoffice.envs.core import Snapshot, Store
 from backoffice.envs.core.build import make_task
 from backoffice.envs.core.release import load_release
 from backoffice.training.catalog.approvals import A_FIND, A_HOLDERS, A_ROLES, ApprovalsCatalog
+from backoffice.training.domains.approvals.policies import _find_person, _pages
 from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
-from backoffice.training.policies.approvals import _find_person, _pages
 from paging import all_pages, generated, step
 
 #: tables that grow with the organisation (roles and rules are the desk's catalogue)

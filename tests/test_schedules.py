@@ -307,14 +307,14 @@ def _task_where(pred) -> str:
 
 
 def _run_with(task_id: str, hook):
+    from backoffice.training.domains.schedules.policies import Oracle
     from backoffice.training.integrity.exploits import run_exploit
-    from backoffice.training.policies.schedules import Oracle
 
     return run_exploit(make_native(D, split=task_split(D, task_id), max_steps=200), Oracle(), hook, task_id).grade
 
 
 def test_an_unneeded_or_second_approval_request_fails_as_a_gate() -> None:
-    from backoffice.training.policies.schedules import extra_approval_request
+    from backoffice.training.domains.schedules.policies import extra_approval_request
 
     for needed in (True, False):
         t = _task_where(lambda e, needed=needed: (e["approval_role"] is not None) == needed)
@@ -343,7 +343,7 @@ def test_reminder_check_compares_amount_and_instalment() -> None:
 
 
 def test_blind_policies_and_rule_policies_contract() -> None:
-    from backoffice.training.policies import schedules as P
+    from backoffice.training.domains.schedules import policies as P
 
     assert set(P.RULE_POLICIES) == set(DOMAIN.rules)
     assert set(P.EXPLOITS) == {"extra_decision", "extra_request", "repeated_write", "boundary_values",
@@ -417,7 +417,7 @@ def test_generator_invariants_hold_over_the_release() -> None:
 
 
 def test_every_rule_binds_and_no_outcome_class_dominates() -> None:
-    from backoffice.training.policies import schedules as P
+    from backoffice.training.domains.schedules import policies as P
 
     rel = release()
     for split in ("train", "heldout"):
@@ -478,7 +478,7 @@ def test_asking_the_wrong_role_then_committing_is_a_commit_before_approval() -> 
     commit (refused). The commit came before the required approval: commit_before_approval is
     reported, not only unneeded_approval (the check was anchored on any successful wait)."""
     from backoffice.envs.schedules.tables import ROLES
-    from backoffice.training.policies.schedules import Oracle
+    from backoffice.training.domains.schedules.policies import Oracle
 
     class AsksTheWrongRole(Oracle):
         def roles_to_ask(self, need, rules, applies):
@@ -560,7 +560,7 @@ def test_the_deferral_trigger_reads_the_episode_start() -> None:
 def test_a_prior_instalment_left_due_fails_what_the_customer_is_charged() -> None:
     """Superseding the prior version but leaving its instalments due charges the customer twice:
     sch.amounts and sch.due_dates fail (prior_not_superseded), sch.prior_superseded passes."""
-    from backoffice.training.policies.schedules import Oracle
+    from backoffice.training.domains.schedules.policies import Oracle
 
     class ForgetsToCancel(Oracle):
         def to_cancel(self, prior_rows):

@@ -13,14 +13,14 @@ FAILURE_CODES = (
 )
 
 #: The rules of the desk procedure, as ``get_rules`` shows them (``tables.PROCEDURE``): one entry
-#: per rule the agent applies; ``training.policies.approvals.RULE_POLICIES`` holds, per rule, the
+#: per rule the agent applies; ``training.domains.approvals.policies.RULE_POLICIES`` holds, per rule, the
 #: oracle ignoring it (each changes the right end state in >= 20 tasks of each split).
 RULES = tuple(rid for rid, _, _ in PROCEDURE)
 
 
 DOMAIN = Domain(
     name="approvals",
-    policies="backoffice.training.policies.approvals",
+    policies="backoffice.training.domains.approvals.policies",
     catalog="backoffice.training.catalog.approvals:ApprovalsCatalog",
     title="Approvals",
     prefix="APR",

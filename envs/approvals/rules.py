@@ -6,7 +6,7 @@ applies, which required fields are empty, which authority rules an assignment or
 fails, which entries give authority and which one an escalation cites.
 
 Rule-sharing policy: these helpers are public. The generator, the grader (through
-:mod:`backoffice.envs.approvals.authority`), the oracle (``training.policies.approvals``) and the
+:mod:`backoffice.envs.approvals.authority`), the oracle (``training.domains.approvals.policies``) and the
 catalog (``training.catalog.approvals``) all use them, so each rule is written once. The
 verdicts built on them stay independent: the grader's :func:`authority.assess` over the whole
 snapshot is never called by the oracle or the catalog (they work from tool results alone), and

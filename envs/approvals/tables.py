@@ -73,7 +73,7 @@ OPEN_STATUSES = ("pending", "on_hold")
 
 #: The desk procedure, returned by ``get_rules`` as the rules of its rule document: one entry
 #: per rule the agent applies, ``(id, title, text)``; the ids are ``Domain.rules`` and each is
-#: proven to bind (``training.policies.approvals.RULE_POLICIES``: the oracle ignoring it).
+#: proven to bind (``training.domains.approvals.policies.RULE_POLICIES``: the oracle ignoring it).
 #: The bands (``rules`` rows) are the document's reference data (``tables.bands``).
 #: The authority rules (role_type ... delegation_cap) are the checks of one assignment or
 #: delegation, in this order (``rules.AUTHORITY_CHECKS``).

@@ -19,7 +19,7 @@ RULES = RULE_IDS
 
 DOMAIN = Domain(
     name="schedules",
-    policies="backoffice.training.policies.schedules",
+    policies="backoffice.training.domains.schedules.policies",
     catalog="backoffice.training.catalog.schedules:SchedulesCatalog",
     title="Schedules",
     prefix="SCH",
