@@ -100,3 +100,34 @@ def test_check_distance_counts_rows() -> None:
     assert check_distance({"kind": "remittance", "pass": False, "detail": {"unapplied": 5000}}) == 1
     assert check_distance({"kind": "row_equals", "pass": True, "detail": None}) == 0
     assert distance({"checks": [row, {"id": "skip", "kind": "x", "pass": False}]}, exclude=("skip",)) == 3
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_the_distance_is_graded_only_when_a_step_can_change_it(domain: str) -> None:
+    """The progress reward grades again only after a step that changed rows or called one of the
+    domain's ``grade_reads`` (or every step when the domain declares none): the distance it keeps
+    equals a fresh grade's after every step of the oracle, every wrong policy, the random policy
+    and the masked random catalog policy, on every train task, and on the heldout oracle runs of
+    a heldout env."""
+    from backoffice.training.catalog import catalog_target
+
+    dom = get_domain(domain)
+    env = make_native(domain, split="train", reward_mode="progress")
+    names = [n for n in policy_names(domain) if n != "noop"] + (["catalog-random"] if catalog_target(domain) else [])
+    stale = []
+    for name in names:
+        for k, task_id in enumerate(env.release.split_ids["train"]):
+            if name != "oracle" and k % 5:  # every train task for the oracle, one in five for the others
+                continue
+            policy = get_policy(domain, name, seed=k)
+            obs, info = env.reset(**env.reset_args(task_id))
+            policy.reset(obs, info)
+            assert env._distance_now == distance(env.grade_now(), dom.progress_exclude), (name, task_id, "reset")
+            for step in range(200):
+                obs, _, terminated, truncated, step_info = env.step(policy.act(obs))
+                fresh = distance(step_info["grade"] if terminated or truncated else env.grade_now(), dom.progress_exclude)
+                if env._distance_now != fresh:
+                    stale.append((name, task_id, step, env.trace[-1]["tool"], env._distance_now, fresh))
+                if terminated or truncated:
+                    break
+    assert not stale, f"{len(stale)} steps kept a stale distance, e.g. {stale[:5]}"

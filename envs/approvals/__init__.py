@@ -35,6 +35,8 @@ DOMAIN = Domain(
     guardrail_code="forbidden_write",
     rules=RULES,
     rule_tools=("get_rules",),
+    # the grade reads the calls that wrote (decisions, escalations, releases), never a read alone
+    grade_reads=frozenset(),
     tables=TABLES,
 )
 

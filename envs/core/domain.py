@@ -124,6 +124,11 @@ class Domain:
         judge: optional free-text judge ``judge(episode, spec)`` run at the end of an episode,
             ``spec`` being the env's ``judge`` argument (``"rubric"`` or ``"model:<name>"``); its
             result goes to ``info["judge"]`` and never into the grade.
+        grade_reads: the tools whose calls the grade reads from the trace even when they change no
+            row: reads a rule requires (a search before a create, the documents after a reply) and
+            refused calls a check is anchored on. ``reward_mode="progress"`` grades again only
+            after a step that changed rows or called one of these (the test proves the distance
+            equal to a grade at every step); ``None``: after every step.
         progress_exclude: ids of checks left out of the end-state distance that
             ``reward_mode="progress"`` pays on, because the right procedure passes through
             states that fail them (e.g. a clock paused while waiting for a reply); the test
@@ -166,6 +171,7 @@ class Domain:
     terminal_shaping: Callable[[Mapping[str, Any]], float] = default_terminal_shaping
     rules: tuple[str, ...] = ()
     progress_exclude: tuple[str, ...] = ()
+    grade_reads: frozenset[str] | None = None
     task_aliases: tuple[str, ...] = ()
     tables: tuple[str, ...] = ()
     rule_tools: tuple[str, ...] = ()

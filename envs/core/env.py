@@ -117,6 +117,8 @@ class BackofficeEnv(gym.Env[str, Any]):
         self._trace_writer = TraceWriter(trace_path) if trace_path else None
         self._terminal_tools = self.domain.terminal_tools
         self._brief_cache: dict[str, tuple[str, dict[str, Any]]] = {}
+        #: (task id, scale) -> the end-state distance of the task's untouched start state (progress reward)
+        self._start_distances: dict[tuple[str, int], int] = {}
         self._last_result: dict[str, Any] = {}
         self._task: Task | None = None
         self._store: Store | None = None
@@ -314,7 +316,12 @@ class BackofficeEnv(gym.Env[str, Any]):
         self._shaped_total = 0.0
         self._done = False
         if self.reward_mode == "progress":
-            start = self._distance()
+            # the untouched start state of a task is always the same: its distance is graded once
+            start_key = (task.task_id, self._scale)
+            start = self._start_distances.get(start_key)
+            if start is None:
+                start = self._start_distances[start_key] = self._distance()
+            self._distance_now = start
             self._start_distance = max(1, start)
             self._best_progress = 0.0 if start else 1.0  # already at an accepted state: nothing to pay
         cached = self._brief_cache.get(task.task_id)
@@ -425,7 +432,10 @@ class BackofficeEnv(gym.Env[str, Any]):
         if self.reward_mode == "shaped":
             reward = shaping
         elif self.reward_mode == "progress":
-            reward = self._progress_reward(shaping, record.get("grade"))
+            grade_reads = self.domain.grade_reads
+            if record.get("grade") is not None or grade_reads is None or changed or tool in grade_reads:
+                self._distance_now = self._distance(record.get("grade"))
+            reward = self._progress_reward(shaping)
         if self._trace_writer is not None:
             line = dict(record)
             line["args"] = orjson.Fragment(args_json)
@@ -459,7 +469,7 @@ class BackofficeEnv(gym.Env[str, Any]):
             grade = self.domain.grade(Episode(self._task, key, self._snapshot, self._store, self._store.diff(), self._trace))
         return distance(grade, self.domain.progress_exclude)
 
-    def _progress_reward(self, shaping: float, final_grade: Mapping[str, Any] | None) -> float:
+    def _progress_reward(self, shaping: float) -> float:
         """``reward_mode="progress"``: the shaped reward, plus ``PROGRESS_WEIGHT`` times the
         progress made the first time the state gets closer to the answer key's accepted end
         state than ever before in the episode (``1 - distance / start distance``, distance in
@@ -471,7 +481,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         to the shaped total) changed only when reward arrived, not which behaviour earns more,
         and left MaskablePPO in the shaped reward's local optimum (registration: refer every
         task, 63 % heldout)."""
-        progress = 1.0 - self._distance(final_grade) / self._start_distance
+        progress = 1.0 - self._distance_now / self._start_distance
         gain = max(0.0, progress - self._best_progress)
         self._best_progress = max(self._best_progress, progress)
         return shaping + PROGRESS_WEIGHT * gain

@@ -34,6 +34,8 @@ DOMAIN = Domain(
     guardrail_code=GUARDRAIL_CODE,
     rules=RULES,
     rule_tools=("get_rules",),
+    # commit_before_approval is anchored on a commit_schedule call, refused ones included
+    grade_reads=frozenset({"commit_schedule"}),
     tables=TABLES,
 )
 
