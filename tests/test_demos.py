@@ -151,7 +151,7 @@ def test_a_warm_run_cloned_with_other_passes_is_stale_and_a_pure_run_is_not(tmp_
     """Warm runs made before ``bc_epochs`` existed cloned with 30 passes: another run. Pure runs
     never clone, so the setting is unset for them and older pure runs stay current."""
     from backoffice.graders.progress import DISTANCE_VERSION
-    from backoffice.training.rl.train import BC_EPOCHS, TrainConfig
+    from backoffice.training.rl.config import BC_EPOCHS, TrainConfig
 
     monkeypatch.setattr(results, "MODELS", tmp_path)
     plan = results.plan(["approvals"], ["facts"])
@@ -233,8 +233,9 @@ def test_bc_ceiling_is_what_a_warm_started_run_measures_before_ppo(tmp_path: Pat
     """The table's behaviour-cloning column comes from the baselines (no PPO needed); it is the
     same number a warm-started run records before its first PPO update, and the clone is fitted:
     it reproduces the demonstrations (a ceiling that underfits would understate what cloning
-    reaches; 30 passes left 93 % of approvals/facts actions and a third of its heldout pass)."""
-    from backoffice.training.rl.train import TrainConfig, train
+    reaches; docs/EXPERIMENTS.md)."""
+    from backoffice.training.rl.config import TrainConfig
+    from backoffice.training.rl.train import train
 
     ceiling = results.bc_ceiling("sufficiency", "facts")
     config = TrainConfig.for_domain("sufficiency", tmp_path / "warm", tier="facts", seed=0, timesteps=64,
@@ -252,7 +253,8 @@ def test_bc_ceiling_is_what_a_warm_started_run_measures_before_ppo(tmp_path: Pat
 def test_a_clone_that_passes_validation_is_kept_without_ppo(tmp_path: Path) -> None:
     """PPO's first updates can undo part of a clone: a clone passing every validation task is
     the model, with no PPO step (on approvals/conclusions the clone passes everything)."""
-    from backoffice.training.rl.train import TrainConfig, train
+    from backoffice.training.rl.config import TrainConfig
+    from backoffice.training.rl.train import train
 
     config = TrainConfig.for_domain("approvals", tmp_path / "warm", seed=0, timesteps=20_000, warm_start="demos")
     summary = train(config)

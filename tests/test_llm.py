@@ -23,7 +23,7 @@ from backoffice.training.agents import chat as llm
 from backoffice.training.agents.chat import ChatAgent, ChatReply, ToolCall
 from backoffice.training.agents.fake_openai import FakeOpenAI
 from backoffice.training.agents.openai_chat import OpenAIChat
-from backoffice.training.eval.rollout import run_episode as native_run_episode
+from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
 from backoffice.training.policies.base import ScriptedPolicy, call
 from conftest import DOMAINS, domain_params
@@ -139,8 +139,8 @@ def test_oracle_chat_passes_every_toy_heldout_task_with_the_native_calls(release
     env, native = toy_env(release), toy_env(release)
     chat = llm.policy_chat(toy_policy)
     for task_id in release.split_ids["heldout"]:
-        res = llm.run_episode(env, chat, task_id=task_id)
-        ref = native_run_episode(native, ToyOracle(), task_id=task_id)
+        res = llm.chat_episode(env, chat, task_id=task_id)
+        ref = run_episode(native, ToyOracle(), task_id=task_id)
         assert res.grade["pass"] and res.grade == ref.grade
         assert [(r["tool"], r["args"]) for r in env.trace] == [(r["tool"], r["args"]) for r in native.trace]
         assert res.steps == ref.steps and res.info["end_state_hash"] == ref.info["end_state_hash"]
@@ -149,7 +149,7 @@ def test_oracle_chat_passes_every_toy_heldout_task_with_the_native_calls(release
 def test_text_only_chat_fails_every_toy_task_and_every_reply_is_a_step(release: Release) -> None:
     env = toy_env(release)
     for task_id in release.split_ids["heldout"]:
-        res = llm.run_episode(env, llm.text_only_chat, task_id=task_id)
+        res = llm.chat_episode(env, llm.text_only_chat, task_id=task_id)
         assert not res.grade["pass"] and res.steps == 8
         assert [r["error_code"] for r in env.trace] == ["invalid_action"] * 8 and env.state.diff() == {}
     roles = [m["role"] for m in res.transcript]
@@ -163,7 +163,7 @@ def test_several_tool_calls_in_one_reply_are_applied_in_order(release: Release) 
     chat = scripted(ChatReply("Reading then bumping.", (
         ToolCall("a", "bump", bump), ToolCall("b", "get_counter", bump), ToolCall("c", "bump", bump))))
     env = toy_env(release)
-    res = llm.run_episode(env, chat, task_id="TOY-H0001")
+    res = llm.chat_episode(env, chat, task_id="TOY-H0001")
     assert [r["tool"] for r in env.trace] == ["bump", "get_counter", "bump", "submit"]
     tool_msgs = [m for m in res.transcript if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_msgs] == ["a", "b", "c", "s1"]
@@ -188,7 +188,7 @@ def test_tool_errors_go_back_as_tool_messages_and_leave_state_alone(release: Rel
         ]},
     )
     env = toy_env(release)
-    res = llm.run_episode(env, chat, task_id="TOY-H0002")
+    res = llm.chat_episode(env, chat, task_id="TOY-H0002")
     codes = [r["error_code"] for r in env.trace]
     assert codes == ["invalid_action", "invalid_action", "unknown_tool", "invalid_args", "not_found", None]
     assert [r["tool"] for r in env.trace[:3]] == ["bump", "bump", "nope"]
@@ -200,7 +200,7 @@ def test_tool_errors_go_back_as_tool_messages_and_leave_state_alone(release: Rel
 def test_calls_after_the_terminal_call_are_skipped(release: Release) -> None:
     chat = scripted(ChatReply(None, (ToolCall("t1", "submit", ""), ToolCall("t2", "bump", '{"counter_id": "C-1"}'))))
     env = toy_env(release)
-    res = llm.run_episode(env, chat, task_id="TOY-H0000")
+    res = llm.chat_episode(env, chat, task_id="TOY-H0000")
     assert [r["tool"] for r in env.trace] == ["submit"] and res.steps == 1
     assert res.transcript[-1] == {**res.transcript[-1], "role": "tool", "tool_call_id": "t2", "skipped": True, "content": None}
 
@@ -222,9 +222,9 @@ def test_transcript_is_written_beside_the_trace_and_is_deterministic(release: Re
         env = toy_env(release, trace_path=str(trace))
         chat = llm.policy_chat(toy_policy)
         for task_id in ("TOY-H0003", "TOY-H0004"):
-            res = llm.run_episode(env, chat, task_id=task_id)
+            res = llm.chat_episode(env, chat, task_id=task_id)
             assert res.transcript_path == tmp_path / run / "episodes.transcript.jsonl"
-        llm.run_episode(env, scripted("thinking", ChatReply(None, (ToolCall("z", "submit", "{}"),))), task_id="TOY-H0005")
+        llm.chat_episode(env, scripted("thinking", ChatReply(None, (ToolCall("z", "submit", "{}"),))), task_id="TOY-H0005")
         env.close()
         outputs.append((trace.read_bytes(), res.transcript_path.read_bytes()))
     assert outputs[0] == outputs[1]
@@ -248,7 +248,7 @@ def test_explicit_transcript_path_and_chat_errors_keep_the_transcript(release: R
 
     path = tmp_path / "t.jsonl"
     with pytest.raises(llm.EndpointError) as err:
-        llm.run_episode(toy_env(release), broken, task_id="TOY-H0000", transcript_path=path)
+        llm.chat_episode(toy_env(release), broken, task_id="TOY-H0000", transcript_path=path)
     assert isinstance(err.value.cause, ConnectionError) and err.value.step == 1
     roles = [json.loads(x)["role"] for x in path.read_bytes().splitlines()]
     assert roles == ["system", "user", "assistant", "tool"]
@@ -258,7 +258,7 @@ def test_chat_agent_is_a_policy_for_the_native_rollout(release: Release) -> None
     env = toy_env(release)
     agent = ChatAgent(llm.policy_chat(toy_policy), name="toy-chat")
     for task_id in release.split_ids["heldout"][:5]:
-        res = native_run_episode(env, agent, task_id=task_id)
+        res = run_episode(env, agent, task_id=task_id)
         assert res.grade["pass"]
     assert agent.transcript[0]["role"] == "system"
 
@@ -273,7 +273,7 @@ def heldout(domain: str) -> tuple[str, ...]:
 def test_oracle_chat_passes_every_heldout_task(domain: str) -> None:
     env = make_native(domain, split="heldout")
     chat = llm.oracle_chat()
-    failed = [t for t in heldout(domain) if not llm.run_episode(env, chat, task_id=t).grade["pass"]]
+    failed = [t for t in heldout(domain) if not llm.chat_episode(env, chat, task_id=t).grade["pass"]]
     assert not failed, f"{domain}: oracle chat failed {failed[:10]}"
 
 
@@ -281,8 +281,8 @@ def test_oracle_chat_passes_every_heldout_task(domain: str) -> None:
 def test_oracle_chat_makes_the_oracles_calls(domain: str) -> None:
     env, native = make_native(domain, split="heldout"), make_native(domain, split="heldout")
     for task_id in heldout(domain)[:10]:
-        res = llm.run_episode(env, llm.oracle_chat(), task_id=task_id)
-        ref = native_run_episode(native, get_policy(domain, "oracle"), task_id=task_id)
+        res = llm.chat_episode(env, llm.oracle_chat(), task_id=task_id)
+        ref = run_episode(native, get_policy(domain, "oracle"), task_id=task_id)
         assert [(r["tool"], r["args"]) for r in env.trace] == [(r["tool"], r["args"]) for r in native.trace]
         assert res.grade == ref.grade and res.info["end_state_hash"] == ref.info["end_state_hash"]
 
@@ -291,7 +291,7 @@ def test_oracle_chat_makes_the_oracles_calls(domain: str) -> None:
 def test_text_only_chat_fails_every_heldout_task(domain: str) -> None:
     env = make_native(domain, split="heldout")
     for task_id in heldout(domain):
-        res = llm.run_episode(env, llm.text_only_chat, task_id=task_id)
+        res = llm.chat_episode(env, llm.text_only_chat, task_id=task_id)
         assert not res.grade["pass"], f"{task_id}: a text-only agent passed"
         assert res.steps == res.info["grade"]["process_metrics"]["steps"] == env._limit
         assert all(r["error_code"] == "invalid_action" for r in env.trace)
@@ -307,13 +307,13 @@ def test_openai_adapter_plays_the_oracle_through_the_fake_endpoint(release: Rele
     with FakeOpenAI(llm.policy_chat(toy_policy)) as server:
         chat = OpenAIChat(model="fake-oracle", base_url=server.base_url, api_key="test-key", seed=3, temperature=0.0)
         for task_id in release.split_ids["heldout"][:6]:
-            res = llm.run_episode(env, chat, task_id=task_id)
+            res = llm.chat_episode(env, chat, task_id=task_id)
             assert res.grade["pass"]
             assert server.requests >= res.steps
         assert chat.request([{"role": "user", "content": "x", "turn": 0}], [])["seed"] == 3
     with FakeOpenAI(llm.text_only_chat) as server:
         chat = OpenAIChat(model="fake-text", base_url=server.base_url)
-        res = llm.run_episode(env, chat, task_id="TOY-H0001")
+        res = llm.chat_episode(env, chat, task_id="TOY-H0001")
         assert not res.grade["pass"] and res.steps == 8 and server.requests == 8
 
 
@@ -355,7 +355,7 @@ def test_openai_policy_name_builds_a_chat_agent(release: Release, monkeypatch: p
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
         policy = get_policy("toy", "openai:fake-model", seed=1)
         assert isinstance(policy, ChatAgent) and policy.name == "openai:fake-model" and policy.chat.seed == 1
-        res = native_run_episode(env, policy, task_id="TOY-H0007")
+        res = run_episode(env, policy, task_id="TOY-H0007")
         assert res.grade["pass"]
 
 
@@ -366,7 +366,7 @@ def test_openai_adapter_passes_domain_tasks_through_the_fake_endpoint(domain: st
     with FakeOpenAI() as server:
         chat = OpenAIChat(model="fake-oracle", base_url=server.base_url)
         for task_id in heldout(domain)[:3]:
-            assert llm.run_episode(env, chat, task_id=task_id).grade["pass"]
+            assert llm.chat_episode(env, chat, task_id=task_id).grade["pass"]
 
 
 @requires_openai
@@ -414,7 +414,7 @@ def test_empty_choices_and_empty_replies_are_never_sent_back_as_null(release: Re
             if sum(m["role"] == "assistant" for m in req["messages"]) in (0, 2) else None) as server:
         chat = OpenAIChat(model="fake", base_url=server.base_url, max_retries=0)
         agent = ChatAgent(chat)
-        res = llm.run_episode(env, agent, task_id="TOY-H0001")
+        res = llm.chat_episode(env, agent, task_id="TOY-H0001")
         no_null_content(server.bodies)
         empties = [m for m in res.transcript if m["role"] == "assistant" and not m.get("tool_calls")]
         assert empties and all(m["content"] == "" and m["finish_reason"] == "no_choices" for m in empties)
@@ -428,7 +428,7 @@ def test_usage_and_finish_reasons_are_counted(release: Release) -> None:
     env = toy_env(release)
     with FakeOpenAI(llm.policy_chat(toy_policy)) as server:
         agent = ChatAgent(OpenAIChat(model="fake", base_url=server.base_url))
-        res = llm.run_episode(env, agent, task_id="TOY-H0002")
+        res = llm.chat_episode(env, agent, task_id="TOY-H0002")
     stats = agent.stats()
     assert stats["requests"] == res.steps == stats["finish_reasons"]["tool_calls"]
     assert stats["usage"]["completion_tokens"] == res.steps and stats["usage"]["total_tokens"] > res.steps
@@ -437,7 +437,7 @@ def test_usage_and_finish_reasons_are_counted(release: Release) -> None:
 
 def test_unparsable_arguments_are_named_as_such(release: Release) -> None:
     env = toy_env(release)
-    res = llm.run_episode(env, scripted(ChatReply(None, (ToolCall("u", "bump", "{counter_id: C-1"),))), task_id="TOY-H0001")
+    res = llm.chat_episode(env, scripted(ChatReply(None, (ToolCall("u", "bump", "{counter_id: C-1"),))), task_id="TOY-H0001")
     first = loads(next(m for m in res.transcript if m["role"] == "tool")["content"])
     assert first["code"] == "invalid_action" and "unparsable" in first["message"]
 

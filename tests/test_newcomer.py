@@ -157,12 +157,12 @@ def test_a_missing_extra_is_named(capsys, monkeypatch, tmp_path: Path, argv: lis
 
     for name in modules:
         monkeypatch.setitem(sys.modules, name, None)  # import of NAME halted: as if not installed
-    import backoffice.training as training_package
+    import backoffice.training.rl as rl_package
 
     # the training modules re-import here; at teardown both sys.modules and the package's
     # attribute must point at the module every later test imports (else a later test's
     # monkeypatch of ``backoffice.training.rl.train`` lands on another module object)
-    monkeypatch.setattr(training_package, "train", getattr(training_package, "train", None), raising=False)
+    monkeypatch.setattr(rl_package, "train", getattr(rl_package, "train", None), raising=False)
     for name in [m for m in sys.modules if m.startswith("backoffice.training.rl.train")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.chdir(tmp_path)

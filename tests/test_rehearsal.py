@@ -29,7 +29,7 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 from backoffice.envs import make_native  # noqa: E402
 from backoffice.envs.core.canonical import dumps, loads  # noqa: E402
 from backoffice.envs.core.release import load_release  # noqa: E402
-from backoffice.training.agents.chat import oracle_chat, run_episode  # noqa: E402
+from backoffice.training.agents.chat import chat_episode, oracle_chat  # noqa: E402
 from backoffice.training.agents.session import PUBLIC_GRADE_FIELDS, AttemptsExhausted, Session  # noqa: E402
 from conftest import DOMAINS  # noqa: E402
 
@@ -141,7 +141,7 @@ def test_the_chat_model_never_reads_a_grade() -> None:
         seen.append([dict(m) for m in messages])
         return oracle(messages, tools)
 
-    result = run_episode(make_native(domain, split="heldout"), recording, task_id=task_id)
+    result = chat_episode(make_native(domain, split="heldout"), recording, task_id=task_id)
     assert result.grade["pass"]
     shown = dumps(seen).decode()
     assert '"failure_codes"' not in shown and '"checks"' not in shown and '"score"' not in shown

@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 from backoffice.envs.core.canonical import loads
 from backoffice.training.catalog import catalog_agent, spec_class, tier_specs
 from backoffice.training.cli.main import app
+from backoffice.training.rl.config import TrainConfig
 from backoffice.training.rl.slot_policy import slot_layout
-from backoffice.training.rl.train import TrainConfig, build_model
+from backoffice.training.rl.train import build_model
 
 SLOTTED = [(d, t) for d in ("approvals", "registration", "remittance") for t in ("facts",)]
 

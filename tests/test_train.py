@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.release import load_release
 from backoffice.training.cli.main import app
-from backoffice.training.rl.train import TrainConfig, validation_ids
+from backoffice.training.rl.config import TrainConfig, validation_ids
 
 pytestmark = pytest.mark.xdist_group("approvals")
 DOMAIN = "approvals"
@@ -143,7 +143,7 @@ def test_demonstrations_follow_the_training_split() -> None:
     """A run on released train tasks clones on them (never validation, never heldout); a run on
     generated tasks clones on generated ones (it used to clone on nothing)."""
     from backoffice.envs.core.release import is_generated_id
-    from backoffice.training.rl.train import DEMO_GENERATED, demo_task_ids, training_task_ids
+    from backoffice.training.rl.config import DEMO_GENERATED, demo_task_ids, training_task_ids
 
     rel = load_release(DOMAIN)
     on_train = TrainConfig(domain=DOMAIN, out=Path("x"), warm_start="demos")
@@ -163,7 +163,7 @@ def test_the_learner_env_ends_at_the_limit_and_drops_the_unread_grade() -> None:
     step; the step limit ends the episode (``terminated``, never ``truncated``)."""
     import numpy as np
 
-    from backoffice.training.rl.train import UNREAD_INFO, training_env
+    from backoffice.training.rl.envs import UNREAD_INFO, training_env
 
     env = training_env("remittance", split="train", reward_mode="progress", call_cost=0.0, tier="facts", max_steps=3)
     env.reset(seed=3)
@@ -182,7 +182,8 @@ def test_the_learner_env_ends_at_the_limit_and_drops_the_unread_grade() -> None:
 def test_gae_lambda_and_clip_range_reach_the_model_and_bad_values_are_refused(tmp_path: Path) -> None:
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from backoffice.training.rl.train import build_model, training_env
+    from backoffice.training.rl.envs import training_env
+    from backoffice.training.rl.train import build_model
 
     config = TrainConfig(domain=DOMAIN, out=tmp_path, gae_lambda=1.0, clip_range=0.35, n_envs=1)
     venv = DummyVecEnv([lambda: training_env(DOMAIN, split="train", task_ids=list(load_release(DOMAIN).split_ids["train"][:3]))])
@@ -203,7 +204,7 @@ def test_the_learner_env_times_the_mask_and_the_summary_sums_every_env(trained: 
     beside the largest single env's."""
     import numpy as np
 
-    from backoffice.training.rl.train import training_env
+    from backoffice.training.rl.envs import training_env
 
     env = training_env("approvals", split="train", reward_mode="shaped")
     env.reset(seed=1)
@@ -215,3 +216,40 @@ def test_the_learner_env_times_the_mask_and_the_summary_sums_every_env(trained: 
     summary = loads((trained / "summary.json").read_bytes())
     assert summary["env_share_of_wall"] >= summary["env_share_per_worker"] > 0
     assert summary["config"]["n_envs"] == 2 and summary["env_share_of_wall"] <= 2 * summary["env_share_per_worker"] + 1e-4
+
+
+def test_train_options_are_the_config_fields(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``backoffice train`` has one option per ``TrainConfig`` field (help from the field); a
+    value given reaches the config, one not given is the catalog's tuned value, else the field's
+    default; the option checks the field's bounds and the config its choices."""
+    import importlib
+    from dataclasses import fields
+
+    from backoffice.training.catalog import spec_class
+
+    seen: dict[str, TrainConfig] = {}
+
+    def capture(config: TrainConfig, on_progress: object = None) -> dict[str, object]:
+        seen["config"] = config
+        return {"timesteps": config.timesteps, "episodes": 0, "train_seconds": 0.0, "best_validation_pass_rate": 0.0,
+                "validation_ids": config.validation_size, "env_step_us": 0.0, "model": str(config.out / "model.zip")}
+
+    monkeypatch.setattr(importlib.import_module("backoffice.training.rl.train"), "train", capture)
+    shown = " ".join(CliRunner().invoke(app, ["train", "--help"], env={"COLUMNS": "300"}).output.split())
+    for f in fields(TrainConfig):
+        if f.metadata["cli"]:
+            assert f"--{f.metadata['flag'] or f.name.replace('_', '-')} " in shown, f.name
+            assert f.metadata["help"].split(":")[0] in shown, f.name
+    result = CliRunner().invoke(app, ["train", "--env", DOMAIN, "--out", str(tmp_path / "m"), "--batch-size", "64",
+                                      "--net-arch", "32", "--net-arch", "16", "--no-heldout", "--learning-rate", "1e-3",
+                                      "--finish-tool", "submit", "--seed", "7"])
+    assert result.exit_code == 0, result.output
+    config = seen["config"]
+    assert (config.batch_size, tuple(config.net_arch), config.heldout_eval, config.learning_rate, config.finish_tools,
+            config.seed) == (64, (32, 16), False, 1e-3, ("submit",), 7)
+    tuned = spec_class(DOMAIN, config.spec).hyperparams
+    assert config.n_steps == tuned["n_steps"] != 64 and config.gamma == 0.99  # the catalog's, else TrainConfig's
+    refused = CliRunner().invoke(app, ["train", "--env", DOMAIN, "--out", str(tmp_path / "m"), "--n-envs", "0"])
+    assert refused.exit_code == 2 and "--n-envs" in refused.output
+    refused = CliRunner().invoke(app, ["train", "--env", DOMAIN, "--out", str(tmp_path / "m"), "--task-sampling", "failures"])
+    assert refused.exit_code == 2 and "task_sampling" in " ".join(refused.output.split())

@@ -10,10 +10,10 @@ A *chat function* is anything with the signature ``chat(messages, tools) -> repl
   in the chat-completions shape (``{"content": ..., "tool_calls": [{"id", "function":
   {"name", "arguments"}}]}``).
 
-:func:`run_episode` plays one episode::
+:func:`chat_episode` plays one episode::
 
-    from backoffice.training.agents.chat import run_episode
-    result = run_episode(env, chat, task_id="APR-H0000")
+    from backoffice.training.agents.chat import chat_episode
+    result = chat_episode(env, chat, task_id="APR-H0000")
     result.grade["pass"], result.transcript
 
 How the loop maps a conversation onto environment steps (every step is traced):
@@ -239,7 +239,7 @@ class ChatAgent(Policy):
     It keeps the conversation, asks ``chat`` for a reply whenever it has no pending tool call,
     and turns replies into actions as described in the module docstring. Use it directly with
     :func:`backoffice.training.eval.rollout.run_episode` / ``evaluate`` (``--policy openai:<model>``)
-    or through :func:`run_episode` here, which also writes the transcript.
+    or through :func:`chat_episode` here, which also writes the transcript.
     """
 
     name = "chat"
@@ -338,7 +338,7 @@ class ChatAgent(Policy):
 # -- the episode loop ------------------------------------------------------------------------
 @dataclass
 class ChatEpisodeResult:
-    """Outcome of :func:`run_episode`: the terminal ``info`` (grade, diff …) and the transcript."""
+    """Outcome of :func:`chat_episode`: the terminal ``info`` (grade, diff …) and the transcript."""
 
     task_id: str
     seed: int
@@ -360,8 +360,8 @@ def transcript_path_for(trace_path: str | Path) -> Path:
     return p.with_name(f"{stem}.transcript.jsonl")
 
 
-def run_episode(env: Any, chat: ChatFn | ChatAgent, task_id: str | None = None, seed: int | None = None,
-                transcript_path: str | Path | None = None) -> ChatEpisodeResult:
+def chat_episode(env: Any, chat: ChatFn | ChatAgent, task_id: str | None = None, seed: int | None = None,
+                 transcript_path: str | Path | None = None) -> ChatEpisodeResult:
     """Play one episode of ``env`` with a chat function; see the module docstring for the rules.
 
     ``env`` is a native env (wrapped or not). With ``task_id`` and no ``seed`` the task's own

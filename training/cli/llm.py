@@ -79,7 +79,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Play tasks with an LLM behind an OpenAI-compatible endpoint; write trace and transcript."""
         from backoffice.envs import make_native
-        from backoffice.training.agents.chat import run_episode, transcript_path_for
+        from backoffice.training.agents.chat import chat_episode, transcript_path_for
         from backoffice.training.agents.openai_chat import OpenAIChat
 
         if split not in ("train", "heldout"):
@@ -90,7 +90,7 @@ def register(app: typer.Typer) -> None:
         passed = 0
         try:
             for tid in ids:
-                res = run_episode(native, chat, task_id=tid)
+                res = chat_episode(native, chat, task_id=tid)
                 passed += bool(res.grade["pass"])
                 codes = ",".join(res.grade["failure_codes"]) or "-"
                 sys.stdout.write(f"{tid}\tpass={res.grade['pass']}\tscore={res.grade['score']:.3f}\tsteps={res.steps}\tfailures={codes}\n")

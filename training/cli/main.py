@@ -12,6 +12,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from backoffice.training.cli.options import config_options
+from backoffice.training.rl.config import TrainConfig
+
 
 class UserError(Exception):
     """A mistake the user can fix: the command prints ``backoffice: <message>`` on one line
@@ -567,47 +570,22 @@ def seeds_verify(env: Annotated[list[str], typer.Option("--env", help="Domain(s)
 
 
 @app.command()
+@config_options(TrainConfig)
 def train(
     env: Annotated[str, typer.Option("--env", help="Domain to train on.")],
-    algo: Annotated[str | None, typer.Option(help="maskable-ppo (sb3-contrib, uses action masks; default) or ppo.")] = None,
-    timesteps: Annotated[int | None, typer.Option(min=1, help="Training budget in environment steps (default 200k).")] = None,
-    n_envs: Annotated[int | None, typer.Option("--n-envs", min=1, help="Environments stepped together (tuned, else 8).")] = None,
-    vec_env: Annotated[str | None, typer.Option("--vec-env", help="dummy (every env in the learner's process; default) or subproc (one worker process per env): the same model, another CPU cost.")] = None,
     out: Annotated[Path | None, typer.Option(help="Model folder (default: runs/<env>); never a folder of tracked files such as the shipped models/.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed of the model and the environments.")] = None,
-    train_split: Annotated[str | None, typer.Option(help="train (released train minus validation, default) or generated (a fresh task every episode).")] = None,
-    task_sampling: Annotated[str | None, typer.Option("--task-sampling", help="How each env picks its next train task: uniform (default), failures (weighted by 1 - score towards the tasks it has been failing), unsolved (by the failure rate to the 4th power: the tasks it fails every time) or greedy-failures (half the draws from the train tasks the deterministic policy failed at its latest replay).")] = None,
-    focus_freq: Annotated[int | None, typer.Option("--focus-freq", min=1, help="With --task-sampling greedy-failures: timesteps between replays of the greedy policy on the train tasks (50k).")] = None,
-    self_imitation: Annotated[int | None, typer.Option("--self-imitation", min=0, help="Cross-entropy minibatches per rollout towards the agent's own passed train episodes (tuned, else 0: pure PPO updates).")] = None,
-    validation_size: Annotated[int | None, typer.Option(min=1, help="Train tasks held out for model selection (100).")] = None,
-    eval_freq: Annotated[int | None, typer.Option(min=1, help="Validate every N timesteps (10k).")] = None,
-    patience: Annotated[int | None, typer.Option(min=1, help="Stop after N validations without improvement (30).")] = None,
-    gamma: Annotated[float | None, typer.Option(help="Discount (default: the catalog's tuned value, else 0.99).")] = None,
-    ent_coef: Annotated[float | None, typer.Option(help="Entropy coefficient (tuned, else 0.01).")] = None,
-    gae_lambda: Annotated[float | None, typer.Option("--gae-lambda", min=0.0, max=1.0, help="GAE lambda (tuned, else 0.95; 1: Monte Carlo advantages).")] = None,
-    clip_range: Annotated[float | None, typer.Option("--clip-range", min=0.0, help="PPO's probability-ratio clip (tuned, else 0.2).")] = None,
-    n_steps: Annotated[int | None, typer.Option(min=1, help="Rollout length per env (tuned, else 64).")] = None,
-    finish_bias: Annotated[float | None, typer.Option(help="Added to the finishing action's initial logit (tuned, else -3).")] = None,
-    finish_tool: Annotated[list[str] | None, typer.Option("--finish-tool", help="Repeatable. A native tool whose actions get the finishing prior too (tuned, else none).")] = None,
-    heldout: Annotated[bool, typer.Option("--heldout/--no-heldout", help="Evaluate the best model on heldout at the end.")] = True,
-    tier: Annotated[str | None, typer.Option(help="Feature tier of the catalog: conclusions (default), facts or raw.")] = None,
-    warm_start: Annotated[str | None, typer.Option("--warm-start", help="demos: behaviour-clone the tier's feature policy on the train tasks, then PPO (reported apart from pure RL).")] = None,
-    bc_epochs: Annotated[int | None, typer.Option("--bc-epochs", min=1, help="Behaviour-cloning passes over the demonstrations with --warm-start demos (200).")] = None,
-    reward_mode: Annotated[str | None, typer.Option("--reward-mode", help="Training reward: shaped (default) or progress (pays first-time progress towards the answer key's end state; training only).")] = None,
-    call_cost: Annotated[float | None, typer.Option("--call-cost", min=0.0, max=1.0, help="Training reward's cost of a successful call (tuned, else the domain's 0.01).")] = None,
-    gate_cap: Annotated[bool | None, typer.Option("--gate-cap/--no-gate-cap", help="Training reward's terminal shaping: the score capped by a failed gate (default), or the share of work checks passed; the grade is the same.")] = None,
-    learning_rate: Annotated[float | None, typer.Option("--learning-rate", min=0.0, help="Adam learning rate (tuned, else 3e-4).")] = None,
-    policy: Annotated[str | None, typer.Option("--policy", help="Actor-critic: mlp (SB3's MLP) or slots (one scorer shared by the slots of an entity list; tuned, else mlp).")] = None,
     tensorboard: Annotated[Path | None, typer.Option("--tensorboard", help="Write TensorBoard logs (SB3's tensorboard_log) to this folder; needs the 'tensorboard' extra. View with `tensorboard --logdir DIR`.")] = None,
+    *,
+    settings: dict[str, Any],
 ) -> None:
     """Train an agent on a domain's catalog env (shaped reward), keep the best model by
     validation pass rate, plot the learning curve and evaluate on heldout (pure grade).
 
-    Hyperparameters not given here come from the catalog's tuned ``hyperparams``, then the
-    defaults of ``TrainConfig``.
+    Every other option is a field of ``TrainConfig``; those not given here come from the
+    catalog's tuned ``hyperparams``, then the defaults of ``TrainConfig``.
     """
     from backoffice.envs import DOMAINS
-    from backoffice.training.rl.train import TrainConfig, train as run_training
+    from backoffice.training.rl.train import train as run_training
 
     if env not in DOMAINS:
         raise typer.BadParameter(f"unknown domain {env!r}; choose from {', '.join(DOMAINS)}")
@@ -620,13 +598,7 @@ def train(
             raise UserError("--tensorboard needs the 'tensorboard' extra (SB3 writes its logs through it): "
                             "pip install -e '.[tensorboard]'")
     try:
-        config = TrainConfig.for_domain(
-            env, out, algo=algo, timesteps=timesteps, n_envs=n_envs, seed=seed,
-            train_split=train_split, task_sampling=task_sampling, focus_freq=focus_freq, self_imitation=self_imitation, validation_size=validation_size, eval_freq=eval_freq, patience=patience,
-            gamma=gamma, gae_lambda=gae_lambda, clip_range=clip_range, ent_coef=ent_coef, n_steps=n_steps, finish_bias=finish_bias, finish_tools=finish_tool, heldout_eval=heldout,
-            tier=tier, reward_mode=reward_mode, call_cost=call_cost, warm_start=warm_start, bc_epochs=bc_epochs,
-            learning_rate=learning_rate, vec_env=vec_env, policy=policy, gate_cap=gate_cap,
-            tensorboard_log=str(tensorboard) if tensorboard is not None else None)
+        config = TrainConfig.for_domain(env, out, **settings, tensorboard_log=str(tensorboard) if tensorboard is not None else None)
     except (ValueError, TypeError, KeyError) as exc:
         raise typer.BadParameter(str(exc)) from None
     timesteps = config.timesteps

@@ -39,35 +39,44 @@ def feature_chooser(agent: Any) -> Callable[[np.ndarray, np.ndarray], int]:
     return make(agent)
 
 
+class _Recorder:
+    """The feature policy of a catalog env's tier, recording each decision (features, mask,
+    action) as it plays."""
+
+    def __init__(self, env: Any):
+        self.env = env
+        self.choose = feature_chooser(env.agent)
+        self.obs: list[np.ndarray] = []
+        self.actions: list[int] = []
+        self.masks: list[np.ndarray] = []
+
+    def reset(self, obs: np.ndarray, info: dict[str, Any]) -> None:
+        pass
+
+    def act(self, obs: np.ndarray) -> int:
+        mask = self.env.action_masks()
+        action = int(self.choose(obs, mask))
+        self.obs.append(obs)
+        self.actions.append(action)
+        self.masks.append(mask)
+        return action
+
+
 def collect(domain: str, task_ids: Sequence[str], spec: str | None = None) -> Demos:
     """Play the feature policy of ``spec`` (default: the domain's catalog) once on each task of
     ``task_ids`` (released train tasks, or generated ``<PREFIX>-G<n>`` ids) through the catalog
     env and record every decision."""
     from backoffice.training.catalog import make_catalog_env
+    from backoffice.training.eval.rollout import play
 
     env = make_catalog_env(domain, split="train", spec=spec)
-    choose = feature_chooser(env.agent)
-    obs_l: list[np.ndarray] = []
-    act_l: list[int] = []
-    mask_l: list[np.ndarray] = []
-    passed = 0
+    recorder = _Recorder(env)
     try:
-        for task_id in task_ids:
-            obs, _ = env.reset(**env.native.reset_args(task_id))
-            while True:
-                mask = env.action_masks()
-                action = int(choose(obs, mask))
-                obs_l.append(obs)
-                act_l.append(action)
-                mask_l.append(mask)
-                obs, _, terminated, truncated, info = env.step(action)
-                if terminated or truncated:
-                    passed += bool(info["is_success"])
-                    break
+        passed = sum(bool(e.info["is_success"]) for e in play(env, recorder, task_ids))
     finally:
         env.close()
-    return Demos(np.asarray(obs_l, dtype=np.float32), np.asarray(act_l, dtype=np.int64),
-                 np.asarray(mask_l, dtype=bool), len(task_ids), passed)
+    return Demos(np.asarray(recorder.obs, dtype=np.float32), np.asarray(recorder.actions, dtype=np.int64),
+                 np.asarray(recorder.masks, dtype=bool), len(task_ids), passed)
 
 
 def behaviour_clone(model: Any, demos: Demos, epochs: int = 30, batch_size: int = 256, lr: float = 1e-3,

@@ -120,7 +120,7 @@ def reevaluate(run: Run, force: bool = False) -> dict[str, Any] | None:
 def _train_config(run: Run, timesteps: int | None = None) -> Any:
     """The ``TrainConfig`` of ``run``: the catalog's tuned hyperparameters, its seed and kind,
     on ``timesteps`` (default: the tuned budget)."""
-    from backoffice.training.rl.train import TrainConfig
+    from backoffice.training.rl.config import TrainConfig
 
     return TrainConfig.for_domain(run.domain, run.out, tier=run.tier, seed=run.seed, timesteps=timesteps,
                                   warm_start="demos" if run.kind == "warm" else None)
@@ -152,15 +152,22 @@ def run_config(run: Run, timesteps: int) -> dict[str, Any]:
     return _train_config(run, timesteps).record()
 
 
+#: settings ``TrainConfig`` no longer has, with the value every run made without them had
+#: (docs/EXPERIMENTS.md): an older summary that records that value made the same run
+RETIRED_SETTINGS: dict[str, Any] = {"self_imitation": 0}
+
+
 def _settings(config: dict[str, Any]) -> dict[str, Any]:
     """What makes two runs the same run, the budget aside (early stopping is judged apart) and the
     vec env kind (it moves the same envs into or out of the learner's process: the same model,
-    tested). A setting missing from an older summary had its default then (it was added later)."""
+    tested). A setting missing from an older summary had its default then (it was added later);
+    a retired setting at its old default (:data:`RETIRED_SETTINGS`) made no difference."""
     from dataclasses import MISSING, fields
 
-    from backoffice.training.rl.train import TrainConfig
+    from backoffice.training.rl.config import TrainConfig
 
     defaults = {f.name: f.default for f in fields(TrainConfig) if f.default is not MISSING}
+    config = {k: v for k, v in config.items() if k not in RETIRED_SETTINGS or v != RETIRED_SETTINGS[k]}
     settings = {k: v for k, v in {**defaults, **config}.items() if k not in ("timesteps", "out", "vec_env", "tensorboard_log")}
     return dict(loads(dumps(settings)))  # as summary.json holds them: a default tuple is a list there
 
@@ -175,11 +182,11 @@ def train_run(run: Run, timesteps: int | None = None, on_progress: Callable[[int
 
 def _heldout_pass(domain: str, policy: Any) -> float:
     from backoffice.envs import make_native
-    from backoffice.training.eval.rollout import run_episode
+    from backoffice.training.eval.rollout import play
 
     env = make_native(domain, split="heldout")
     ids = env.release.split_ids["heldout"]
-    return sum(bool(run_episode(env, policy, task_id=t).info["is_success"]) for t in ids) / len(ids)
+    return sum(bool(e.info["is_success"]) for e in play(env, policy, ids)) / len(ids)
 
 
 def _bc_settings(config: Any) -> dict[str, Any]:
@@ -201,7 +208,7 @@ def _bc_settings(config: Any) -> dict[str, Any]:
 def bc_ceiling(domain: str, tier: str) -> dict[str, Any]:
     """The behaviour-cloning ceiling of a tier: the tier's untrained model (its tuned
     hyperparameters, seed 0) cloned from the feature policy's demonstrations on its training tasks
-    (:func:`~backoffice.training.rl.train.demo_task_ids`), then played on heldout before any PPO update. The same
+    (:func:`~backoffice.training.rl.config.demo_task_ids`), then played on heldout before any PPO update. The same
     measurement as a warm-started run's ``bc_heldout_pass_rate``, without the PPO that follows."""
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv

@@ -13,15 +13,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 import numpy as np
 
 from backoffice.envs.core.canonical import digest, dumps, loads
 from backoffice.training.catalog.policy import CatalogPolicy
-
-if TYPE_CHECKING:
-    from backoffice.envs.core.env import BackofficeEnv
 
 META_FILE = "catalog.json"
 
@@ -118,11 +115,32 @@ class SB3Policy(CatalogPolicy):
         super().reset(obs, info)
 
     def choose(self, features: np.ndarray, mask: np.ndarray) -> int:
-        if self.algo == "maskable-ppo":
-            action, _ = self.model.predict(features, action_masks=mask, deterministic=True)
-        else:
-            action, _ = self.model.predict(features, deterministic=True)
-        return int(np.asarray(action).item())
+        return greedy_action(self.model, features, mask if self.algo == "maskable-ppo" else None)
+
+
+def greedy_action(model: Any, features: np.ndarray, mask: np.ndarray | None = None) -> int:
+    """``model``'s deterministic action on ``features`` (masked by ``mask`` when given)."""
+    kwargs = {"action_masks": mask} if mask is not None else {}
+    action, _ = model.predict(features, deterministic=True, **kwargs)
+    return int(np.asarray(action).item())
+
+
+class ModelActor:
+    """A model (anything with SB3's ``predict``) acting in a catalog env: deterministic actions
+    on the env's features, masked by ``env.action_masks()`` when ``masked`` (default: when the
+    model's class name starts with ``Maskable``). What :func:`~backoffice.training.eval.rollout.run_episode`
+    plays during training (validation, greedy replays) and in :func:`evaluate_split`."""
+
+    def __init__(self, model: Any, env: Any, masked: bool | None = None):
+        self.model = model
+        self.env = env
+        self.masked = type(model).__name__.startswith("Maskable") if masked is None else masked
+
+    def reset(self, obs: np.ndarray, info: dict[str, Any]) -> None:
+        pass
+
+    def act(self, obs: np.ndarray) -> int:
+        return greedy_action(self.model, obs, self.env.action_masks() if self.masked else None)
 
 
 def evaluate_split(model: Any, domain: str, split: str = "heldout", task_ids: Any = None, masked: bool | None = None,
@@ -136,29 +154,16 @@ def evaluate_split(model: Any, domain: str, split: str = "heldout", task_ids: An
     """
     from backoffice.envs.core.release import load_release
     from backoffice.training.catalog import make_catalog_env
+    from backoffice.training.eval.rollout import play
 
     ids = list(task_ids) if task_ids is not None else list(load_release(domain).split_ids[split])
-    if masked is None:
-        masked = type(model).__name__.startswith("Maskable")
     env = make_catalog_env(domain, split=split, spec=spec)
-    records = []
     try:
-        for task_id in ids:
-            native = cast("BackofficeEnv", env.unwrapped)  # the catalog env wraps the native env
-            obs, _ = env.reset(seed=native.release.task(task_id).seed, options={"task_id": task_id})
-            steps, done = 0, False
-            info: dict[str, Any] = {}
-            while not done:
-                kwargs = {"action_masks": env.action_masks()} if masked else {}
-                action, _ = model.predict(obs, deterministic=True, **kwargs)
-                obs, _, terminated, truncated, info = env.step(int(np.asarray(action).item()))
-                steps += 1
-                done = terminated or truncated
-            grade = info["grade"]
-            records.append({"task_id": task_id, "pass": bool(grade["pass"]), "score": float(grade["score"]),
-                            "failure_codes": grade["failure_codes"], "steps": steps})
+        episodes = play(env, ModelActor(model, env, masked), ids)
     finally:
         env.close()
+    records = [{"task_id": e.task_id, "pass": bool(e.grade["pass"]), "score": float(e.grade["score"]),
+                "failure_codes": e.grade["failure_codes"], "steps": e.steps} for e in episodes]
     n = len(records)
     return {"domain": domain, "split": split, "episodes": n,
             "pass_rate": sum(r["pass"] for r in records) / n if n else 0.0,
