@@ -21,12 +21,11 @@ from backoffice.envs.core.canonical import loads
 from backoffice.envs.core.domain import Generated
 from backoffice.envs.core.store import Store
 from backoffice.envs.core.tools import PAGE_SIZE, PageArgs, Toolkit
+from backoffice.training.integrity.scale import CursorOf
 from backoffice.training.policies import get_policy
 
 #: ``call(tool, **args)``: one tool call's structured result (``{"status": "ok", "result": ...}``)
 Call = Callable[..., dict[str, Any]]
-#: what a page's ``next_cursor`` must be, from the page's rows
-CursorOf = Callable[[list[dict[str, Any]]], Any]
 
 
 @cache

@@ -3,7 +3,6 @@ masks, errors as data, no answer-key leak, and the SB3 pipeline (SubprocVecEnv +
 
 from __future__ import annotations
 
-import importlib
 import re
 import warnings
 from typing import Any
@@ -15,6 +14,7 @@ import pytest
 import backoffice.envs  # noqa: F401  (registers the ids)
 from backoffice.envs import DOMAINS, make_native
 from backoffice.training.catalog import catalog_agent, catalog_env_id, make_catalog_env, spec_class
+from backoffice.training.catalog.policy import feature_policy_of
 from conftest import domain_params
 
 pytestmark = pytest.mark.parametrize("domain", domain_params())
@@ -22,8 +22,7 @@ pytestmark = pytest.mark.parametrize("domain", domain_params())
 
 def feature_policy(domain: str, env: Any) -> Any:
     """The domain's hand-written policy over (features, mask) only."""
-    module = importlib.import_module(spec_class(domain).__module__)
-    return module.feature_policy(env.agent)
+    return feature_policy_of(spec_class(domain))(env.agent)
 
 
 def masked_random_actions(env: Any, rng: np.random.Generator, first: int | None = None) -> list[int]:

@@ -47,3 +47,11 @@ def test_every_package_folder_is_in_the_wheel(wheel_names: set[str]) -> None:
             name = f"backoffice/{namespace}/" + init.relative_to(ROOT / folder).as_posix()
             assert name in wheel_names, f"{name} is missing from the wheel"
 
+
+
+def test_the_scaffold_templates_are_in_the_wheel(wheel_names: set[str]) -> None:
+    """``backoffice new-domain`` renders them from an installed wheel too."""
+    from backoffice.training.cli.scaffold import template_files
+
+    for rel in template_files():
+        assert f"backoffice/training/cli/scaffold-template/{rel}" in wheel_names, rel

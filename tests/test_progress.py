@@ -11,12 +11,12 @@ from backoffice.envs.core.release import load_release
 from backoffice.graders.progress import check_distance, distance
 from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy, policy_names
-from conftest import split_envs
+from conftest import domain_params, split_envs
 
 DOMAINS = available_domains()
 
 
-@pytest.mark.parametrize("domain", DOMAINS)
+@pytest.mark.parametrize("domain", domain_params())
 def test_distance_never_grows_along_an_oracle_trajectory(domain: str) -> None:
     exclude = get_domain(domain).progress_exclude
     env_for = split_envs(domain)
@@ -41,7 +41,7 @@ def test_distance_never_grows_along_an_oracle_trajectory(domain: str) -> None:
     assert not grown, f"{len(grown)} oracle steps moved away from the accepted end state, e.g. {grown[:3]}"
 
 
-@pytest.mark.parametrize("domain", DOMAINS)
+@pytest.mark.parametrize("domain", domain_params())
 def test_progress_is_paid_once(domain: str) -> None:
     """Random and wrong policies: every payment is a new best (the last step's too), the
     payments add up to at most ``PROGRESS_WEIGHT``, the episode's total is the shaped total plus
@@ -102,7 +102,7 @@ def test_check_distance_counts_rows() -> None:
     assert distance({"checks": [row, {"id": "skip", "kind": "x", "pass": False}]}, exclude=("skip",)) == 3
 
 
-@pytest.mark.parametrize("domain", DOMAINS)
+@pytest.mark.parametrize("domain", domain_params())
 def test_the_distance_is_graded_only_when_a_step_can_change_it(domain: str) -> None:
     """The progress reward grades again only after a step that changed rows or called one of the
     domain's ``grade_reads`` (or every step when the domain declares none): the distance it keeps

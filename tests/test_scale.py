@@ -14,10 +14,9 @@ in its ``test_<domain>_scale.py``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from functools import cache, partial
-from typing import Any, Literal
+from typing import Any
 
 import pytest
 
@@ -25,9 +24,10 @@ from backoffice.envs import get_domain, make_native
 from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.tools import MAX_PAGE_SIZE, PAGE_SIZE
 from backoffice.training.catalog import catalog_target, make_catalog_env
+from backoffice.training.integrity.scale import Paged, Scaled, param, rows_where_args
 from backoffice.training.policies import domain_module, get_policy
 from conftest import domain_params
-from paging import CursorOf, all_pages, generated, is_paged, no_scans, oracle_on_one_row_pages, play, play_features, step
+from paging import all_pages, generated, is_paged, no_scans, oracle_on_one_row_pages, play, play_features, step
 
 pytestmark = pytest.mark.parametrize("domain", domain_params())
 
@@ -41,60 +41,6 @@ BAD_PAGES: tuple[dict[str, Any], ...] = (
     {"cursor": 12}, {"cursor": ["X-1"]}, {"cursor": "x" * 201}, {"cursor": "x" * 500}, {"page": 2}, {"offset": 3},
 )
 BAD_SCALES: tuple[Any, ...] = (0, -1, -2, -3, 1.5, True, "2")
-
-
-@dataclass(frozen=True)
-class Paged:
-    """One paginated list tool: it returns rows under ``key``; ``args(env)`` are its arguments
-    and ``expect(env, args)`` the unpaged read from the store, as the ``field`` of each row it
-    must return, in order.
-
-    ``cursor`` says what a page's ``next_cursor`` is: the ``field`` of its ``"last"`` row, the
-    ``"max"`` one (pages cut in id order, each page sorted by another key: ``resorted``), or
-    ``"hidden"`` (the id of a row the tool does not show). ``by_id``: pages are cut in id order,
-    so a cursor past every id is an empty last page (not so for a search in seeded order).
-    ``min_rows``: the read is at least this long, so it spans several pages."""
-
-    tool: str
-    key: str
-    expect: Callable[[Any, dict[str, Any]], list[Any]]
-    args: Callable[[Any], dict[str, Any]] = lambda env: {}
-    field: str = "id"
-    cursor: Literal["last", "max", "hidden"] = "last"
-    by_id: bool = True
-    resorted: bool = False
-    min_rows: int = 0
-
-    @property
-    def cursor_of(self) -> CursorOf | None:
-        if self.cursor == "hidden":
-            return None
-        pick = max if self.cursor == "max" else (lambda fields: fields[-1])
-        return lambda page: pick([r[self.field] for r in page])
-
-
-@dataclass(frozen=True)
-class Scaled:
-    """A domain's entry: its paginated tools (every one), read in the world ``reset(options=
-    world)`` builds after ``prepare(env)`` made its writes; the wrong policies (failure codes)
-    that must still fail at scale 10; the key and grade fields that name rows the episode
-    creates (numbered after the world's rows, so they differ between scales)."""
-
-    world: Mapping[str, Any]
-    paged: tuple[Paged, ...]
-    wrong: tuple[str, ...]
-    prepare: Callable[[Any], None] = lambda env: None
-    renumbered: tuple[str, ...] = ()
-
-
-def rows_where_args(table: str) -> Callable[[Any, dict[str, Any]], list[Any]]:
-    """``expect`` of a tool whose arguments are field filters of ``table``: the matching ids."""
-    return lambda env, args: [r["id"] for r in env.state.rows(table, **args)]
-
-
-def param(name: str) -> Callable[[Any], dict[str, Any]]:
-    """``args`` of a tool called with the task parameter ``name``."""
-    return lambda env: {name: env.task.params[name]}
 
 
 # -- approvals -----------------------------------------------------------------------------------
@@ -262,8 +208,12 @@ TABLE: dict[str, Scaled] = {
 
 
 def _entry(domain: str) -> Scaled:
+    declared = getattr(domain_module(domain), "SCALE", None)
+    if declared is not None:
+        return declared
     if domain not in TABLE:
-        pytest.fail(f"add {domain!r} to TABLE in tests/test_scale.py: its paginated tools and the wrong policies to check at scale")
+        pytest.fail(f"declare SCALE = Scaled(...) in {domain}'s policies module: its paginated tools and the wrong "
+                    "policies to check at scale (backoffice.training.integrity.scale)")
     return TABLE[domain]
 
 
@@ -302,7 +252,7 @@ def test_scale_1_is_the_default_and_scaling_is_pure_and_checked(domain: str) -> 
 def test_a_scaled_world_holds_the_scale_1_world_and_the_same_task(domain: str) -> None:
     """At scale 10 the task and its answer are the scale-1 ones and every scale-1 row is there,
     unchanged; no id repeats. (How much each table grows: the domain's own file.)"""
-    renumbered = TABLE[domain].renumbered if domain in TABLE else ()
+    renumbered = _entry(domain).renumbered
     for i in _indices(domain):
         base, big = generated(domain, i), generated(domain, i, SCALE)
         assert dumps(big.task) == dumps(base.task), i

@@ -21,6 +21,15 @@ from backoffice.envs.core.canonical import derive_seed
 from backoffice.training.policies.base import Action, Policy
 
 
+def feature_policy_of(spec_cls: type[Any]) -> Any:
+    """The hand-written ``feature_policy(agent)`` of a catalog spec: the spec class's own (a
+    tier's), else its module's."""
+    make = getattr(spec_cls, "feature_policy", None) or getattr(importlib.import_module(spec_cls.__module__), "feature_policy", None)
+    if make is None:
+        raise KeyError(f"{spec_cls.__name__} has no feature_policy")
+    return make
+
+
 class CatalogPolicy(Policy):
     """Runs a :class:`~backoffice.training.catalog.CatalogAgent` over native observations;
     subclasses implement :meth:`choose`."""
@@ -80,10 +89,7 @@ class FeaturePolicy(CatalogPolicy):
 
     def __init__(self, domain: str, tier: str | None = None):
         super().__init__(domain, tier=tier)
-        spec_cls = type(self.agent.spec)
-        # a tier's spec class may bring its own ``feature_policy(agent)``; else its module's
-        make = getattr(spec_cls, "feature_policy", None) or importlib.import_module(spec_cls.__module__).feature_policy
-        self._choose = make(self.agent)
+        self._choose = feature_policy_of(type(self.agent.spec))(self.agent)
 
     def choose(self, features: np.ndarray, mask: np.ndarray) -> int:
         return int(self._choose(features, mask))

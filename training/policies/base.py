@@ -31,6 +31,23 @@ def call(tool: str, **args: Any) -> Action:
     return {"tool": tool, "args": {k: v for k, v in args.items() if v is not None}}
 
 
+def every_page(tool: str, key: str, **args: Any) -> Generator[Action, dict[str, Any], list[dict[str, Any]]]:
+    """Every row a paginated list tool returns under ``key``, page after page (``cursor`` = the
+    previous page's ``next_cursor``) until the last: the one pager of scripted policies
+    (``rows = yield from every_page("list_requests", "requests", customer=c)`` inside a plan).
+    An error page ends the listing with the rows read so far."""
+    rows: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        got = yield call(tool, **args, cursor=cursor)
+        if got.get("status") != "ok":
+            return rows
+        rows.extend(got["result"][key])
+        cursor = got["result"].get("next_cursor")
+        if not cursor:
+            return rows
+
+
 class Policy:
     """Base policy: ``reset`` at the start of an episode, then ``act`` once per step."""
 
