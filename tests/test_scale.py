@@ -133,18 +133,6 @@ def _due_date(env: Any) -> dict[str, Any]:
     return {"due_date": env.state.rows("reminders", policy_id=env.task.params["policy_id"])[0]["due_date"]}
 
 
-# -- sufficiency ---------------------------------------------------------------------------------
-def _held_records(env: Any, args: dict[str, Any]) -> list[Any]:
-    case = env.state.get("cases", args["case_id"])
-    return [r["id"] for r in env.state.rows("held_records", applicant_id=case["applicant_id"], **{k: v for k, v in args.items() if k != "case_id"})]
-
-
-def _case_and_item_type(env: Any) -> dict[str, Any]:
-    cid = env.task.params["case_id"]
-    held = env.state.rows("held_records", applicant_id=env.state.get("cases", cid)["applicant_id"])
-    return {"case_id": cid, "item_type": held[0]["item_type"]}
-
-
 TABLE: dict[str, Scaled] = {
     "approvals": Scaled(
         world={"generate": 1, "scale": 30},
@@ -193,16 +181,6 @@ TABLE: dict[str, Scaled] = {
             Paged("list_approvals", "approvals", rows_where_args("approvals"), param("policy_id"), min_rows=3),
         ),
         wrong=("collateral_change", "rounding_drift", "unneeded_approval", "reminder_on_cancelled"),
-    ),
-    "sufficiency": Scaled(
-        world={"generate": 5, "scale": 30},
-        paged=(
-            Paged("list_cases", "cases", rows_where_args("cases"), lambda env: {"queue": "intake"}, min_rows=51),
-            Paged("list_documents", "documents", rows_where_args("documents"), param("case_id")),
-            Paged("search_held_records", "records", _held_records, param("case_id")),
-            Paged("search_held_records", "records", _held_records, _case_and_item_type),
-        ),
-        wrong=("forbidden_write", "irrelevant_attachment", "wrong_queue", "ignored_held_record"),
     ),
 }
 

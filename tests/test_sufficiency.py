@@ -13,6 +13,7 @@ from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.release import load_release
 from backoffice.envs.sufficiency.generator import DEFECT_TAGS, generate
 from backoffice.envs.sufficiency.rules import assess, failed_conditions, normalise_name
+from backoffice.envs.sufficiency.tables import add_days
 from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
 from backoffice.training.policies.sufficiency import WRONG_POLICIES, Oracle
@@ -91,7 +92,7 @@ def _doc(**kw: Any) -> dict[str, Any]:
 def test_age_limit_is_inclusive_and_future_dates_fail() -> None:
     assert failed_conditions(_doc(issued_on="2026-01-01"), REQ, "Ava Khan", "2026-04-01") == []  # 90 days
     assert failed_conditions(_doc(issued_on="2026-01-01"), REQ, "Ava Khan", "2026-04-02") == ["age"]  # 91 days
-    assert failed_conditions(_doc(issued_on="2026-04-03"), REQ, "Ava Khan", "2026-04-02") == ["age"]
+    assert failed_conditions(_doc(issued_on="2026-04-03"), REQ, "Ava Khan", "2026-04-02") == ["not_after_review_date"]
 
 
 def test_each_condition_fails_alone() -> None:
@@ -383,20 +384,30 @@ def _snapshots():
         yield task_id, _key(task_id), rel.snapshot(rel.task(task_id).snapshot_id)
 
 
-def test_documents_are_never_issued_after_they_were_received() -> None:
-    """A document is issued on or before the day it reaches the case (SUF-H0023 was not); a held
-    record on or before the review date; an uploaded reply on or before the reply's date."""
+def test_documents_are_issued_before_they_arrive_unless_post_dated() -> None:
+    """A document is issued on or before the day it reaches the case (SUF-H0023 was not), a held
+    record on or before the review date, an uploaded reply on or before the reply's date, except
+    a post-dated paper (rule ``not_after_review_date``): dated after the review it is read on, and
+    after every later review, so it never turns valid while the case is open. At least 20 tasks
+    per split have one."""
+    post_dated: dict[str, set[str]] = {"train": set(), "heldout": set()}
     for task_id, _key, snap in _snapshots():
+        split = "train" if "-T" in task_id else "heldout"
         today = snap.table("clock")["clock"]["now"][:10]
+        horizon = add_days(today, 45)  # the last review a case can reach
         cases = snap.table("cases")
         for d in snap.table("documents").values():
-            assert d["issued_on"] <= d["received_at"][:10], (task_id, d)
             assert cases[d["case_id"]]["opened_on"] <= d["received_at"][:10] <= today, (task_id, d)
+            if d["issued_on"] > d["received_at"][:10]:
+                assert d["issued_on"] > horizon, (task_id, d)
+                post_dated[split].add(task_id)
         for h in snap.table("held_records").values():
-            assert h["issued_on"] <= today, (task_id, h)
+            assert h["issued_on"] <= today or h["issued_on"] > horizon, (task_id, h)
         events = snap.table("_events")
         for u in snap.table("_uploads").values():
-            assert u["issued_on"] <= events[u["event_id"]]["at"][:10], (task_id, u)
+            at = events[u["event_id"]]["at"][:10]
+            assert u["issued_on"] <= at or u["issued_on"] > add_days(at, 45), (task_id, u)
+    assert all(len(ids) >= 20 for ids in post_dated.values()), {k: len(v) for k, v in post_dated.items()}
 
 
 def test_case_dates_and_states_are_consistent() -> None:

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from backoffice.envs.core.canonical import derive_seed, dumps, hash_obj
-from backoffice.envs.core.domain import Domain
+from backoffice.envs.core.domain import Domain, Generated
 from backoffice.envs.core.release import BLOCK_SIZE, BLOCKED_FILES, FILES, SPLITS, Task, read_jsonl_gz, write_jsonl_gz
 from backoffice.envs.core.store import Snapshot
+from backoffice.envs.core.trees import probe
 
 SPLIT_LETTER = {"train": "T", "heldout": "H", "generated": "G"}
 
@@ -42,6 +43,10 @@ ID_MODULI = tuple(range(2, 25))
 DEAL_CANDIDATES = 256
 
 
+#: which columns of :func:`index_features` are numeric (threshold splits); the rest are categorical
+ID_NUMERIC = (True, *(False for _ in range(4 + len(ID_MODULI))))
+
+
 def index_features(index: int) -> list[int]:
     """What a task id shows of its index: the index, its four digits and the index mod 2 … 24."""
     return [index, *(int(d) for d in f"{index:04d}"[-4:]), *(index % m for m in ID_MODULI)]
@@ -62,37 +67,81 @@ def _imbalance(tags: list[int], n_tags: int) -> float:
     return total
 
 
+#: of the most tag-balanced deals, how many are generated to weigh their outcome classes
+CLASS_CANDIDATES = 4
+
+
 @lru_cache(maxsize=64)
-def _deal(domain: str, split: str, size: int, n_tags: int) -> tuple[int, ...]:
-    """The tag (an index into the domain's tags) of each task of a released split.
+def _tag_deals(domain: str, split: str, size: int, n_tags: int) -> tuple[tuple[int, ...], ...]:
+    """The :data:`CLASS_CANDIDATES` deals of the tags (an index into the domain's tags per task)
+    whose id features are least associated with the tag, best first.
 
     Each candidate deal orders the tasks by a keyed hash and deals the tags in turn along that
-    order, so every tag is dealt equally often and no tag follows an index or its residues.
-    Of ``DEAL_CANDIDATES`` such deals the one whose id features (digits, residues) are least
-    associated with the tag is kept (re-randomisation for balance: a chance association of a
-    residue class with a tag is an id that says something)."""
-    best: tuple[float, tuple[int, ...]] | None = None
+    order, so every tag is dealt equally often and no tag follows an index or its residues; of
+    ``DEAL_CANDIDATES`` such deals the least associated are kept (re-randomisation for balance: a
+    chance association of a residue class with a tag is an id that says something)."""
+    scored = []
     for k in range(DEAL_CANDIDATES):
         order = sorted(range(size), key=lambda i: derive_seed("tag-deal", domain, split, k, i))
         tags = [0] * size
         for rank, i in enumerate(order):
             tags[i] = rank % n_tags
-        score = _imbalance(tags, n_tags)
-        if best is None or score < best[0]:
-            best = (score, tuple(tags))
-    assert best is not None
-    return best[1]
+        scored.append((_imbalance(tags, n_tags), k, tuple(tags)))
+    scored.sort()
+    return tuple(tags for _, _, tags in scored[:CLASS_CANDIDATES])
+
+
+#: tasks the deal generated to weigh its candidates, kept for :func:`make_task` during a build
+_GENERATED: dict[tuple[str, str, str, int, str], Generated] = {}
+
+
+def _generated(domain: Domain, split: str, index: int, tag: str) -> Generated:
+    key = (domain.name, domain.generator_version, split, index, tag)
+    gen = _GENERATED.get(key)
+    if gen is None:
+        gen = _GENERATED[key] = domain.generate(task_seed(domain.name, split, index), tag)
+    return gen
+
+
+#: the tree depths of the id attacker the deals are weighed against (``tests/test_integrity.py``)
+ID_TREE_DEPTHS = (1, 2, 3, 4, 6)
+
+
+@lru_cache(maxsize=16)
+def _release_deals(domain: Domain) -> dict[str, tuple[int, ...]]:
+    """The tag (an index into the domain's tags) of each task of each released split: of the most
+    tag-balanced deals of each split (:func:`_tag_deals`), the pair whose outcomes the task ids
+    predict least. The outcome follows the tag only in part, so a residue class can still hold
+    more of one outcome: the id attacker (a tree fitted on train over the id features, scored on
+    heldout, at every depth of :data:`ID_TREE_DEPTHS`) is run on each pair's generated outcome
+    classes, and the pair whose best depth gains least over the class prior is kept."""
+    tags = domain.defect_tags
+    candidates = {split: _tag_deals(domain.name, split, domain.sizes[split], len(tags)) for split in SPLITS}
+
+    def rows(split: str, deal: tuple[int, ...]) -> list[tuple[list[int], str]]:
+        return [(index_features(i), str(_generated(domain, split, i, tags[t]).key.get("outcome_class"))) for i, t in enumerate(deal)]
+
+    train = [rows("train", d) for d in candidates["train"]]
+    heldout = [rows("heldout", d) for d in candidates["heldout"]]
+    pairs = [(a, b) for a in range(len(train)) for b in range(len(heldout))]
+
+    def worst_gain(pair: tuple[int, int]) -> float:
+        return max(probe(train[pair[0]], heldout[pair[1]], ID_NUMERIC, depth=d).gain for d in ID_TREE_DEPTHS)
+
+    a, b = min(pairs, key=lambda pair: (worst_gain(pair), pair))
+    return {"train": candidates["train"][a], "heldout": candidates["heldout"][b]}
 
 
 def task_tag(domain: Domain, split: str, index: int) -> str:
     """The defect tag of task ``index`` of ``split``: in a released split, as :func:`_deal`
-    dealt them (each tag equally often, none tied to an index, its digits or residues); a
-    generated task's tag is a keyed hash of ``(domain, index)``."""
+    dealt them (each tag equally often, none tied to an index, its digits or residues, nor is
+    the outcome); a generated task's tag is a keyed hash of ``(domain, index)``. A released
+    split's tags are its answer keys' first ``defect_tags`` (cheaper to read than to deal)."""
     tags = domain.defect_tags
     size = domain.sizes.get(split) if split in SPLITS else None
     if size is None or not 0 <= index < size:
         return tags[derive_seed("tag", domain.name, split, index) % len(tags)]
-    return tags[_deal(domain.name, split, size, len(tags))[index]]
+    return tags[_release_deals(domain)[split][index]]
 
 
 def make_task(domain: Domain, split: str, index: int, scale: int = 1) -> tuple[Task, Snapshot, dict[str, Any]]:
@@ -105,7 +154,12 @@ def make_task(domain: Domain, split: str, index: int, scale: int = 1) -> tuple[T
         raise ValueError(f"scale must be >= 1, got {scale}")
     seed = task_seed(domain.name, split, index)
     tag = task_tag(domain, split, index)
-    gen = domain.generate(seed, tag) if scale == 1 else domain.generate(seed, tag, scale=scale)
+    if scale != 1:
+        gen = domain.generate(seed, tag, scale=scale)
+    elif split in SPLITS and 0 <= index < domain.sizes.get(split, 0):
+        gen = _generated(domain, split, index, tag)
+    else:
+        gen = domain.generate(seed, tag)
     task_id = make_task_id(domain, split, index)
     body = dict(gen.task)
     task = Task.from_json({
@@ -152,6 +206,8 @@ def build_release(domain: Domain, out_dir: Path, progress: Callable[[int], None]
         digests[name], offsets = write_jsonl_gz(folder / name, records, block_size=size)
         if offsets is not None:
             blocks[name] = {"size": size, "offsets": offsets}
+    for done in [k for k in _GENERATED if k[0] == domain.name]:  # the build is done with them
+        del _GENERATED[done]
     manifest = {
         "release": RELEASE_VERSION,
         "domain": domain.name,

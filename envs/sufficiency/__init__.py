@@ -7,7 +7,7 @@ from typing import Any
 
 from backoffice.envs.core import BackofficeEnv, Domain, lazy
 from backoffice.envs.sufficiency.generator import DEFECT_TAGS, generate
-from backoffice.envs.sufficiency.tables import TABLES
+from backoffice.envs.sufficiency.tables import RULES, TABLES
 from backoffice.envs.sufficiency.tools import toolkit
 
 #: the grader's failure codes: per review round, then the end state, the trail and the guardrail
@@ -51,7 +51,7 @@ DOMAIN = Domain(
     grade=lazy("backoffice.graders.sufficiency:grade"),
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
-    generator_version="2.1.0",
+    generator_version="3",
     task_aliases=("case_id",),
     # requesting items pauses the clock and puts the case under request until the reply, and
     # the right procedure goes through several such rounds: progress is not measured on the
@@ -62,11 +62,10 @@ DOMAIN = Domain(
     report_fields=report_fields,
     terminal_shaping=terminal_shaping,
     tables=TABLES,
-    rules=(
-        "presence", "legibility", "signature", "name_match", "age", "held_record_acceptance",
-        "held_record_validity", "use_held_records", "request_only_uncovered", "wait_for_replies",
-        "review_each_reply", "review_on_new_date", "sla_pause_resume", "routing_threshold",
-    ),
+    rules=RULES,
+    rule_tools=("get_requirements",),
+    # the grade reads the calls that wrote (attachments, requests, waits, releases, routes)
+    grade_reads=frozenset(),
 )
 
 
@@ -166,6 +165,13 @@ class SufficiencyEnv(BackofficeEnv):
       search_held_records are paginated (``limit``/``cursor``, ``next_cursor``; list_cases no
       longer counts the whole queue in ``total``); every tool and the grader read through indexes;
       ``generate(..., scale=k)`` builds worlds k times larger.
+    * v0, seeds v2 (generator 3): ``get_requirements`` returns the one rule document (18 rules,
+      each binding in >= 20 tasks per split; the case type's items and routing under
+      ``tables``); a document dated after the review date is its own rule
+      (``not_after_review_date``) and post-dated papers appear; amounts exactly at the senior
+      threshold appear (``threshold_inclusive``); every held record that covers an item has a
+      decoy of the same item beside it, listed in an order of its own; list tools return
+      ``total``.
     """
 
     domain = DOMAIN

@@ -54,12 +54,12 @@ DEFECT_TAGS = (
 
 #: The single-condition flaw of a document, and the defect tag it shows up as.
 FLAW_TAG = {
-    "absent": "missing_item", "expired": "expired_document", "unsigned": "unsigned_document",
-    "name": "name_mismatch", "illegible": "illegible_document",
+    "absent": "missing_item", "expired": "expired_document", "future": "expired_document",
+    "unsigned": "unsigned_document", "name": "name_mismatch", "illegible": "illegible_document",
 }
 CONDITION_TAG = {
-    "presence": "missing_item", "age": "expired_document", "signature": "unsigned_document",
-    "name_match": "name_mismatch", "legibility": "illegible_document",
+    "presence": "missing_item", "age": "expired_document", "not_after_review_date": "expired_document",
+    "signature": "unsigned_document", "name_match": "name_mismatch", "legibility": "illegible_document",
 }
 
 FIRST_NAMES = (
@@ -206,6 +206,9 @@ def _doc_fields(rng: _Rng, req: dict[str, Any], name: str, ref_day: str, flaw: s
         fields["signed"] = False
     if flaw == "expired":
         fields["issued_on"] = add_days(ref_day, -(max_age + rng.int(1, 150)))
+    elif flaw == "future":  # dated after the review date (a wrong date on the paper): never valid
+        fields["issued_on"] = add_days(ref_day, rng.int(50, 200))  # past every later review too
+        return fields
     elif flaw == "unsigned":
         fields["signed"] = False
     elif flaw == "name":
@@ -218,7 +221,7 @@ def _doc_fields(rng: _Rng, req: dict[str, Any], name: str, ref_day: str, flaw: s
 
 
 def _flaws_for(req: dict[str, Any]) -> list[str]:
-    out = ["absent", "illegible"]
+    out = ["absent", "illegible", "future"]
     if req["max_age_days"] is not None:
         out.append("expired")
     if req["signature_required"]:
@@ -503,6 +506,8 @@ def _plant_expired_document(c: CaseFile) -> None:
         first = c.gap_items(1, _ages)[0]
         c.state[first["item_type"]] = "boundary"
         c.add_gap(c.gap_items(1)[0])
+    elif c.rng.chance(0.5):  # dated after the review date: invalid whatever the age limit
+        c.add_gap(c.gap_items(1)[0], "future")
     else:
         c.add_gap(c.gap_items(1, _ages)[0], "expired")
 
@@ -582,11 +587,13 @@ def _plant_second_trap(c: CaseFile) -> None:
 def _open_case(c: CaseFile) -> dict[str, Any]:
     """The case row (the amount straddles the routing threshold for wrong_queue_route)."""
     rng = c.rng
+    threshold = c.routing["senior_threshold_cents"]
     if c.tag == "wrong_queue_route":
-        threshold = c.routing["senior_threshold_cents"]
         c.amount = rng.pick((threshold, threshold + rng.int(1, 900), threshold - rng.int(1, 900)))
+    elif rng.chance(0.15):  # exactly at the threshold: the senior queue
+        c.amount = threshold
     else:
-        c.amount = rng.int(15_000, 2 * c.routing["senior_threshold_cents"])
+        c.amount = rng.int(15_000, 2 * threshold)
     c.opened = add_days(c.today, -rng.int(1, 6))
     case = {
         "id": c.cid, "case_type": c.case_type, "applicant_id": c.applicant, "applicant_name": c.name,
@@ -622,6 +629,9 @@ def _draw_files(c: CaseFile) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
             if rng.chance(0.4):
                 docs.append(_doc_fields(rng, req, name, today, _usable_flaw(rng, req), received=opened))
             held.append(_doc_fields(rng, req, name, today, None))
+            # a decoy beside it: a record of the same item that fails one condition, so that which
+            # record covers the item is read from the records, never from where it is listed
+            held.append(_doc_fields(rng, req, name, today, _usable_flaw(rng, req, ("expired", "future", "name", "illegible"))))
         elif st == "held_stale":
             bad = [f for f in _flaws_for(req) if f in ("expired", "name", "illegible")]
             flaw = None if not req["accept_held_record"] else rng.pick(bad)
@@ -629,11 +639,17 @@ def _draw_files(c: CaseFile) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     return docs, held
 
 
+#: the most records the organisation holds about an applicant (the catalog tiers' held slots)
+MAX_HELD = 4
+
+
 def _draw_irrelevant_records(c: CaseFile, held: list[dict[str, Any]]) -> None:
     """Held records that cover nothing (attaching them is an irrelevant attachment): a valid
     record of an item already covered, an otherwise valid record of an item the rules do not
-    let held records cover, a stale record of an item that is still needed."""
+    let held records cover, a stale record of an item that is still needed; at most
+    :data:`MAX_HELD` records in all."""
     rng, name, today = c.rng, c.name, c.today
+    kept = len(held)
     if rng.chance(0.6):
         for req in rng.sample([r for r in c.reqs if r["accept_held_record"] and c.state[r["item_type"]] == "valid"], 1):
             held.append(_doc_fields(rng, req, name, today, None))
@@ -644,6 +660,7 @@ def _draw_irrelevant_records(c: CaseFile, held: list[dict[str, Any]]) -> None:
     if rng.chance(0.4):
         for req in rng.sample([r for r in gaps if r["accept_held_record"]], 1):
             held.append(_doc_fields(rng, req, name, today, _usable_flaw(rng, req, ("expired", "name", "illegible"))))
+    del held[max(kept, MAX_HELD):]
 
 
 def _write_files(c: CaseFile, docs: list[dict[str, Any]], held: list[dict[str, Any]]) -> None:
@@ -653,9 +670,13 @@ def _write_files(c: CaseFile, docs: list[dict[str, Any]], held: list[dict[str, A
             "id": f"DOC-{c.number}-{k:02d}", "case_id": c.cid, **fields, "source": "applicant",
             "held_record_id": None, "received_at": f"{c.opened}T{c.rng.int(9, 17):02d}:00:00", "review_round": 0,
         })
-    for fields in held:
+    # the ids go to the records in an order of their own stream: where a record is listed (id
+    # order) says nothing of which one covers an item
+    ids = [c.world.held_id() for _ in held]
+    random.Random(derive_seed("sufficiency-held-order", c.number)).shuffle(ids)
+    for rid, fields in zip(ids, held):
         c.world.tables["held_records"].append({
-            "id": c.world.held_id(), "applicant_id": c.applicant, **fields,
+            "id": rid, "applicant_id": c.applicant, **fields,
             "source_system": SOURCE_SYSTEMS[fields["item_type"]],
         })
 

@@ -16,7 +16,7 @@ from typing import Any
 from backoffice.envs.sufficiency.tables import parse_day
 
 #: The validity conditions a requirement can impose (``presence`` = no document at all).
-CONDITIONS = ("presence", "legibility", "signature", "name_match", "age", "held_record_not_accepted")
+CONDITIONS = ("presence", "legibility", "signature", "name_match", "age", "not_after_review_date", "held_record_not_accepted")
 
 
 def normalise_name(name: Any) -> str:
@@ -42,7 +42,9 @@ def failed_conditions(doc: Mapping[str, Any], req: Mapping[str, Any], applicant_
     if req["name_must_match"] and normalise_name(doc.get("name_on_document")) != normalise_name(applicant_name):
         failed.append("name_match")
     age = (parse_day(today) - parse_day(str(doc.get("issued_on")))).days
-    if age < 0 or (req["max_age_days"] is not None and age > req["max_age_days"]):
+    if age < 0:
+        failed.append("not_after_review_date")
+    elif req["max_age_days"] is not None and age > req["max_age_days"]:
         failed.append("age")
     return failed
 

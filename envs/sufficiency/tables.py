@@ -100,22 +100,54 @@ QUEUE_DESCRIPTIONS: dict[str, str] = {
     "fraud_review": "Suspected fraud (only on a fraud officer's instruction)",
 }
 
-RULES_TEXT = (
-    "A case is sufficient when every item its case type requires is covered by at least one valid "
-    "document on the case. A document is valid for an item when: it is of that item type; it is "
-    "legible; it is signed if the item requires a signature; the name on it matches the applicant's "
-    "name (letter case and extra spaces aside) if the item requires a name match; and it was issued "
-    "no more than max_age_days before the review date (the clock's current date), never after it. "
-    "A record the organisation already holds may cover an item only if the item accepts held records "
-    "and the record meets the same conditions; attach it (attach_held_record) rather than asking the "
-    "applicant again, and attach only records that cover an item not yet covered. Request from the "
-    "applicant, in one request per review, only the items that are still not covered; a request "
-    "stops (pauses) the SLA clock until the reply has been received, after which resume_clock restarts "
-    "it and moves the SLA due date by the days it was paused. Wait for every reply: each reply is a new "
-    "review on the new date. Release a sufficient case (release_case) and route it once to its case "
-    "type's decision queue: the senior queue when the amount is at or above the senior threshold, the "
-    "standard queue otherwise."
+#: The desk's rules as ``get_requirements`` shows them (one rule document entry each): every one
+#: decides the right end state of >= 20 tasks per split, which a policy ignoring only it proves
+#: (``RULE_POLICIES``); ``RULES`` are their ids, the domain's documented rules.
+RULE_ENTRIES: tuple[dict[str, str], ...] = (
+    {"id": "presence", "title": "Every required item covered",
+     "text": "A case is sufficient when every item its case type requires is covered by at least one valid document "
+             "on the case: a document of that item type that meets the item's conditions below."},
+    {"id": "legibility", "title": "Legible", "text": "A document is valid only if it is legible."},
+    {"id": "signature", "title": "Signed where required",
+     "text": "If the item requires a signature (signature_required), the document must be signed."},
+    {"id": "name_match", "title": "The applicant's name",
+     "text": "If the item requires a name match (name_must_match), the name on the document must match the applicant's "
+             "name, letter case and extra spaces aside."},
+    {"id": "age", "title": "Not too old",
+     "text": "If the item has an age limit (max_age_days), the document must have been issued no more than that many "
+             "days before the review date (the clock's current date)."},
+    {"id": "not_after_review_date", "title": "Not dated after the review",
+     "text": "A document issued after the review date is not valid, whatever the item's age limit."},
+    {"id": "held_record_acceptance", "title": "Held records where accepted",
+     "text": "A record the organisation already holds may cover an item only if the item accepts held records "
+             "(accept_held_record)."},
+    {"id": "held_record_validity", "title": "Held records meet the same conditions",
+     "text": "A held record covers an item only if it meets the item's conditions, as a document would."},
+    {"id": "use_held_records", "title": "Use what we hold",
+     "text": "Cover an item with a held record that may cover it (attach_held_record) rather than asking the applicant for it."},
+    {"id": "attach_only_uncovered", "title": "Attach only what covers a gap",
+     "text": "Attach a held record only if it covers an item not yet covered."},
+    {"id": "request_only_uncovered", "title": "Ask only for what is missing",
+     "text": "Request from the applicant only the items that are still not covered."},
+    {"id": "one_request_per_review", "title": "One request per review",
+     "text": "Send one request per review, naming every item still not covered."},
+    {"id": "sla_pause_resume", "title": "The SLA clock",
+     "text": "A request pauses (stops) the SLA clock until the reply has been received; then resume_clock restarts it "
+             "and moves the SLA due date by the days it was paused."},
+    {"id": "wait_for_replies", "title": "Wait for every reply",
+     "text": "Wait for every reply the applicant is expected to send (wait)."},
+    {"id": "review_each_reply", "title": "Each reply is a new review",
+     "text": "Each reply is a new review: assess the case again with the documents it brought."},
+    {"id": "review_on_new_date", "title": "Review on the reply's date",
+     "text": "A review after a reply is made on the reply's date (the new review date)."},
+    {"id": "routing_threshold", "title": "Release and route",
+     "text": "Release a sufficient case (release_case) and route it once to its case type's decision queue: the senior "
+             "queue when the amount is above the senior threshold (routing.senior_threshold_cents), the standard queue "
+             "when it is below."},
+    {"id": "threshold_inclusive", "title": "At the threshold",
+     "text": "An amount exactly at the senior threshold goes to the senior queue."},
 )
+RULES = tuple(r["id"] for r in RULE_ENTRIES)
 
 
 def requirement_rows() -> list[dict[str, Any]]:

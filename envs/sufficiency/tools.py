@@ -21,9 +21,9 @@ from typing import Any
 from pydantic import Field
 
 from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
-from backoffice.envs.core.tools import PageArgs, page
+from backoffice.envs.core.tools import PageArgs, page_result, rule_document
 from backoffice.envs.sufficiency.reads import row, rows_by
-from backoffice.envs.sufficiency.tables import INTAKE_QUEUE, RULES_TEXT, add_days, case_number, days_between
+from backoffice.envs.sufficiency.tables import INTAKE_QUEUE, RULE_ENTRIES, add_days, case_number, days_between
 
 toolkit = Toolkit()
 
@@ -122,10 +122,11 @@ class ListCasesArgs(PageArgs):
 @toolkit.tool(writes=False)
 def list_cases(ctx: ToolContext, args: ListCasesArgs) -> dict:
     """List the cases in one queue (summaries by id), one page at a time: at most ``limit``
-    cases (default 50, at most 200) and ``next_cursor``, the ``cursor`` that fetches
-    the next page (``None`` on the last page)."""
-    rows, cursor = page(ctx.store, "cases", args, queue=args.queue)
-    return {"queue": args.queue, "cases": [{k: r.get(k) for k in _CASE_SUMMARY} for r in rows], "next_cursor": cursor}
+    cases (default 50, at most 200), ``next_cursor`` (the ``cursor`` that fetches the next page,
+    ``None`` on the last page) and ``total`` (cases in the queue)."""
+    out = page_result(ctx.store, "cases", args, "cases", queue=args.queue)
+    out["cases"] = [{k: r.get(k) for k in _CASE_SUMMARY} for r in out["cases"]]
+    return {"queue": args.queue, **out}
 
 
 class RequirementsArgs(ToolArgs):
@@ -134,14 +135,15 @@ class RequirementsArgs(ToolArgs):
 
 @toolkit.tool(writes=False)
 def get_requirements(ctx: ToolContext, args: RequirementsArgs) -> dict:
-    """Return the items a case type requires with their validity conditions (max_age_days,
-    signature_required, name_must_match, accept_held_record), its routing rule (standard and
-    senior decision queue, senior threshold in cents) and the sufficiency rules in words."""
+    """The desk's rule document for a case type, whole: the rules (``rules``: id, title, text)
+    and, under ``tables``, the items the case type requires with their validity conditions
+    (``items``: max_age_days, signature_required, name_must_match, accept_held_record) and its
+    routing rule (``routing``: standard and senior decision queue, senior threshold in cents)."""
     items = rows_by(ctx.store, "requirements", "case_type", args.case_type)
     routing = row(ctx.store, "routing_rules", args.case_type)
     if not items or routing is None:
         raise ToolError("not_found", f"no requirements for case type {args.case_type[:60]!r}")
-    return {"case_type": args.case_type, "items": items, "routing": routing, "rules": RULES_TEXT}
+    return rule_document(RULE_ENTRIES, {"items": items, "routing": routing})
 
 
 class ListDocumentsArgs(PageArgs):
@@ -152,11 +154,13 @@ class ListDocumentsArgs(PageArgs):
 def list_documents(ctx: ToolContext, args: ListDocumentsArgs) -> dict:
     """List the documents on a case with their raw fields: item_type, issued_on, signed,
     name_on_document, legible, source (applicant or held_record), received_at, review_round.
-    One page at a time, by id: at most ``limit`` documents (default 50, at most 200) and
-    ``next_cursor``, the ``cursor`` that fetches the next page (``None`` on the last page)."""
+    One page at a time, by id: at most ``limit`` documents (default 50, at most 200),
+    ``next_cursor`` (the ``cursor`` that fetches the next page, ``None`` on the last page) and
+    ``total``; ``now`` is the review date."""
     _case(ctx, args.case_id)
-    docs, cursor = page(ctx.store, "documents", args, case_id=args.case_id)
-    return {"case_id": args.case_id, "now": _now(ctx), "documents": [_doc_view(d) for d in docs], "next_cursor": cursor}
+    out = page_result(ctx.store, "documents", args, "documents", case_id=args.case_id)
+    out["documents"] = [_doc_view(d) for d in out["documents"]]
+    return {"case_id": args.case_id, "now": _now(ctx), **out}
 
 
 class HeldSearchArgs(PageArgs):
@@ -169,13 +173,10 @@ def search_held_records(ctx: ToolContext, args: HeldSearchArgs) -> dict:
     """Search the records the organisation already holds about the case's applicant
     (optionally of one item type). Records are not on the case until attached. One page at a
     time, by id: at most ``limit`` records (default 50, at most 200) and ``next_cursor``, the
-    ``cursor`` that fetches the next page (``None`` on the last page)."""
+    ``cursor`` that fetches the next page (``None`` on the last page); ``total`` counts them all."""
     case = _case(ctx, args.case_id)
-    if args.item_type is None:
-        rows, cursor = page(ctx.store, "held_records", args, applicant_id=case["applicant_id"])
-    else:
-        rows, cursor = page(ctx.store, "held_records", args, applicant_id=case["applicant_id"], item_type=args.item_type)
-    return {"case_id": args.case_id, "applicant_id": case["applicant_id"], "records": rows, "next_cursor": cursor}
+    filters = {"applicant_id": case["applicant_id"], **({} if args.item_type is None else {"item_type": args.item_type})}
+    return {"case_id": args.case_id, "applicant_id": case["applicant_id"], **page_result(ctx.store, "held_records", args, "records", **filters)}
 
 
 # -- writes -----------------------------------------------------------------------------------

@@ -236,8 +236,8 @@ class SufficiencyCatalog(CatalogSpec):
             self.now = out.get("now") or self.now
             self._case_state(self.case)
         elif tool == "get_requirements":
-            self.requirements = [dict(r) for r in out["items"]]
-            self.routing = dict(out["routing"])
+            self.requirements = [dict(r) for r in out["tables"]["items"]]
+            self.routing = dict(out["tables"]["routing"])
         elif tool == "search_held_records":
             more = "cursor" in args and self.held is not None
             self.held = _merge(self.held if more else None, out["records"])
@@ -330,7 +330,7 @@ class SufficiencyCatalog(CatalogSpec):
                 float(bool(a.missing_items)), scale(len(a.missing_items), ITEMS_FULL),
                 float(bool(a.satisfiable_from_records)), scale(len(a.satisfiable_from_records), ITEMS_FULL),
                 scale(len(a.satisfied_items), ITEMS_FULL), float(a.sufficient),
-                *(scale(sum(c in a.failures.get(i, ()) for i in uncovered), ITEMS_FULL) for c in CONDITIONS),
+                *(scale(sum(_fails(a, i, c) for i in uncovered), ITEMS_FULL) for c in CONDITIONS),
             ]
         else:
             f += [0.0] * (6 + len(CONDITIONS))
@@ -348,6 +348,13 @@ class SufficiencyCatalog(CatalogSpec):
         case_type = self.case.get("case_type") if self.case is not None else None
         f += [float(case_type == t) for t in CASE_TYPES]
         return np.clip(np.asarray(f, dtype=np.float32), -1.0, 1.0)
+
+
+def _fails(a: Assessment, item: str, condition: str) -> bool:
+    """Whether an uncovered item's documents fail ``condition`` (a document dated after the review
+    date counts as failing ``age``: the feature is about the document's date)."""
+    failed = a.failures.get(item, ())
+    return condition in failed or (condition == "age" and "not_after_review_date" in failed)
 
 
 def _merge(known: list[dict[str, Any]] | None, page: list[dict[str, Any]]) -> list[dict[str, Any]]:

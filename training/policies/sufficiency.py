@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from backoffice.envs.sufficiency.rules import Assessment, assess
+from backoffice.envs.sufficiency.rules import Assessment, assess, record_failed_conditions
 from backoffice.envs.sufficiency.tables import decision_queue
 from backoffice.training.integrity.exploits import Hook, repeat_last_write
+from backoffice.training.integrity.scale import Paged, Scaled, param, rows_where_args
 from backoffice.training.policies.base import Action, Plan, Policy, ScriptedPolicy, call
 
 
@@ -93,7 +94,7 @@ class Oracle(ScriptedPolicy):
         yield from self.before(cid)
         got = yield call("get_case", case_id=cid)
         case = got["result"]["case"]
-        rules = (yield call("get_requirements", case_type=case["case_type"]))["result"]
+        rules = (yield call("get_requirements", case_type=case["case_type"]))["result"]["tables"]
         held, _ = yield from read_pages("search_held_records", "records", case_id=cid)
         for round_no in range(10):
             docs, listed = yield from read_pages("list_documents", "documents", case_id=cid)
@@ -258,7 +259,7 @@ class _Blind(ScriptedPolicy):
     def plan(self, brief: dict[str, Any], info: dict[str, Any]) -> Plan:
         cid = brief["params"]["case_id"]
         case = (yield call("get_case", case_id=cid))["result"]["case"]
-        rules = (yield call("get_requirements", case_type=case["case_type"]))["result"]
+        rules = (yield call("get_requirements", case_type=case["case_type"]))["result"]["tables"]
         yield from self.act_on(cid, case, rules)
 
     def act_on(self, cid: str, case: dict[str, Any], rules: dict[str, Any]) -> Plan:  # pragma: no cover
@@ -315,6 +316,28 @@ class AttachEverything(_Blind):
         yield call("route_case", case_id=cid, queue=decision_queue(rules["routing"], case["amount_cents"]))
 
 
+class _AttachByPosition(_Blind):
+    """Attaches one held record by where it is listed (never by what it says), then releases
+    and routes by the threshold."""
+
+    last = False
+
+    def act_on(self, cid, case, rules):
+        held, _ = yield from read_pages("search_held_records", "records", case_id=cid)
+        if held:
+            yield call("attach_held_record", case_id=cid, record_id=held[-1 if self.last else 0]["id"])
+        yield call("release_case", case_id=cid)
+        yield call("route_case", case_id=cid, queue=decision_queue(rules["routing"], case["amount_cents"]))
+
+
+class AttachFirstListed(_AttachByPosition):
+    pass
+
+
+class AttachLastListed(_AttachByPosition):
+    last = True
+
+
 class NeverRequest(Oracle):
     """Constant outcome 'release': attaches what held records cover, never asks the applicant."""
 
@@ -329,6 +352,8 @@ BLIND_POLICIES: dict[str, type[Policy]] = {
     "request_without_reading": RequestWithoutReading,
     "attach_everything": AttachEverything,
     "never_request": NeverRequest,
+    "attach_first_listed": AttachFirstListed,
+    "attach_last_listed": AttachLastListed,
 }
 
 
@@ -419,6 +444,37 @@ class ConstantQueue(Oracle):
         return routing["standard_queue"]
 
 
+class IgnoreNotAfterReviewDate(Oracle):
+    """Takes a document (or held record) dated after the review date as issued on it."""
+
+    def review(self, items, docs, held, name, today, round_no):
+        def dated(d: dict[str, Any]) -> dict[str, Any]:
+            return {**d, "issued_on": min(str(d.get("issued_on")), today)}
+
+        return super().review(items, [dated(d) for d in docs], [dated(h) for h in held], name, today, round_no)
+
+
+class AttachEveryValidRecord(Oracle):
+    """Attaches every held record that meets its item's conditions, covered item or not."""
+
+    def review(self, items, docs, held, name, today, round_no):
+        by_item = {r["item_type"]: r for r in items}
+        attached = {d.get("held_record_id") for d in docs}
+        self._valid = [h["id"] for h in held if h["item_type"] in by_item and h["id"] not in attached
+                       and not record_failed_conditions(h, by_item[h["item_type"]], name, today)]
+        return super().review(items, docs, held, name, today, round_no)
+
+    def attach(self, a: Assessment) -> list[str]:
+        return sorted(set(self._valid))
+
+
+class ThresholdExclusive(Oracle):
+    """Routes an amount exactly at the senior threshold to the standard queue."""
+
+    def queue(self, routing: dict[str, Any], amount: int) -> str:
+        return routing["senior_queue"] if amount > routing["senior_threshold_cents"] else routing["standard_queue"]
+
+
 #: the documented rules of the desk (``DOMAIN.rules``), each with the oracle ignoring it
 RULE_POLICIES: dict[str, type[Policy]] = {
     "presence": IgnorePresence,
@@ -435,6 +491,10 @@ RULE_POLICIES: dict[str, type[Policy]] = {
     "review_on_new_date": _StaleDate,
     "sla_pause_resume": ClockStateWrong,
     "routing_threshold": ConstantQueue,
+    "not_after_review_date": IgnoreNotAfterReviewDate,
+    "attach_only_uncovered": AttachEveryValidRecord,
+    "one_request_per_review": DuplicateRequest,
+    "threshold_inclusive": ThresholdExclusive,
 }
 
 
@@ -457,7 +517,7 @@ def extra_request(action: dict[str, Any], trace: Sequence[Mapping[str, Any]]) ->
         if rec is None:
             return []
         return [{"tool": "request_items", "args": {"case_id": action["args"]["case_id"],
-                                                   "items": [rec["result"]["items"][0]["item_type"]]}}]
+                                                   "items": [rec["result"]["tables"]["items"][0]["item_type"]]}}]
     return []
 
 
@@ -468,7 +528,7 @@ def extra_decision(action: dict[str, Any], trace: Sequence[Mapping[str, Any]]) -
     rec = _last_ok(trace, "get_requirements")
     if rec is None:
         return []
-    routing = rec["result"]["routing"]
+    routing = rec["result"]["tables"]["routing"]
     other = routing["standard_queue"] if action["args"]["queue"] == routing["senior_queue"] else routing["senior_queue"]
     return [{"tool": "route_case", "args": {"case_id": action["args"]["case_id"], "queue": other}}]
 
@@ -481,7 +541,7 @@ def all_items_request(action: dict[str, Any], trace: Sequence[Mapping[str, Any]]
     rec = _last_ok(trace, "get_requirements")
     if rec is None:
         return []
-    items = [i["item_type"] for i in rec["result"]["items"]]
+    items = [i["item_type"] for i in rec["result"]["tables"]["items"]]
     return [{"tool": "request_items", "args": {"case_id": action["args"]["case_id"], "items": items}}]
 
 
@@ -500,3 +560,31 @@ EXPLOITS: dict[str, Hook | None] = {
     # code (enumerations, not normalised free text); notes and request messages are not graded
     "formatting_only": None,
 }
+
+
+# -- scale (tests/test_scale.py): the paginated tools, read in a world thirty times the size ------
+def _held_records(env: Any, args: dict[str, Any]) -> list[Any]:
+    case = env.state.get("cases", args["case_id"])
+    return [r["id"] for r in env.state.rows("held_records", applicant_id=case["applicant_id"], **{k: v for k, v in args.items() if k != "case_id"})]
+
+
+def _case_with_records(env: Any) -> dict[str, Any]:
+    """The first case (by id) whose applicant holds records, and the item type of the first."""
+    for case in env.state.iter_rows("cases"):
+        held = env.state.rows("held_records", applicant_id=case["applicant_id"])
+        if held:
+            return {"case_id": case["id"], "item_type": held[0]["item_type"]}
+    raise AssertionError("no applicant holds a record")
+
+
+SCALE = Scaled(
+    world={"generate": 5, "scale": 30},
+    paged=(
+        Paged("list_cases", "cases", rows_where_args("cases"), lambda env: {"queue": "intake"}, min_rows=51),
+        Paged("list_documents", "documents", rows_where_args("documents"), param("case_id")),
+        Paged("search_held_records", "records", _held_records, param("case_id")),
+        Paged("search_held_records", "records", _held_records, lambda env: {"case_id": _case_with_records(env)["case_id"]}, min_rows=1),
+        Paged("search_held_records", "records", _held_records, _case_with_records, min_rows=1),
+    ),
+    wrong=("forbidden_write", "irrelevant_attachment", "wrong_queue", "ignored_held_record"),
+)
