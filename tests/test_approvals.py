@@ -446,8 +446,8 @@ def test_lookups_read_the_clock_and_honour_as_of() -> None:
         exp = key(task_id)["expected"]
         submitted = env.state.get("requests", exp["request_id"])["submitted_at"]
 
-        def received(**args: Any) -> list[str]:
-            obs, *_ = env.step({"tool": "lookup_delegations", "args": {"person_id": exp["approver_id"], **args}})
+        def received(env: Any = env, person: str = exp["approver_id"], **args: Any) -> list[str]:
+            obs, *_ = env.step({"tool": "lookup_delegations", "args": {"person_id": person, **args}})
             return [d["id"] for d in json.loads(obs)["result"]["delegations"]]
 
         blocking = set(exp["blocking_ids"])
