@@ -22,6 +22,7 @@ from backoffice.envs import get_domain
 from backoffice.envs.core.release import load_release
 from backoffice.training.integrity.positions import position_attack, position_report
 from backoffice.training.integrity.probes import visible_probe
+from backoffice.training.policies import domain_module
 from conftest import domain_params
 
 pytestmark = pytest.mark.parametrize("domain", domain_params())
@@ -39,13 +40,26 @@ MIN_CHOICES = 20
 
 
 def test_no_decision_class_dominates_a_split(domain: str) -> None:
+    """No decision above 35 % of a split, at least three decisions. A domain whose decisions
+    cannot meet this together with the blind bound names why in its policies module
+    (``DECISION_BALANCE_EXCEPTION``): then the test proves the exception still holds (the bound
+    is still exceeded; otherwise the exception is stale) and every constant-decision policy of its
+    ``BLIND_POLICIES`` stays under the blind bound (``test_integrity.py``)."""
     rel, dom = load_release(domain), get_domain(domain)
+    exception = getattr(domain_module(domain), "DECISION_BALANCE_EXCEPTION", None)
+    over = []
     for split in ("train", "heldout"):
         ids = rel.split_ids[split]
         counts = Counter(dom.decision(rel.answer_key(t)) for t in ids)
         top, n = counts.most_common(1)[0]
         assert len(counts) >= 3, (split, dict(counts))
-        assert n / len(ids) <= MAX_DECISION_SHARE, (split, top, n, len(ids), dict(counts))
+        if n / len(ids) > MAX_DECISION_SHARE:
+            over.append((split, top, n, len(ids), dict(counts)))
+    if exception is None:
+        assert not over, over
+    else:
+        assert over, f"{domain}'s DECISION_BALANCE_EXCEPTION is stale: every decision is within {MAX_DECISION_SHARE:.0%}"
+        pytest.xfail(f"{domain}: {over[0][1]} holds {over[0][2]}/{over[0][3]} ({exception})")
 
 
 @pytest.mark.parametrize("label", ["decision", "outcome_class"])

@@ -63,45 +63,6 @@ def _people_named(env: Any, args: dict[str, Any]) -> list[Any]:
     return [p["id"] for p in env.state.iter_rows("people") if matches(args["name"], p["name"])]
 
 
-# -- registration --------------------------------------------------------------------------------
-def _common_name(env: Any) -> dict[str, Any]:
-    """A common family name with the given names most often seen with it: many hits."""
-    store = env.state
-    family = max(sorted({r["family_name"] for r in store.iter_rows("patients")}), key=lambda f: store.count("patients", family_name=f))
-    givens = sorted({r["given_name"] for r in store.rows("patients", family_name=family)},
-                    key=lambda g: -store.count("patients", family_name=family, given_name=g))
-    name = family
-    for given in givens:
-        if len(name) + len(given) < 119:
-            name += f" {given}"
-    return {"name": name}
-
-
-def _search_hits(env: Any, args: dict[str, Any]) -> list[Any]:
-    from backoffice.envs.registration.tools import search_hits
-
-    return [r["id"] for r in search_hits(env.state, env.task.seed, **args)]
-
-
-def _first_member(env: Any) -> dict[str, Any]:
-    m = next(iter(env.state.iter_rows("member_roster")))
-    return {"payer_id": m["payer_id"], "family_name": m["family_name"].lower(), "dob": m["dob"]}
-
-
-def _members(env: Any, args: dict[str, Any]) -> list[Any]:
-    from backoffice.envs.registration.tables import fold
-
-    return [r["member_id"] for r in env.state.rows("member_roster", payer_id=args["payer_id"], dob=args["dob"])
-            if fold(r["family_name"]) == fold(args["family_name"])]
-
-
-def _three_more_members(env: Any) -> None:
-    """A payer's members with one family name and date of birth: three more on the roster."""
-    m = next(iter(env.state.iter_rows("member_roster")))
-    for i in range(3):
-        env.state.insert("member_roster", {**m, "id": f"MBR-99{i:02d}", "member_id": f"{m['member_id'][:-1]}{i}"})
-
-
 # -- remittance ----------------------------------------------------------------------------------
 def _payer_reference(env: Any) -> dict[str, Any]:
     payment = env.state.get("payments", env.task.params["payment_id"])
@@ -145,17 +106,6 @@ TABLE: dict[str, Scaled] = {
             Paged("lookup_delegations", "delegations", lambda env, a: [d["id"] for d in env.state.rows("delegations", delegate_id=a["person_id"])], lambda env: {"person_id": max(env.state.ids("people"), key=lambda p: env.state.count("delegations", delegate_id=p)), "include_inactive": True}, min_rows=3),
         ),
         wrong=("forbidden_write",),
-    ),
-    "registration": Scaled(
-        world={"generate": 0, "scale": 10},
-        prepare=_three_more_members,
-        paged=(
-            Paged("search_patients", "results", _search_hits, _common_name, by_id=False, min_rows=8),
-            Paged("get_rules", "rules", rows_where_args("rules"), min_rows=8),
-            Paged("lookup_member", "members", _members, _first_member, field="member_id", cursor="hidden", min_rows=4),
-        ),
-        wrong=("duplicate_created", "wrong_patient_updated"),
-        renumbered=("targets", "patient_id"),
     ),
     "remittance": Scaled(
         world={"generate": 7, "scale": 10},
@@ -321,7 +271,7 @@ def test_tools_and_grader_never_scan_a_growing_table(domain: str) -> None:
 # -- policies at scale -----------------------------------------------------------------------------
 def test_the_oracle_passes_at_scale_10_with_the_grade_of_scale_1(domain: str) -> None:
     """The same verdict, check by check (the process metrics may count more pages read)."""
-    renumbered = (*(TABLE[domain].renumbered if domain in TABLE else ()), "process_metrics")
+    renumbered = (*_entry(domain).renumbered, "process_metrics")
     env = make_native(domain, split="generated")
     for i in _indices(domain, extra=3):
         base = play(env, get_policy(domain, "oracle"), generate=i)["grade"]

@@ -7,7 +7,7 @@ from typing import Any
 
 from backoffice.envs.core import BackofficeEnv, Domain, lazy
 from backoffice.envs.registration.generator import DEFECT_TAGS, generate
-from backoffice.envs.registration.tables import TABLES
+from backoffice.envs.registration.tables import RULES, TABLES
 from backoffice.envs.registration.tools import toolkit
 
 #: failure code of a write outside the answer key's targets (the guardrail)
@@ -18,6 +18,13 @@ FAILURE_CODES = (
     "guardian_missing", "verified_overwritten", "wrong_patient_updated", "missed_referral",
     "unnecessary_referral", "wrong_referral_reason", "wrong_referral_basis", "duplicate_entry", GUARDRAIL_CODE,
 )
+
+
+def decision(key: Mapping[str, Any]) -> str:
+    """The decision a task's right answer takes: create, update, or refer (every referral reason
+    is one decision: hand the form over)."""
+    outcome = str(key.get("outcome_class"))
+    return "refer" if outcome.startswith("refer_") else outcome
 
 
 def terminal_shaping(grade: Mapping[str, Any]) -> float:
@@ -37,14 +44,18 @@ DOMAIN = Domain(
     grade=lazy("backoffice.graders.registration:grade"),
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
-    generator_version="2.1.0",
+    generator_version="3",
     sizes={"train": 400, "heldout": 180},
     default_max_steps=40,
     guardrail_code=GUARDRAIL_CODE,
     judge=lazy("backoffice.graders.registration_judge:judge"),
     terminal_shaping=terminal_shaping,
-    rules=("R-SEARCH-FIRST", "R-NO-DUPLICATE", "R-MINOR-GUARDIAN", "R-COVERAGE-ID", "R-VERIFIED-FIELD",
-           "R-REFER-MATCH", "R-IDENTITY-CONFLICT", "R-REGISTRATION-SET"),
+    rules=tuple(rule_id for rule_id, _, _ in RULES),
+    rule_tools=("get_rules",),
+    decision=decision,
+    # the grade reads the calls that wrote (creates, updates, coverage, contacts, consent, links,
+    # referrals) and, at a create, the searches before it: a step that changed no row changes none
+    grade_reads=frozenset(),
     tables=TABLES,
 )
 
@@ -129,6 +140,14 @@ class RegistrationEnv(BackofficeEnv):
     * seeds v1.2 (generator 2.1.0): the brief names refer_to_human's arguments as the tool does
       (reason, basis, note) and the identity-conflict case beside the ambiguous and deceased
       ones; tags dealt along a seeded shuffle.
+    * seeds v2 (generator 3): ``get_rules`` returns the one rule document, whole (today's date is
+      in the brief and ``params.today``); ``search_patients`` and ``lookup_member`` return
+      ``total``. What the form shows is drawn apart from the outcome (a minor, a coverage, a
+      mistyped member id, a nickname, a recent move with its note, previous address and address
+      document; the identifier is always written, sometimes with a mistyped digit); creates stay
+      under a tenth (an oracle that always creates passes exactly them), so the referrals hold
+      about two thirds. Every evidence list and contact list the oracle picks from has a decoy, in
+      random order.
     """
 
     domain = DOMAIN

@@ -241,19 +241,51 @@ def other_dob(w: World, dob: str, minor: bool) -> str:
 
 
 # -- generation ------------------------------------------------------------------------------
-#: outcome class draws per defect tag (the tag is the trap on the form; the outcome is drawn so
-#: that no class dominates a split and a constant policy cannot pass on the class prior)
+#: outcome class draws per defect tag (the tag is the trap on the form). A constant policy that
+#: always creates (the oracle skipping only the match) passes every create task, so creates stay
+#: under a tenth of a split; update and each referral reason stay under a third.
 OUTCOME_DRAWS: dict[str, tuple[tuple[str, float], ...]] = {
-    "new_patient": (("create", 0.4), ("refer_conflict", 0.6)),
-    "existing_patient_exact": (("update", 0.25), ("refer_ambiguous", 0.25), ("refer_deceased", 0.25), ("refer_conflict", 0.25)),
-    "existing_patient_name_variant": (("update", 0.25), ("refer_ambiguous", 0.25), ("refer_deceased", 0.25), ("refer_conflict", 0.25)),
-    "transposed_dob_digits": (("update", 0.35), ("refer_deceased", 0.35), ("refer_conflict", 0.30)),
-    "minor_needs_guardian": (("update", 0.93), ("create", 0.07)),
-    "invalid_member_id": (("update", 0.93), ("create", 0.07)),
+    "new_patient": (("create", 0.7), ("refer_conflict", 0.3)),
+    "minor_needs_guardian": (("update", 0.5), ("refer_ambiguous", 0.2), ("refer_deceased", 0.1), ("refer_conflict", 0.2)),
+    "invalid_member_id": (("update", 0.5), ("refer_ambiguous", 0.2), ("refer_deceased", 0.1), ("refer_conflict", 0.2)),
+    "existing_patient_exact": (("update", 0.3), ("refer_ambiguous", 0.25), ("refer_deceased", 0.25), ("refer_conflict", 0.2)),
+    "existing_patient_name_variant": (("update", 0.3), ("refer_ambiguous", 0.25), ("refer_deceased", 0.25), ("refer_conflict", 0.2)),
+    "transposed_dob_digits": (("update", 0.5), ("refer_deceased", 0.25), ("refer_conflict", 0.25)),
     "ambiguous_match": (("refer_ambiguous", 1.0),),
     "deceased_match": (("refer_deceased", 1.0),),
     "conflicting_identifier": (("refer_conflict", 1.0),),
 }
+#: how often a form shows each cue, whatever the outcome: a minor (with a guardian and the
+#: guardian's consent), a coverage, a mistyped member id, a nickname note, a recent move (a note,
+#: a previous address, an address document). A tag that plants a cue itself (the minor, the
+#: member id typo and its coverage, the nickname) raises it in the outcomes that tag draws, so
+#: the other tasks of those outcomes draw it less often (:func:`cue_rate`): the form alone does
+#: not tell the outcome.
+FORM_RATES = {"minor": 0.4, "coverage": 0.8, "member_typo": 0.5, "nickname": 0.3, "moved": 0.6}
+#: the tag that plants each cue, and how often it does
+CUE_TAGS = {"minor": ("minor_needs_guardian", 1.0), "coverage": ("invalid_member_id", 1.0),
+            "member_typo": ("invalid_member_id", 1.0), "nickname": ("existing_patient_name_variant", 0.3)}
+
+
+def _outcome_mass() -> dict[str, float]:
+    """Each outcome's share of a split, in tags (every tag is dealt equally often)."""
+    mass: dict[str, float] = {}
+    for draws in OUTCOME_DRAWS.values():
+        for outcome, p in draws:
+            mass[outcome] = mass.get(outcome, 0.0) + p
+    return mass
+
+
+def cue_rate(cue: str, outcome: str) -> float:
+    """How often a task of ``outcome`` whose tag does not plant ``cue`` draws it, so that every
+    outcome shows it at ``FORM_RATES[cue]``: the planting tag's tasks of that outcome count as
+    showing it."""
+    tag, planted = CUE_TAGS[cue]
+    mass = _outcome_mass()[outcome]
+    mine = dict(OUTCOME_DRAWS[tag]).get(outcome, 0.0)
+    return max(0.0, min(1.0, (FORM_RATES[cue] * mass - mine * planted) / (mass - mine)))
+
+
 #: most search hits a form's search returns (the catalog has a slot for each)
 MAX_HITS = 6
 
@@ -300,6 +332,8 @@ class Desk:
     other: Person | None = None      # refer_ambiguous: the second candidate
     moved: bool = False              # the record holds the old address
     evidence: bool = False           # an address document was seen at the desk
+    member_typo: bool = False        # the form's member id has a mistyped digit
+    old_address: str = ""            # the address before the move, as a form writes it (no record)
     record_cov: str = ""             # member id already on the record
     record_gp: str = ""              # practice the record is linked to
 
@@ -326,6 +360,8 @@ def build_world(seed: int, tag: str, attempt: int) -> Desk:
     _draw_cover(desk)
     if has_record(desk.tag, desk.outcome):
         _add_subject_record(desk)
+    else:
+        _draw_move(desk)
     if desk.outcome == "refer_ambiguous":
         _plant_refer_ambiguous_record(desk)
     return desk
@@ -338,10 +374,9 @@ def has_record(tag: str, outcome: str) -> bool:
 
 def _draw_subject(w: World, tag: str, outcome: str) -> Desk:
     rng = w.rng
-    registers = outcome in ("create", "update")
-    minor = tag == "minor_needs_guardian" or (registers and tag in ("new_patient", "invalid_member_id") and rng.random() < 0.12)
+    minor = tag == "minor_needs_guardian" or rng.random() < cue_rate("minor", outcome)
     family = rng.choice(FAMILY_NAMES)
-    formal = tag in ("existing_patient_name_variant",) or rng.random() < 0.5
+    formal = rng.random() < 0.5  # a given name with short forms, as often for every tag
     subject = w.person(family, minor=minor, formal=formal)
     if tag == "transposed_dob_digits":  # a date of birth with two digits that can be swapped
         while transposed_dob(rng, subject.dob, w.now) is None:
@@ -372,12 +407,12 @@ def _add_look_alikes(desk: Desk) -> None:
     _add_household(desk)
     w, rng, subject, family = desk.w, desk.rng, desk.subject, desk.family
     others = [subject.given, *(h.given for h in desk.household)]
-    if rng.random() < 0.6:
+    if rng.random() < 0.85:
         ns = w.person(family, minor=False)
         ns.given, ns.sex = subject.given, subject.sex
         ns.dob = other_dob(w, subject.dob, False)
         desk.records.append(ns)
-    if rng.random() < 0.3:
+    if rng.random() < 0.45:
         tw = replace(subject, given=different_given(w, others), identifier=w.identifier(), phone=w.phone(),
                      verified=list(subject.verified))
         tw.sex = "F" if tw.given in FEMALE else "M"
@@ -422,7 +457,10 @@ def _deceased_relative(desk: Desk, others: list[str]) -> Person:
 def _draw_cover(desk: Desk) -> None:
     """The subject's insurer and GP practice (always a coverage for ``invalid_member_id``)."""
     w, rng, subject = desk.w, desk.rng, desk.subject
-    desk.has_cov = desk.tag == "invalid_member_id" or rng.random() < 0.75
+    desk.has_cov = desk.tag == "invalid_member_id" or rng.random() < cue_rate("coverage", desk.outcome)
+    # a member id typo as often for every outcome (the invalid_member_id tag always has one)
+    desk.member_typo = desk.tag == "invalid_member_id" or (
+        desk.has_cov and rng.random() < cue_rate("member_typo", desk.outcome) / cue_rate("coverage", desk.outcome))
     if desk.has_cov:
         subject.payer = rng.choice(PAYERS)[0]
         subject.member_id = w.member_id(subject.payer)
@@ -449,7 +487,7 @@ def _add_subject_record(desk: Desk) -> None:
         _plant_refer_deceased(desk, record)
     desk.records.append(record)
     desk.record = record
-    if desk.has_cov and desk.tag != "invalid_member_id" and rng.random() < 0.4:
+    if desk.has_cov and not desk.member_typo and rng.random() < 0.4:
         desk.record_cov = subject.member_id
     gp_roll = rng.random()
     if subject.practice and gp_roll < 0.4:
@@ -458,11 +496,25 @@ def _add_subject_record(desk: Desk) -> None:
         desk.record_gp = rng.choice([p[0] for p in PRACTICES if p[0] != subject.practice])
 
 
+def _draw_move(desk: Desk) -> None:
+    """A person without a record may have moved too, with the same odds and the same signs on
+    the form (a note, the previous address, an address document) as one with a record: the
+    form alone does not tell whether a record exists."""
+    rng = desk.rng
+    if rng.random() < FORM_RATES["moved"]:
+        desk.moved = True
+        line, city, postcode = desk.w.address()
+        desk.old_address = f"{line}, {city} {postcode}"
+        desk.evidence = rng.random() < 0.35  # a verified address (0.7) with a document seen (0.5)
+
+
 # -- outcome classes: the referral traps in the world ------------------------------------------
 def _plant_refer_deceased(desk: Desk, record: Person) -> None:
     """The only matching record is marked deceased."""
     record.status = "deceased"
-    record.date_of_death = (desk.w.today - timedelta(days=desk.rng.randint(60, 1500))).isoformat()
+    dod = desk.w.today - timedelta(days=desk.rng.randint(60, 1500))
+    born = date.fromisoformat(record.dob) + timedelta(days=30)  # a child's record dies after birth too
+    record.date_of_death = max(dod, min(born, desk.w.today - timedelta(days=1))).isoformat()
 
 
 def _plant_refer_ambiguous_record(desk: Desk) -> None:
@@ -497,11 +549,20 @@ def draw_form(desk: Desk) -> FormDraft:
     and the contacts."""
     rng, subject = desk.rng, desk.subject
     form = FormDraft(subject.given, subject.family, subject.dob, subject.identifier, subject.member_id)
-    roll = rng.random()
-    form.ident = spaced_identifier(subject.identifier) if roll < 0.35 else subject.identifier
-    if desk.tag != "transposed_dob_digits" and roll >= 0.7:
-        form.ident = "" if roll < 0.88 else mistype_digit(rng, subject.identifier, 0)  # unknown, or a typo
+    # the identifier is always written (an identity conflict needs one, so a form that left it out
+    # would say "no conflict"): plain or spaced, and in three forms in ten with a mistyped digit,
+    # which looks like any other number until its check digit is computed
+    if desk.tag == "transposed_dob_digits" or desk.outcome == "refer_conflict" or rng.random() < 0.7:
+        form.ident = subject.identifier
+    else:
+        form.ident = mistype_digit(rng, subject.identifier, 0)
+    if rng.random() < 0.5:
+        form.ident = spaced_identifier(form.ident)
+    if desk.tag != "existing_patient_name_variant" and name_variants(subject.given) and rng.random() < cue_rate("nickname", desk.outcome):
+        form.given = rng.choice([v for v in name_variants(subject.given) if v != subject.given])
+        form.notes.append(f"Goes by {form.given}.")
     PLANTERS[desk.tag](desk, form)
+    form.member_typo = desk.member_typo
     planter = FORM_OUTCOME_PLANTERS.get(desk.outcome)
     if planter:
         planter(desk, form)
@@ -527,10 +588,14 @@ def _plant_existing_patient_exact(desk: Desk, form: FormDraft) -> None:
     """The record matches the form exactly up to formatting; the look-alikes make it a trap."""
 
 
+#: the name-variant tag's forms that give a nickname (the others swap given and family name)
+VARIANT_NICKNAME = CUE_TAGS["nickname"][1]
+
+
 def _plant_existing_patient_name_variant(desk: Desk, form: FormDraft) -> None:
     """A nickname (noted on the form), or given and family name swapped."""
     subject = desk.subject
-    if desk.rng.random() < 0.6 and name_variants(subject.given):
+    if desk.rng.random() < VARIANT_NICKNAME and name_variants(subject.given):
         form.given = desk.rng.choice([v for v in name_variants(subject.given) if v != subject.given])
         form.notes.append(f"Goes by {form.given}.")
     else:
@@ -547,8 +612,8 @@ def _plant_minor_needs_guardian(desk: Desk, form: FormDraft) -> None:
 
 
 def _plant_invalid_member_id(desk: Desk, form: FormDraft) -> None:
-    """One digit of the member id mistyped (drawn after the notes, see :func:`draw_form`)."""
-    form.member_typo = True
+    """One digit of the member id mistyped (decided with the cover, :func:`_draw_cover`; written
+    after the notes, see :func:`draw_form`)."""
 
 
 def _plant_ambiguous_match(desk: Desk, form: FormDraft) -> None:
@@ -577,9 +642,13 @@ PLANTERS: dict[str, Callable[[Desk, FormDraft], None]] = {
 
 
 def _plant_refer_ambiguous_form(desk: Desk, form: FormDraft) -> None:
-    """No identifier (or a mistyped one) to settle which candidate, sometimes a name variant."""
+    """No identifier that settles which candidate (none, a mistyped one, or a valid one that
+    neither candidate's record holds: a new number), sometimes a name variant."""
     rng, subject = desk.rng, desk.subject
-    form.ident = "" if rng.random() < 0.6 else mistype_digit(rng, subject.identifier, 0)
+    if identifier_valid(form.ident):  # a new number neither candidate's record holds, or a typo
+        spaced = " " in form.ident
+        form.ident = desk.w.identifier() if rng.random() < 0.5 else mistype_digit(rng, subject.identifier, 0)
+        form.ident = spaced_identifier(form.ident) if spaced else form.ident
     if name_variants(subject.given) and rng.random() < 0.3:
         form.given = rng.choice(name_variants(subject.given))
 
@@ -688,16 +757,26 @@ def _form_contacts_on_file(desk: Desk, form: FormDraft, t: Tables) -> None:
         if desk.has_cov and rng.random() < 0.5:
             t.roster.append((subject.payer, desk.w.member_id(subject.payer), hm))
     record_pid = t.pid_of.get(id(desk.record)) if desk.record is not None else None
+    on_file: list[dict[str, Any]] = []
     if record_pid and form.kin and rng.random() < 0.4:
         kin = form.kin
-        t.kin_on_file = {"id": f"{PREFIX['contacts']}-{len(t.contacts) + 1:04d}", "patient_id": record_pid, "role": "next_of_kin",
-                         "name": kin[0], "relationship": kin[1], "phone": kin[2]}
-        t.contacts.append(t.kin_on_file)
+        t.kin_on_file = {"patient_id": record_pid, "role": "next_of_kin", "name": kin[0], "relationship": kin[1], "phone": kin[2]}
+        on_file.append(t.kin_on_file)
     if record_pid and form.guardian and rng.random() < 0.4:
         guardian = form.guardian
-        t.guardian_on_file = {"id": f"{PREFIX['contacts']}-{len(t.contacts) + 1:04d}", "patient_id": record_pid, "role": "guardian",
-                              "name": guardian[0], "relationship": guardian[1], "phone": guardian[2]}
-        t.contacts.append(t.guardian_on_file)
+        t.guardian_on_file = {"patient_id": record_pid, "role": "guardian", "name": guardian[0], "relationship": guardian[1],
+                              "phone": guardian[2]}
+        on_file.append(t.guardian_on_file)
+        if t.kin_on_file is None:  # another contact beside the guardian the consent cites
+            sex = rng.choice("FM")
+            on_file.append({"patient_id": record_pid, "role": "next_of_kin",
+                            "name": f"{different_given(desk.w, [subject.given], sex)} {subject.family}",
+                            "relationship": rng.choice(("grandmother", "aunt") if sex == "F" else ("grandfather", "uncle")),
+                            "phone": desk.w.phone()})
+    rng.shuffle(on_file)
+    for contact in on_file:
+        contact["id"] = f"{PREFIX['contacts']}-{len(t.contacts) + 1:04d}"
+        t.contacts.append(contact)
 
 
 def _roster_and_consents(rng: random.Random, t: Tables, first_member: int = 0, first_patient: int = 0) -> list[dict[str, Any]]:
@@ -729,7 +808,8 @@ def _form_rows(desk: Desk, draft: FormDraft, patients: list[dict[str, Any]]) -> 
         "family_name": draft.family if rng.random() < 0.8 else draft.family.upper(),
         "dob": draft.dob, "sex": subject.sex, "address_line": subject.address_line, "city": subject.city,
         "postcode": subject.postcode, "phone": pretty_phone(rng, subject.phone), "identifier": draft.ident,
-        "previous_address": f"{record.address_line}, {record.city} {record.postcode}" if (desk.moved and record and rng.random() < 0.5) else "",
+        "previous_address": (f"{record.address_line}, {record.city} {record.postcode}" if record else desk.old_address)
+                            if (desk.moved and rng.random() < 0.5) else "",
         "payer_id": subject.payer, "member_id": draft.member, "gp_practice_id": subject.practice,
         "consent_signed_by": "guardian" if desk.minor else "self", "notes": " ".join(draft.notes),
     }
@@ -760,15 +840,17 @@ def _earlier_forms(n_forms: int, patients: list[dict[str, Any]], forms: list[dic
 def _evidence_rows(desk: Desk, form_id: str) -> list[dict[str, Any]]:
     """The address document (when the record's verified address may change) and an unrelated letter."""
     w, rng, subject = desk.w, desk.rng, desk.subject
-    evidence_rows = []
+    docs = []
     if desk.evidence:
         kind = rng.choice(("utility_bill", "bank_statement", "council_tax_bill", "tenancy_agreement"))
-        evidence_rows.append({"id": f"{PREFIX['evidence']}-0001", "intake_form_id": form_id, "field": "address", "kind": kind,
-                              "detail": f"{kind.replace('_', ' ')} dated {(w.today - timedelta(days=rng.randint(5, 60))).isoformat()} showing {subject.address_line}, {subject.city} {subject.postcode}"})
-    if rng.random() < 0.4:
-        evidence_rows.append({"id": f"{PREFIX['evidence']}-{len(evidence_rows) + 1:04d}", "intake_form_id": form_id, "field": "none",
-                              "kind": "appointment_letter", "detail": "hospital appointment letter brought by the patient"})
-    return evidence_rows
+        docs.append({"field": "address", "kind": kind,
+                     "detail": f"{kind.replace('_', ' ')} dated {(w.today - timedelta(days=rng.randint(5, 60))).isoformat()} showing {subject.address_line}, {subject.city} {subject.postcode}"})
+    # an unrelated letter beside it (always beside an address document: which one supports the
+    # address is read from the documents, never from where they are listed)
+    if desk.evidence or rng.random() < 0.4:
+        docs.append({"field": "none", "kind": "appointment_letter", "detail": "hospital appointment letter brought by the patient"})
+    rng.shuffle(docs)
+    return [{"id": f"{PREFIX['evidence']}-{i:04d}", "intake_form_id": form_id, **d} for i, d in enumerate(docs, 1)]
 
 
 def _queues(w: World, patients: list[dict[str, Any]], queues: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, list[dict[str, Any]]]:
@@ -958,6 +1040,8 @@ def _defect_tags(desk: Desk, draft: FormDraft) -> list[str]:
     tags = [tag]
     if desk.minor and tag != "minor_needs_guardian":
         tags.append("minor_needs_guardian")
+    if draft.member_typo and tag != "invalid_member_id" and outcome in ("create", "update"):
+        tags.append("invalid_member_id")
     if outcome == "update" and fold(draft.given) != fold(desk.subject.given) and tag != "existing_patient_name_variant":
         tags.append("existing_patient_name_variant")
     extra = {"refer_ambiguous": "ambiguous_match", "refer_deceased": "deceased_match", "refer_conflict": "conflicting_identifier"}
@@ -1014,7 +1098,7 @@ def _attempt(seed: int, tag: str, attempt: int, scale: int = 1) -> Generated | N
     key = _key(desk, draft, snapshot, t, form, basis, record_pid)
     instructions = _instructions(desk.rng, form["id"], desk.w.now[:10])
     return Generated(
-        task={"instructions": instructions, "allowed_tools": list(ALL_TOOLS), "params": {"intake_form_id": form["id"]}, "max_steps": 40},
+        task={"instructions": instructions, "allowed_tools": list(ALL_TOOLS), "params": {"intake_form_id": form["id"], "today": desk.today}, "max_steps": 40},
         snapshot=snapshot,
         key=key,
     )

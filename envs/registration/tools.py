@@ -20,7 +20,18 @@ from pydantic import Field, field_validator
 
 from backoffice.envs.core.canonical import derive_seed
 from backoffice.envs.core.store import Snapshot, Store
-from backoffice.envs.core.tools import NoArgs, PageArgs, ToolArgs, ToolContext, ToolError, Toolkit, check_cursor, page, require_row
+from backoffice.envs.core.tools import (
+    NoArgs,
+    PageArgs,
+    ToolArgs,
+    ToolContext,
+    ToolError,
+    Toolkit,
+    check_cursor,
+    page_result,
+    require_row,
+    rule_document,
+)
 from backoffice.envs.registration.tables import (
     PREFIX,
     REFERRAL_REASONS,
@@ -251,7 +262,7 @@ def search_patients(ctx: ToolContext, args: SearchArgs) -> dict:
 
     Matches tolerate name order, listed name variants and swapped date-of-birth digits, so results
     include look-alikes. Results come in no particular order (not ranked by quality): judge each
-    candidate yourself. Returns ``count`` (all hits) and one page of summaries: ``limit`` per
+    candidate yourself. Returns ``total`` (all hits) and one page of summaries: ``limit`` per
     page (default 50, at most 200); when more remain, ``next_cursor`` is set: pass it as
     ``cursor`` for the next page (``null`` on the last page)."""
     if not any((args.name, args.dob, args.identifier, args.postcode)):
@@ -264,8 +275,8 @@ def search_patients(ctx: ToolContext, args: SearchArgs) -> dict:
         start = bisect_right([search_order(seed, r["id"]) for r in hits], search_order(seed, args.cursor))
     shown = hits[start:start + args.limit]
     more = start + args.limit < len(hits)
-    return {"count": len(hits), "results": [dict(zip(PATIENT_SUMMARY, _summary(r))) for r in shown],
-            "next_cursor": shown[-1]["id"] if more and shown else None}
+    return {"results": [dict(zip(PATIENT_SUMMARY, _summary(r))) for r in shown],
+            "next_cursor": shown[-1]["id"] if more and shown else None, "total": len(hits)}
 
 
 class PatientArgs(ToolArgs):
@@ -294,26 +305,17 @@ def get_name_variants(ctx: ToolContext, args: NameArgs) -> dict:
     return {"name": args.name, "variants": list(name_variants(args.name))}
 
 
-class RulesArgs(PageArgs):
-    """One page of the rule file."""
-
-
-_RULES_PAGE = "registration.rules.first_page"
-
-
 @toolkit.tool(writes=False)
-def get_rules(ctx: ToolContext, args: RulesArgs) -> dict:
-    """Return today's date and the registration rule file (rule ids, titles, texts) in rule id
-    order, ``limit`` rules per page (default 50, at most 200); ``next_cursor`` is set when
-    more remain: pass it as ``cursor`` for the next page (``null`` on the last page)."""
+def get_rules(ctx: ToolContext, args: NoArgs) -> dict:
+    """The registration rule file, whole (one rule document: each rule's id, title and text, in
+    rule id order); grades report breaches by these ids."""
     store = ctx.store
-    if args.cursor is None and not store.written_ids("rules"):
-        # no tool writes the rule file: its first page is the snapshot's, kept per snapshot
-        # (read-only rows: the toolkit serialises the result, never mutates it)
-        rules, next_cursor = store.snapshot.memo((_RULES_PAGE, args.limit), lambda snap: page(Store(snap), "rules", args))
-    else:
-        rules, next_cursor = page(store, "rules", args)
-    return {"today": _now(ctx)[:10], "rules": rules, "next_cursor": next_cursor}
+    if not store.written_ids("rules"):  # no tool writes the rule file: built once per snapshot
+        return store.snapshot.memo(_RULES_DOC, lambda snap: rule_document(Store(snap).rows("rules")))
+    return rule_document(store.rows("rules"))
+
+
+_RULES_DOC = "registration.rules.document"
 
 
 class MemberArgs(ToolArgs):
@@ -359,13 +361,14 @@ class LookupArgs(PageArgs):
 def lookup_member(ctx: ToolContext, args: LookupArgs) -> dict:
     """Find a payer's members by family name and date of birth (to recover a mistyped member id),
     in roster order, ``limit`` per page (default 50, at most 200); ``next_cursor`` is set when
-    more remain: pass it as ``cursor`` for the next page (``null`` on the last page)."""
+    more remain: pass it as ``cursor`` for the next page (``null`` on the last page); ``total``
+    counts them all."""
     _payer(ctx, args.payer_id)
     family = fold(args.family_name)
-    rows, next_cursor = page(ctx.store, "member_roster", args, lambda r: fold(r["family_name"]) == family,
-                             payer_id=args.payer_id, dob=args.dob)
-    return {"members": [{k: r[k] for k in ("member_id", "given_name", "family_name", "dob", "status")} for r in rows],
-            "next_cursor": next_cursor}
+    out = page_result(ctx.store, "member_roster", args, "members", lambda r: fold(r["family_name"]) == family,
+                      payer_id=args.payer_id, dob=args.dob)
+    out["members"] = [{k: r[k] for k in ("member_id", "given_name", "family_name", "dob", "status")} for r in out["members"]]
+    return out
 
 
 # -- writing ---------------------------------------------------------------------------------

@@ -474,7 +474,6 @@ class RegistrationCatalog(CatalogSpec):
             self.form = got
         elif tool == "get_rules":
             self.rules_read = True
-            self.today = str(got.get("today") or "")[:10] or self.today
         elif tool == "get_name_variants":
             self.variants[fold(str(got.get("name", "")))] = tuple(got.get("variants") or ())
             self.names_read["given" if self.actions[action].name.endswith("[given]") else "family"] = True

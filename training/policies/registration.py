@@ -35,6 +35,7 @@ from backoffice.envs.registration.tables import (
     phone_key,
 )
 from backoffice.training.integrity import exploits as ex
+from backoffice.training.integrity.scale import Paged, Scaled
 from backoffice.training.policies.base import Action, Plan, ScriptedPolicy, call
 
 Decision = tuple[str, Any]  # ("create", None) | ("update", patient_id) | ("refer", (reason, ids)) | ("stop", None)
@@ -132,7 +133,8 @@ class Oracle(ScriptedPolicy):
     def plan(self, brief: dict[str, Any], info: dict[str, Any]) -> Plan:  # noqa: C901 - one registration, start to end
         form_id = brief["params"]["intake_form_id"]
         form = (yield call("get_intake_form", intake_form_id=form_id))["result"]
-        today = (yield call("get_rules"))["result"]["today"]
+        today = brief["params"]["today"]
+        yield call("get_rules")
         variants: dict[str, tuple[str, ...]] = {}
         for name in (form["given_name"], form["family_name"]):
             got = (yield call("get_name_variants", name=name))["result"]
@@ -552,3 +554,61 @@ EXPLOITS: dict[str, ex.Hook | None] = {
     "value_preserving_update": same_value_update,
     "formatting_only": reformat_update,
 }
+
+
+# -- scale (tests/test_scale.py): the paginated tools, read in a world ten times the size ---------
+def _common_name(env: Any) -> dict[str, Any]:
+    """A common family name with the given names most often seen with it: many hits."""
+    store = env.state
+    family = max(sorted({r["family_name"] for r in store.iter_rows("patients")}), key=lambda f: store.count("patients", family_name=f))
+    givens = sorted({r["given_name"] for r in store.rows("patients", family_name=family)},
+                    key=lambda g: -store.count("patients", family_name=family, given_name=g))
+    name = family
+    for given in givens:
+        if len(name) + len(given) < 119:
+            name += f" {given}"
+    return {"name": name}
+
+
+def _search_hits(env: Any, args: dict[str, Any]) -> list[Any]:
+    from backoffice.envs.registration.tools import search_hits
+
+    return [r["id"] for r in search_hits(env.state, env.task.seed, **args)]
+
+
+def _first_member(env: Any) -> dict[str, Any]:
+    m = next(iter(env.state.iter_rows("member_roster")))
+    return {"payer_id": m["payer_id"], "family_name": m["family_name"].lower(), "dob": m["dob"]}
+
+
+def _members(env: Any, args: dict[str, Any]) -> list[Any]:
+    return [r["member_id"] for r in env.state.rows("member_roster", payer_id=args["payer_id"], dob=args["dob"])
+            if fold(r["family_name"]) == fold(args["family_name"])]
+
+
+def _three_more_members(env: Any) -> None:
+    """A payer's members with one family name and date of birth: three more on the roster."""
+    m = next(iter(env.state.iter_rows("member_roster")))
+    for i in range(3):
+        env.state.insert("member_roster", {**m, "id": f"MBR-99{i:02d}", "member_id": f"{m['member_id'][:-1]}{i}"})
+
+
+SCALE = Scaled(
+    world={"generate": 0, "scale": 10},
+    prepare=_three_more_members,
+    paged=(
+        Paged("search_patients", "results", _search_hits, _common_name, by_id=False, min_rows=8),
+        Paged("lookup_member", "members", _members, _first_member, field="member_id", cursor="hidden", min_rows=4),
+    ),
+    wrong=("duplicate_created", "wrong_patient_updated"),
+    renumbered=("targets", "patient_id"),
+)
+
+#: why registration's referrals hold more than a third of a split (``tests/test_leakage.py`` keeps
+#: this exception honest: it fails once the bound holds again)
+DECISION_BALANCE_EXCEPTION = (
+    "A create needs no judgement beyond the match: the oracle that always creates passes exactly the "
+    "create share, so creates stay under the 10 % blind bound. Update and refer (its three reasons) then "
+    "share the other 90 %, and both cannot stay under 35 %. Every referral needs its reason and its basis "
+    "judged (constant referrals pass 0 %), so the referrals take the rest."
+)
