@@ -88,7 +88,7 @@ def pinned(table: dict[str, Any], name: str, domain: str) -> Any:
 CONCLUSIONS_HASH = {
     "approvals": "f1dfe2398538e49492d593160617f454",
     "registration": "ee8a37d113652ba2e1a58e77cc3c2216",
-    "remittance": "130ff1e07f775f9450a8ff39de7e14e3",
+    "remittance": "b65fa04dcc95ad4398c98f9af640119d",
     "schedules": "45e70bb6af80f08ecd286b301e4f0feb",
     "sufficiency": "d1c0b5b7b42c2b760b8a5c829e946161",
 }
@@ -118,7 +118,8 @@ CONCLUSION_FEATURES = {
     }),
     # the match rule's and the duplicate rule's verdicts, the projection of a line once applied
     "remittance": frozenset({
-        "facts_read", "dup_found", "no_dup", "dup_hold_case_due", "dup_hold_post_due", "dup_return_due",
+        "facts_read", "dup_found", "no_dup", "dup_case_due", "dup_refund_case_due", "dup_hold_due", "dup_return_due",
+        "dup_apply_due", "credit_alloc_due",
         "lines_unsearched", "cur_needs_name_search", "cur_matched", "cur_ambiguous", "cur_no_claim", "cur_recoup",
         *(f"adj{j}_pending" for j in range(N_ADJ)), *(f"wo_adj{j}_due" for j in range(N_ADJ)),
         *(f"tr_adj{j}_due" for j in range(N_ADJ)), "cur_alloc_due", "cur_excess", "cur_rest_zero", "cur_rest_within_tol",

@@ -19,7 +19,14 @@ from backoffice.envs.remittance.generator import DEFECT_TAGS, generate
 from backoffice.envs.remittance.tables import item_status, norm, osa_distance, search_items, search_order_key
 from backoffice.training.eval.rollout import EpisodeResult, run_episode
 from backoffice.training.policies import get_policy
-from backoffice.training.policies.remittance import EXPLOITS, WRONG_POLICIES, ChurningPolicy, LeaveOpenOracle, Oracle, ReversingPolicy
+from backoffice.training.policies.remittance import (
+    EXPLOITS,
+    WRONG_POLICIES,
+    ChurningPolicy,
+    Oracle,
+    QueryShortPaymentsOracle,
+    ReversingPolicy,
+)
 from conftest import split_envs
 
 DOMAIN = "remittance"
@@ -51,6 +58,11 @@ def _names(key: dict[str, Any]) -> str:
     return " ".join(o["name"] for o in key["reference_outcomes"])
 
 
+def _credits(key: dict[str, Any]) -> bool:
+    """The answer leaves a claim in credit (the desk applies an overpayment whole)."""
+    return any(b < 0 for b, _ in key["reference_outcomes"][0]["items"].values())
+
+
 def _needs_non_query_case(key: dict[str, Any]) -> bool:
     """Every alternative asks for a case that a policy opening no cases (but querying ambiguous
     lines) cannot produce."""
@@ -63,11 +75,15 @@ def _needs_non_query_case(key: dict[str, Any]) -> bool:
 #: failure code -> which released tasks make that mistake possible (from the answer key)
 WHERE_POSSIBLE: dict[str, Callable[[dict[str, Any]], bool]] = {
     "misallocation": lambda k: k["first_hit_trap"],
-    "over_allocation": lambda k: "overpayment" in k["defect_tags"],
+    # an overpaid line, at a desk that does not apply it whole (a claim in credit is then right)
+    "over_allocation": lambda k: "overpayment" in k["defect_tags"] and not _credits(k),
     "unapplied_balance_wrong": lambda k: "underpayment" in _names(k),
     "duplicate_applied": lambda k: bool(k["duplicate_of"]),
     "missed_case": _needs_non_query_case,
-    "unneeded_case": lambda k: "small-balance" in _names(k),
+    # a small difference, and no underpayment case the payment needs already (at a desk that opens
+    # cases per payment, a case for the small difference would be that one)
+    "unneeded_case": lambda k: "small-balance" in _names(k) and not any(c[0] == "underpayment" and not c[2]
+                                                                         for c in k["reference_outcomes"][0]["cases"]),
     "wrong_write_off": lambda k: "underpayment" in _names(k),
     "wrong_transfer": lambda k: any(w[1] == "contractual" for w in k["reference_outcomes"][0]["write_offs"]),
     "patient_responsibility_missed": lambda k: any(a["transfers"] for a in k["reference_outcomes"]),
@@ -118,15 +134,24 @@ def test_each_defect_tag_is_trapped_at_least_20_times_per_split() -> None:
 
 
 # -- accepted alternatives -----------------------------------------------------------------------
-def test_either_policy_accepts_both_write_off_and_leave_open() -> None:
-    either = [t for t in _ids() if "small-balance-written-off" in _names(_key(t)) and "small-balance-left-open" in _names(_key(t))]
-    assert len(either) >= 10
-    for t in either:
+def test_the_payer_query_alternative_passes_as_the_policy_text_says() -> None:
+    """Issue 32: "A payer query about the line (query_payer) is accepted instead, provided you wait
+    for the payer's reply, read it with get_case and act on what it says": done exactly so, it
+    passes as the other alternative; without waiting for the reply it fails."""
+    both = [t for t in _ids() if "underpayment-case" in _names(_key(t)) and "underpayment-query" in _names(_key(t))]
+    assert len(both) >= 20
+    for t in both[:40]:
         a = run_episode(_env(t), Oracle(), task_id=t).grade
-        b = run_episode(_env(t), LeaveOpenOracle(), task_id=t).grade
-        assert a["pass"] and b["pass"]
-        assert a["matched_alternative"] != b["matched_alternative"]
-        assert "written-off" in a["matched_alternative"] and "left-open" in b["matched_alternative"]
+        b = run_episode(_env(t), QueryShortPaymentsOracle(), task_id=t).grade
+        assert a["pass"] and b["pass"], (t, b["failure_codes"])
+        assert "underpayment-case" in a["matched_alternative"] and "underpayment-query" in b["matched_alternative"]
+
+    class QueryAndForget(QueryShortPaymentsOracle):
+        def waits_for_replies(self):
+            return False
+
+    for t in both[:10]:
+        assert "payer_reply_unprocessed" in run_episode(_env(t), QueryAndForget(), task_id=t).grade["failure_codes"]
 
 
 def test_strict_tolerance_policies_reject_the_other_choice() -> None:
@@ -503,3 +528,16 @@ def test_generator_invariants_over_the_release() -> None:
         assert len(set(refs)) == len(refs), t
         assert len({it["invoice"] for it in items.values()}) == len(items)
         assert task.allowed_tools == rel.task(_ids()[0]).allowed_tools
+
+
+def test_a_policy_that_never_reads_the_desk_policies_passes_at_most_5_percent() -> None:
+    """Issue 32: the desk's policies vary so that the oracle's whole procedure under one assumed
+    set of policies (every CO code contractual, every PR code the patient's, the first action of
+    each choice) passes at most 5 % of either split; read, the same procedure passes every task."""
+    from backoffice.training.policies.remittance import NeverReadPolicies
+
+    rel = _release()
+    for split in ("train", "heldout"):
+        ids = rel.split_ids[split]
+        passed = [t for t in ids if run_episode(_env(t), NeverReadPolicies(), task_id=t).grade["pass"]]
+        assert len(passed) <= 0.05 * len(ids), (split, len(passed), passed[:5])

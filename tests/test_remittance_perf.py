@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 
-from backoffice.envs import make_native
+from backoffice.envs import get_domain, make_native
 from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.domain import Episode
 from backoffice.envs.core.release import load_release
 from backoffice.envs.core.store import Store
-from backoffice.envs.core.tools import PageArgs, page
 from backoffice.envs.remittance import search as search_module
 from backoffice.envs.remittance.search import ItemSearch
 from backoffice.envs.remittance.tables import live_rows_in
@@ -80,23 +79,22 @@ def test_live_rows_in_equals_rows_on_stores_with_inserts_updates_deletes_and_rol
                     assert _by_id(live_rows_in(store, name, field, values)) == want, (t, name, field)
 
 
-def test_get_policies_pages_equal_page_over_the_store_for_every_cursor_and_limit() -> None:
-    env_for = split_envs(DOMAIN, max_steps=5000)
-    for t in _release_ids()[::100]:
+def test_get_policies_is_the_whole_rule_document_of_the_policy_rows() -> None:
+    """One rule document, never paged: an entry per policy row (id, title, text, value), in the
+    order of the domain's rules, equal to what the store's rows say."""
+    env_for = split_envs(DOMAIN)
+    rules = get_domain(DOMAIN).rules
+    for t in _release_ids()[::50]:
         env = env_for(t)
         env.reset(options={"task_id": t})
-        ids = env.state.ids("policies")
-        for cursor in ("", "~", "A", "POL"):  # no id of the table: never a next_cursor (issue 35)
-            assert _step(env, "get_policies", cursor=cursor)["code"] == "invalid_args"
-        for cursor in (None, *ids):
-            for limit in (1, 2, 3, len(ids) - 1, len(ids), 50, 200):
-                if limit < 1:
-                    continue
-                args = {"limit": limit, **({"cursor": cursor} if cursor is not None else {})}
-                rows, nxt = page(env.state, "policies", PageArgs(**args))
-                want = {"policies": [{"key": r["key"], "value": r["value"], "text": r["text"]} for r in rows], "next_cursor": nxt}
-                got = _step(env, "get_policies", **args)
-                assert got["status"] == "ok" and got["result"] == loads(dumps(want)), (t, cursor, limit)
+        got = _step(env, "get_policies")
+        assert got["status"] == "ok" and got["result"]["tables"] == {}
+        entries = got["result"]["rules"]
+        assert [e["id"] for e in entries] == list(rules)
+        for e in entries:
+            row = env.state.get("policies", e["id"])
+            assert e == loads(dumps({k: row[k] for k in ("id", "title", "text", "value")}))
+        assert _step(env, "get_policies", limit=2)["code"] == "invalid_args"  # no paging arguments
 
 
 def test_memoised_reads_follow_rows_the_episode_wrote() -> None:
@@ -113,11 +111,11 @@ def test_memoised_reads_follow_rows_the_episode_wrote() -> None:
     assert [ln["id"] for ln in after] == [ln["id"] for ln in before[1:]] + [first["id"]]
     pol = store.ids("policies")[0]
     store.update("policies", pol, {"text": "rewritten"})
-    texts = [p["text"] for p in _step(env, "get_policies")["result"]["policies"]]
+    texts = [p["text"] for p in _step(env, "get_policies")["result"]["rules"]]
     assert "rewritten" in texts
     env.reset(options={"task_id": _release_ids()[3]})  # the snapshot's memos were not touched
     assert _step(env, "get_payment", payment_id=pid)["result"]["lines"] == before
-    assert "rewritten" not in [p["text"] for p in _step(env, "get_policies")["result"]["policies"]]
+    assert "rewritten" not in [p["text"] for p in _step(env, "get_policies")["result"]["rules"]]
 
 
 @pytest.mark.parametrize("memo", [1, 2, 256])

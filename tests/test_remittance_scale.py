@@ -23,7 +23,7 @@ from backoffice.envs.remittance.search import ItemSearch, NearIndex, SearchIndex
 from backoffice.envs.remittance.tables import osa_distance
 from backoffice.training.catalog.remittance import ACTIONS, RemittanceCatalog
 from backoffice.training.policies.base import call
-from backoffice.training.policies.remittance import Oracle, ReversingPolicy, all_pages
+from backoffice.training.policies.remittance import Oracle, ReversingPolicy
 from conftest import split_envs
 from paging import no_scans, play, step
 
@@ -249,7 +249,7 @@ def test_at_released_size_every_list_fits_in_one_page() -> None:
     for t in _release_ids()[::25]:
         env = env_for(t)
         env.reset(options={"task_id": t})
-        for tool in ("get_policies", "list_payments", "list_cases"):
+        for tool in ("list_payments", "list_cases"):
             assert step(env, tool)["result"]["next_cursor"] is None
 
 
@@ -261,23 +261,6 @@ def test_bad_search_limits_are_tool_errors() -> None:
         res = step(env, "search_open_items", query="CLM-1", **bad)
         assert res["status"] == "error" and res["code"] == "invalid_args", res
     assert env.state.content_hash() == before
-
-
-def test_oracle_reads_every_page() -> None:
-    """``all_pages`` follows ``next_cursor`` until the last page, keeping every row once."""
-    pages = {None: (["a", "b"], "b"), "b": (["c"], "c"), "c": (["d"], None)}
-    gen = all_pages("list_payments", "payments", payer_id="AC-1")
-    sent = next(gen)
-    got = None
-    while True:
-        assert sent == call("list_payments", payer_id="AC-1", **({"cursor": got} if got else {}))
-        rows, nxt = pages[got]
-        try:
-            sent = gen.send({"status": "ok", "result": {"payments": [{"id": r} for r in rows], "next_cursor": nxt}})
-        except StopIteration as stop:
-            assert [r["id"] for r in stop.value] == ["a", "b", "c", "d"]
-            break
-        got = nxt
 
 
 def test_catalog_reads_every_page() -> None:
@@ -296,11 +279,10 @@ def test_catalog_reads_every_page() -> None:
     dup = dict(pay, id="PMT-2", status="posted")
     cat.observe(act["list_payments"], second, {"status": "ok", "result": {"payments": [dup], "next_cursor": None}})
     assert cat.others == [pay, dup] and cat._dup() and not cat.mask()[act["list_payments"]]
-    rows = [{"key": f"k{i}", "value": i, "text": ""} for i in range(3)]
-    cat.observe(act["get_policies"], call("get_policies"), {"status": "ok", "result": {"policies": rows[:2], "next_cursor": "POL-02"}})
-    assert cat.pol is None and cat.to_call(act["get_policies"]) == call("get_policies", cursor="POL-02")
-    cat.observe(act["get_policies"], call("get_policies", cursor="POL-02"), {"status": "ok", "result": {"policies": rows[2:], "next_cursor": None}})
-    assert cat.pol == {"k0": 0, "k1": 1, "k2": 2}
+    doc = {"rules": [{"id": f"k{i}", "title": "t", "text": "x", "value": i} for i in range(3)], "tables": {}}
+    assert cat.to_call(act["get_policies"]) == call("get_policies")  # one rule document, never paged
+    cat.observe(act["get_policies"], call("get_policies"), {"status": "ok", "result": doc})
+    assert cat.pol == {"k0": 0, "k1": 1, "k2": 2} and not cat.mask()[act["get_policies"]]
 
 
 # -- the scale tier ------------------------------------------------------------------------------------

@@ -63,26 +63,6 @@ def _people_named(env: Any, args: dict[str, Any]) -> list[Any]:
     return [p["id"] for p in env.state.iter_rows("people") if matches(args["name"], p["name"])]
 
 
-# -- remittance ----------------------------------------------------------------------------------
-def _payer_reference(env: Any) -> dict[str, Any]:
-    payment = env.state.get("payments", env.task.params["payment_id"])
-    return {"payer_id": payment["payer_id"], "reference": payment["reference"]}
-
-
-def _policy_keys(env: Any, args: dict[str, Any]) -> list[Any]:
-    return [r["key"] for r in env.state.rows("policies")]
-
-
-def _open_cases(env: Any) -> None:
-    """A case on each of the payment's first three lines, and one on the whole payment."""
-    pid = env.task.params["payment_id"]
-    lines = env.state.rows("remittance_lines", payment_id=pid)[:3]
-    for line in lines:
-        assert step(env, "open_case", payment_id=pid, category="underpayment", line_id=line["id"], note="x")["status"] == "ok"
-    assert step(env, "open_case", payment_id=pid, category="duplicate_remittance", line_id="", note="x")["status"] == "ok"
-    assert len(env.state.ids("cases")) == len(lines) + 1
-
-
 # -- schedules -----------------------------------------------------------------------------------
 def _three_approvals(env: Any) -> None:
     """Three approval requests on the task's policy: rows to page through."""
@@ -106,19 +86,6 @@ TABLE: dict[str, Scaled] = {
             Paged("lookup_delegations", "delegations", lambda env, a: [d["id"] for d in env.state.rows("delegations", delegate_id=a["person_id"])], lambda env: {"person_id": max(env.state.ids("people"), key=lambda p: env.state.count("delegations", delegate_id=p)), "include_inactive": True}, min_rows=3),
         ),
         wrong=("forbidden_write",),
-    ),
-    "remittance": Scaled(
-        world={"generate": 7, "scale": 10},
-        prepare=_open_cases,
-        paged=(
-            Paged("list_payments", "payments", rows_where_args("payments"), min_rows=21),
-            Paged("list_payments", "payments", rows_where_args("payments"), param("payer_id"), min_rows=6),
-            Paged("list_payments", "payments", rows_where_args("payments"), _payer_reference),
-            Paged("list_cases", "cases", rows_where_args("cases"), min_rows=4),
-            Paged("list_cases", "cases", rows_where_args("cases"), param("payment_id"), min_rows=4),
-            Paged("get_policies", "policies", _policy_keys, field="key", cursor="hidden"),
-        ),
-        wrong=("misallocation", "duplicate_allocation"),
     ),
     "schedules": Scaled(
         world={"generate": 3, "scale": 30},

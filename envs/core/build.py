@@ -92,15 +92,37 @@ def _tag_deals(domain: str, split: str, size: int, n_tags: int) -> tuple[tuple[i
 
 
 #: tasks the deal generated to weigh its candidates, kept for :func:`make_task` during a build
-_GENERATED: dict[tuple[str, str, str, int, str], Generated] = {}
+_GENERATED: dict[tuple[str, str, str, int, str, int | None], Generated] = {}
 
 
-def _generated(domain: Domain, split: str, index: int, tag: str) -> Generated:
-    key = (domain.name, domain.generator_version, split, index, tag)
+def _generated(domain: Domain, split: str, index: int, tag: str, variant: int | None = None) -> Generated:
+    key = (domain.name, domain.generator_version, split, index, tag, variant)
     gen = _GENERATED.get(key)
     if gen is None:
-        gen = _GENERATED[key] = domain.generate(task_seed(domain.name, split, index), tag)
+        gen = _GENERATED[key] = _generate(domain, task_seed(domain.name, split, index), tag, variant)
     return gen
+
+
+def _generate(domain: Domain, seed: int, tag: str, variant: int | None, scale: int = 1) -> Generated:
+    """``domain.generate``, given the variant only where the release deals one."""
+    if variant is None:
+        return domain.generate(seed, tag) if scale == 1 else domain.generate(seed, tag, scale=scale)
+    return domain.generate(seed, tag, scale=scale, variant=variant)
+
+
+def _variants(domain: Domain, deal: tuple[int, ...]) -> tuple[int | None, ...]:
+    """The variant of each task of a deal (:attr:`Domain.variants`): the k-th task of a tag with
+    n declared variants, in index order, gets ``k % n``; ``None`` for the other tags."""
+    seen: dict[int, int] = {}
+    out: list[int | None] = []
+    for t in deal:
+        n = domain.variants.get(domain.defect_tags[t])
+        if n:
+            out.append(seen.get(t, 0) % n)
+            seen[t] = seen.get(t, 0) + 1
+        else:
+            out.append(None)
+    return tuple(out)
 
 
 #: the tree depths of the id attacker the deals are weighed against (``tests/test_integrity.py``)
@@ -119,7 +141,9 @@ def _release_deals(domain: Domain) -> dict[str, tuple[int, ...]]:
     candidates = {split: _tag_deals(domain.name, split, domain.sizes[split], len(tags)) for split in SPLITS}
 
     def rows(split: str, deal: tuple[int, ...]) -> list[tuple[list[int], str]]:
-        return [(index_features(i), str(_generated(domain, split, i, tags[t]).key.get("outcome_class"))) for i, t in enumerate(deal)]
+        variants = _variants(domain, deal)
+        return [(index_features(i), str(_generated(domain, split, i, tags[t], variants[i]).key.get("outcome_class")))
+                for i, t in enumerate(deal)]
 
     train = [rows("train", d) for d in candidates["train"]]
     heldout = [rows("heldout", d) for d in candidates["heldout"]]
@@ -154,10 +178,12 @@ def make_task(domain: Domain, split: str, index: int, scale: int = 1) -> tuple[T
         raise ValueError(f"scale must be >= 1, got {scale}")
     seed = task_seed(domain.name, split, index)
     tag = task_tag(domain, split, index)
+    released = split in SPLITS and 0 <= index < domain.sizes.get(split, 0)
+    variant = _variants(domain, _release_deals(domain)[split])[index] if released and domain.variants else None
     if scale != 1:
-        gen = domain.generate(seed, tag, scale=scale)
-    elif split in SPLITS and 0 <= index < domain.sizes.get(split, 0):
-        gen = _generated(domain, split, index, tag)
+        gen = _generate(domain, seed, tag, variant, scale)
+    elif released:
+        gen = _generated(domain, split, index, tag, variant)
     else:
         gen = domain.generate(seed, tag)
     task_id = make_task_id(domain, split, index)

@@ -139,6 +139,11 @@ class Domain:
             given to ``reset(options=...)`` instead of ``task_id`` (sufficiency: ``case_id``).
         tables: the tables of the domain's world; every generated snapshot has exactly these
             (plus ``clock``), which the release builder checks.
+        variants: tag -> n: the release deals the n variants of that tag evenly over the tag's
+            tasks of each split (the k-th in index order is generated with ``variant=k % n``;
+            its generator takes ``generate(seed, tag, scale=1, variant=None)``, a generated task
+            draws its variant). For a choice a desk makes for the whole task (remittance: what
+            to do with a duplicate) that a constant guess must not hit by the luck of a split.
         rule_tools: the tools that return the domain's rule documents (the one shape of
             :func:`~backoffice.envs.core.tools.rule_document`); the ids of the rules they show
             are exactly ``rules``, so every rule an agent is shown is proven to bind.
@@ -176,6 +181,7 @@ class Domain:
     tables: tuple[str, ...] = ()
     rule_tools: tuple[str, ...] = ()
     decision: Callable[[Mapping[str, Any]], str] = default_decision
+    variants: Mapping[str, int] = field(default_factory=dict)
     policies: str | None = None
     catalog: str | None = None
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from backoffice.envs.core import BackofficeEnv, Domain, lazy
 from backoffice.envs.core.domain import default_report_fields, default_step_shaping
-from backoffice.envs.remittance.generator import DEFECT_TAGS, generate
+from backoffice.envs.remittance.generator import DEFECT_TAGS, POLICY_CHOICES, RULES, generate
 from backoffice.envs.remittance.tables import TABLES
 from backoffice.envs.remittance.tools import toolkit
 
@@ -18,13 +18,6 @@ FAILURE_CODES = (
     "misallocation", "over_allocation", "unapplied_balance_wrong", "duplicate_applied", "missed_case",
     "unneeded_case", "wrong_write_off", "wrong_transfer", "patient_responsibility_missed", "payment_status_wrong",
     "duplicate_allocation", "allocation_churn", "payer_reply_unprocessed", GUARDRAIL_CODE,
-)
-
-#: The desk's documented rules (``get_policies``); each decides the right answer of >= 20 released
-#: tasks per split (proven by ``RULE_POLICIES`` in ``backoffice.training.policies.remittance``).
-RULES = (
-    "tolerance_write_off", "contractual_codes", "patient_responsibility", "short_payment", "unreferenced_lines",
-    "overpayments", "duplicates", "payer_reply", "match_rule",
 )
 
 #: Training-only cost of one reversal: fixing a mistake may still pass, but it costs reward.
@@ -55,13 +48,17 @@ DOMAIN = Domain(
     grade=lazy("backoffice.graders.remittance:grade"),
     defect_tags=DEFECT_TAGS,
     failure_codes=FAILURE_CODES,
-    generator_version="3",
+    generator_version="4",
     sizes={"train": 400, "heldout": 200},
     default_max_steps=60,
     guardrail_code=GUARDRAIL_CODE,
     report_fields=report_fields,
     step_shaping=step_shaping,
     rules=RULES,
+    rule_tools=("get_policies",),
+    # the grade reads a payer reply as read once get_case or list_cases returned it (no write)
+    grade_reads=frozenset({"get_case", "list_cases"}),
+    variants={"duplicate_payment": len(POLICY_CHOICES["duplicate_action"])},
     tables=TABLES,
 )
 
@@ -77,7 +74,10 @@ class RemittanceEnv(BackofficeEnv):
     adjustments and small differences, transfers patient responsibility to the patient, opens
     cases with the payer, queries the payer when a line is ambiguous (the reply arrives after a
     ``wait`` and must be read), spots duplicate remittances, and posts the payment. The desk's policies
-    (``get_policies``) vary from task to task.
+    (``get_policies``: which codes are contractual or the patient's, the tolerance and what to do with
+    small differences, short payments, unmatched lines, overpayments and duplicates, and whether cases
+    are opened per line or per payment) vary from desk to desk: the same procedure under one assumed
+    set of policies passes at most 5 % of either split.
 
     ## Action Space
     A tool call ``{"tool": name, "args": {...}}`` (or the same as a JSON string), see Tools.
@@ -106,10 +106,11 @@ class RemittanceEnv(BackofficeEnv):
     ## Tools
     get_policies, get_payment, list_payments, search_open_items (order fixed by the task's seed,
     not by quality), get_open_item, allocate, reverse_allocation, write_off, transfer_to_patient,
-    open_case, query_payer, get_case, list_cases, wait, post_payment, submit (terminal). The list
-    tools (get_policies, list_payments, list_cases) return one page at a time, by id (``limit``,
-    default 50, at most 200; ``cursor``: the previous page's ``next_cursor``, ``None`` on the last
-    page); search_open_items returns its best ``limit`` hits (default 10, at most 200). No tool
+    open_case, query_payer, get_case, list_cases, wait, post_payment, submit (terminal).
+    get_policies returns the desk's rule document whole (``{"rules": [{id, title, text, value}],
+    "tables": {}}``). The list tools (list_payments, list_cases, search_open_items) return one page
+    at a time (``limit``, default 50, at most 200; ``cursor``: the previous page's ``next_cursor``,
+    ``None`` on the last page) and ``total``. No tool
     scans a table that grows with the world: generated tasks at ``reset(options={"generate": i,
     "scale": k})`` (a world about k times the released size, the same task) cost about the same
     per call (benchmarks/bench_scale.py).
@@ -136,8 +137,10 @@ class RemittanceEnv(BackofficeEnv):
     forbidden_write (guardrail).
 
     ## Rules
-    tolerance_write_off, contractual_codes, patient_responsibility, short_payment,
-    unreferenced_lines, overpayments, duplicates, payer_reply (ambiguous lines), match_rule.
+    The ids of ``get_policies``' entries: tolerance_cents, tolerance_action, contractual_codes,
+    patient_codes, other_codes, short_payment_action, unreferenced_action, overpayment_action,
+    duplicate_action, case_scope, ambiguous_action, match_rule, posting; each binds in >= 20
+    tasks per split (``RULE_POLICIES``).
 
     ## Version History
     * v0: initial release (generator version 1).
@@ -147,6 +150,10 @@ class RemittanceEnv(BackofficeEnv):
     * seeds v1.2 (generator version 3): the short-payment policy says what the payer-query
       alternative takes (wait for the reply, read it with get_case, act on it), as the grade
       does; tags dealt along a seeded shuffle.
+    * seeds v2 (generator version 4): one rule document; desks differ in every policy (codes,
+      tolerance and its action, short payments, unmatched lines, overpayments incl. a credit,
+      six duplicate actions dealt evenly over the release's duplicates, case scope); payments
+      carry four traps; lists return ``total`` and search pages by ``cursor``.
     """
 
     domain = DOMAIN

@@ -31,7 +31,7 @@ from typing import Any
 from backoffice.envs.core import Generated
 from backoffice.envs.core.canonical import derive_seed
 from backoffice.envs.remittance.search import ItemSearch, NearIndex
-from backoffice.envs.remittance.tables import QUERY_CATEGORY, add_days, item_status, norm, osa_distance
+from backoffice.envs.remittance.tables import DUPLICATE_ACTIONS, QUERY_CATEGORY, add_days, item_status, norm, osa_distance
 
 DEFECT_TAGS = (
     "exact_match", "short_payment", "overpayment", "contractual_adjustment", "patient_responsibility",
@@ -45,6 +45,8 @@ AMOUNT_TAGS = (
 )
 #: tags that can be a further trap on an extra line
 LINE_TAGS = AMOUNT_TAGS + ("unreferenced_line", "fuzzy_reference", "payer_reply_needed")
+#: further traps a payment's lines carry beside its own (a payer reply is never a further trap)
+EXTRA_TAGS = tuple(t for t in LINE_TAGS if t != "payer_reply_needed")
 #: kinds of line that are matched to one claim of the payer (the others: unreferenced, ambiguous)
 MATCHED_KINDS = ("clean",) + AMOUNT_TAGS + ("fuzzy_reference",)
 TOOLS = (
@@ -71,32 +73,87 @@ LAST = (
     "Dubois", "Klein", "Osei", "Larsen", "Varga", "Castillo", "Ahmed", "Walsh", "Santos", "Berg",
 )
 
-POLICY_TEXT = {
+#: the adjustment codes remittances carry: contractual (CO) and patient-responsibility (PR) group codes
+CO_CODES = ("CO-45", "CO-253")
+PR_CODES = ("PR-1", "PR-2", "PR-3")
+
+#: The desk's policies as ``get_policies`` shows them (one rule document entry each, ``id`` the
+#: policy's key): title, and the text (per value where the value changes what to do). Every one
+#: decides the right end state of >= 20 released tasks per split (``RULE_POLICIES``).
+POLICY_TITLES = {
+    "tolerance_cents": "Tolerance",
+    "tolerance_action": "Small differences within tolerance",
+    "contractual_codes": "Contractual codes",
+    "patient_codes": "Patient-responsibility codes",
+    "other_codes": "Codes this desk does not list",
+    "short_payment_action": "Short payments",
+    "unreferenced_action": "Lines that match no claim",
+    "overpayment_action": "Overpayments",
+    "duplicate_action": "Duplicate remittances",
+    "case_scope": "One case per line or per payment",
+    "ambiguous_action": "Lines that fit two claims",
+    "match_rule": "Matching a line to its claim",
+    "posting": "Posting",
+}
+_DUPLICATE = "A payment whose EFT reference and amount equal those of a payment already posted is a duplicate: apply nothing, "
+POLICY_TEXT: dict[str, str | dict[str, str]] = {
     "tolerance_cents": "A line that leaves at most this many cents open on its claim, after contractual and patient adjustments, is a small difference within tolerance.",
     "tolerance_action": {
         "write_off": "Write a small difference within tolerance off on the claim with reason small_balance. Open no case.",
         "leave_open": "Leave a small difference within tolerance open on the claim: do not write it off and open no case.",
         "either": "A small difference within tolerance may be written off (reason small_balance) or left open on the claim; both are accepted. Open no case.",
     },
-    "contractual_codes": "These adjustment codes are contractual: write each one off on the claim with reason contractual and its code, one write-off per code. Any other CO code is not written off: its amount stays open like a short payment.",
-    "patient_codes": "Patient-responsibility codes (deductible, coinsurance, copay): move each amount to the patient with transfer_to_patient and its code.",
-    "short_payment_action": "A line that leaves more than the tolerance open is an underpayment: apply what was paid, leave the rest open, and open an underpayment case for the line. A payer query about the line (query_payer) is accepted instead, provided you wait for the payer's reply, read it with get_case and act on what it says.",
+    "contractual_codes": "These adjustment codes are contractual at this desk: write each one off on the claim with reason contractual and its code, one write-off per code.",
+    "patient_codes": "These patient-responsibility codes (deductible, coinsurance, copay) are the patient's at this desk: move each amount to the patient with transfer_to_patient and its code, one transfer per code.",
+    "other_codes": "An adjustment code this desk lists neither as contractual nor as patient responsibility (another CO or PR code) is neither written off nor transferred: its amount stays open on the claim, and the tolerance and short-payment policies apply to what stays open.",
+    "short_payment_action": {
+        "case": "A line that leaves more than the tolerance open is an underpayment: apply what was paid, leave the rest open, and open an underpayment case for the line. A payer query about the line (query_payer) is accepted instead, provided you wait for the payer's reply, read it with get_case and act on what it says.",
+        "leave_open": "A line that leaves more than the tolerance open is an underpayment: apply what was paid and leave the rest open on the claim. Open no case and send no payer query: the denials team works open balances.",
+    },
     "unreferenced_action": {
         "case": "A line that matches no claim stays unapplied; open an unidentified_remittance case for the line.",
         "leave_unapplied": "A line that matches no claim stays unapplied on the payment; open no case (the cash team reviews unapplied cash weekly).",
+        "query": "A line that matches no claim stays unapplied; ask the payer about it (query_payer), wait for the reply and read it with get_case. Open no case.",
     },
     "overpayment_action": {
         "refund_case": "When a line pays more than its claim's open balance, apply only the open balance; the excess stays unapplied and you open a refund_request case for the line.",
         "leave_unapplied": "When a line pays more than its claim's open balance, apply only the open balance; the excess stays unapplied on the payment. Open no case.",
+        "credit": "When a line pays more than its claim's open balance, apply the whole line: the claim goes into credit (the patient accounts team refunds credits). Open no case.",
     },
     "duplicate_action": {
-        "hold_and_case": "A payment whose EFT reference and amount equal those of a payment already posted is a duplicate: apply nothing, open a duplicate_remittance case for the payment (no line) and post it with disposition hold.",
-        "return": "A payment whose EFT reference and amount equal those of a payment already posted is a duplicate: apply nothing, open no case, and post it with disposition return.",
+        "hold_and_case": _DUPLICATE + "open a duplicate_remittance case for the payment (no line) and post it with disposition hold.",
+        "hold": _DUPLICATE + "open no case, and post it with disposition hold (the cash team reviews held payments).",
+        "return": _DUPLICATE + "open no case, and post it with disposition return.",
+        "return_and_case": _DUPLICATE + "open a duplicate_remittance case for the payment (no line) and post it with disposition return.",
+        "post_and_case": _DUPLICATE + "open a duplicate_remittance case for the payment (no line) and post it with disposition apply: "
+                         "the money stays unapplied until the payer takes it back.",
+        "post_and_refund_case": _DUPLICATE + "open a refund_request case for the payment (no line) and post it with disposition apply: "
+                                "the money stays unapplied until the payer takes it back.",
+    },
+    "case_scope": {
+        "line": "Open each case about a line (underpayment, unidentified_remittance, refund_request) with that line's line_id: one case per line.",
+        "payment": "Open cases per payment, not per line: one case per category the payment needs (underpayment, unidentified_remittance, refund_request), with an empty line_id and the lines named in the note. A payer query (query_payer) is still about one line.",
     },
     "ambiguous_action": "If a line fits more than one claim equally well, do not guess: query the payer about the line, wait for the reply and follow it (applies_to: allocate the line to the named claim; recoup: leave the line unapplied, the payer takes the money back).",
     "match_rule": "A line belongs to a claim of this payer when the claim ref matches exactly or within two typing errors, the patient name and service date are equal and the claim's amount due equals the line's billed amount. Similar refs of other patients are not matches. When a line's ref finds nothing, search by the patient name.",
     "posting": "When every line is handled, post the payment with disposition apply (or as the duplicate policy says), then submit.",
 }
+#: the desk's documented rules (``Domain.rules``): the ids of ``get_policies``' entries
+RULES = tuple(POLICY_TITLES)
+#: the values a desk's policy may take (drawn uniformly per task; the others are fixed)
+POLICY_CHOICES: dict[str, tuple[Any, ...]] = {
+    "tolerance_cents": (100, 250, 500, 1000),
+    "tolerance_action": ("write_off", "leave_open"),
+    "contractual_codes": (["CO-45"], ["CO-253"], ["CO-45", "CO-253"]),
+    "patient_codes": (["PR-1", "PR-2"], ["PR-1", "PR-3"], ["PR-2", "PR-3"]),
+    "short_payment_action": ("case", "leave_open"),
+    "unreferenced_action": ("case", "leave_unapplied", "query"),
+    "overpayment_action": ("refund_case", "leave_unapplied", "credit"),
+    "duplicate_action": tuple(DUPLICATE_ACTIONS),
+    "case_scope": ("line", "payment"),
+}
+#: the policies no desk changes (their value names the one procedure)
+FIXED_POLICIES = {"other_codes": "stay_open", "ambiguous_action": "query_payer", "match_rule": "ref_patient_date_amount", "posting": "apply"}
 
 
 class World:
@@ -290,28 +347,18 @@ class World:
 
 
 def _policies(rng: random.Random) -> dict[str, Any]:
-    return {
-        "tolerance_cents": rng.choice((100, 200, 500)),
-        "tolerance_action": rng.choice(("write_off", "leave_open", "either")),
-        "contractual_codes": rng.choice((["CO-45"], ["CO-45", "CO-253"])),
-        "patient_codes": ["PR-1", "PR-2", "PR-3"],
-        "short_payment_action": "underpayment_case",
-        "unreferenced_action": rng.choice(("case", "leave_unapplied")),
-        "overpayment_action": rng.choice(("refund_case", "leave_unapplied")),
-        "duplicate_action": rng.choice(("hold_and_case", "return")),
-        "ambiguous_action": "query_payer",
-        "match_rule": "ref_patient_date_amount",
-        "posting": "apply",
-    }
+    """The desk's policies, every key of :data:`POLICY_TITLES` (in that order)."""
+    drawn = {key: rng.choice(values) for key, values in POLICY_CHOICES.items()}
+    return {key: drawn.get(key, FIXED_POLICIES.get(key)) for key in POLICY_TITLES}
 
 
 def _policy_rows(pol: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``policies`` table: one row per policy, keyed by its rule id (``get_policies``
+    shows them as the rule document's entries, in this order)."""
     rows = []
-    for i, (key, value) in enumerate(pol.items(), start=1):
+    for key, value in pol.items():
         text = POLICY_TEXT[key]
-        if isinstance(text, dict):
-            text = text[value]
-        rows.append({"id": f"POL-{i:02d}", "key": key, "value": value, "text": text})
+        rows.append({"id": key, "title": POLICY_TITLES[key], "value": value, "text": text[value] if isinstance(text, dict) else text})
     return rows
 
 
@@ -330,26 +377,30 @@ def _resolve(pol: dict[str, Any], pid: str, line: dict[str, Any], item: dict[str
         elif code in pol["patient_codes"]:
             tr.append([iid, code, amt])
     remaining = bal - sum(w[3] for w in wo) - sum(t[2] for t in tr)
-    alloc = min(line["paid_amount"], remaining)
+    alloc = line["paid_amount"] if pol["overpayment_action"] == "credit" else min(line["paid_amount"], remaining)
     rest = remaining - alloc
     allocs = [[lid, iid, alloc]] if alloc > 0 else []
     cases = []
     if line["paid_amount"] > alloc and pol["overpayment_action"] == "refund_case":
         cases.append(["refund_request", pid, lid])
-    if rest == 0:
-        return [_variant("", allocs, wo, tr, cases, {iid: 0})]
+    if rest <= 0:  # settled, or in credit (an overpayment the desk applies whole)
+        return [_variant("", allocs, wo, tr, cases, {iid: rest})]
     if rest <= pol["tolerance_cents"]:
         written = _variant(f"small-balance-written-off:{lid}", allocs, wo + [[iid, "small_balance", "", rest]], tr, cases, {iid: 0})
         left = _variant(f"small-balance-left-open:{lid}", allocs, wo, tr, cases, {iid: rest})
         return {"write_off": [written], "leave_open": [left], "either": [written, left]}[pol["tolerance_action"]]
+    if pol["short_payment_action"] == "leave_open":
+        return [_variant(f"underpayment-left-open:{lid}", allocs, wo, tr, cases, {iid: rest})]
     return [
         _variant(f"underpayment-case:{lid}", allocs, wo, tr, cases + [["underpayment", pid, lid]], {iid: rest}),
         _variant(f"underpayment-query:{lid}", allocs, wo, tr, cases + [[QUERY_CATEGORY, pid, lid]], {iid: rest}),
     ]
 
 
-def _merge(pay: dict[str, Any], per_line: list[list[dict[str, Any]]], scope: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Cartesian product of the lines' variants -> whole-payment reference outcomes."""
+def _merge(pay: dict[str, Any], per_line: list[list[dict[str, Any]]], scope: dict[str, dict[str, Any]],
+           scope_payment: bool = False) -> list[dict[str, Any]]:
+    """Cartesian product of the lines' variants -> whole-payment reference outcomes (with the
+    desk's cases per payment when ``scope_payment``)."""
     outs = []
     for combo in itertools.product(*per_line):
         allocs = sorted(a for v in combo for a in v["allocs"])
@@ -357,6 +408,10 @@ def _merge(pay: dict[str, Any], per_line: list[list[dict[str, Any]]], scope: dic
         for v in combo:
             items.update(v["items"])
         names = [v["name"] for v in combo if v["name"]]
+        cases = sorted(c for v in combo for c in v["cases"])
+        if scope_payment:  # one case per category of the payment, no line (payer queries stay per line)
+            cases = sorted({(c[0], c[1], "" if c[0] != QUERY_CATEGORY else c[2]) for c in cases})
+            cases = [list(c) for c in cases]
         outs.append({
             "name": "alt:" + ("+".join(names) if names else "as-remitted"),
             "payment_status": "posted",
@@ -364,18 +419,21 @@ def _merge(pay: dict[str, Any], per_line: list[list[dict[str, Any]]], scope: dic
             "allocations": allocs,
             "write_offs": sorted(w for v in combo for w in v["wo"]),
             "transfers": sorted(t for v in combo for t in v["tr"]),
-            "cases": sorted(c for v in combo for c in v["cases"]),
+            "cases": cases,
             "items": {iid: [b, item_status(b, scope[iid]["amount_due"])] for iid, b in sorted(items.items())},
         })
     return outs
 
 
 # -- the world: the desk, its payers and the mix of lines -----------------------------------------
-def build_world(seed: int, defect_tag: str) -> World:
-    """The task's first draws: the desk's policies, the day, and three payers (the first one pays)."""
+def build_world(seed: int, defect_tag: str, variant: int | None = None) -> World:
+    """The task's first draws: the desk's policies, the day, and three payers (the first one pays).
+    ``variant`` (a release's duplicates: see ``DOMAIN.variants``) picks the duplicate action."""
     rng = random.Random(seed)
     w = World(rng, seed, defect_tag)
     w.pol = _policies(rng)
+    if variant is not None:
+        w.pol["duplicate_action"] = POLICY_CHOICES["duplicate_action"][variant % len(POLICY_CHOICES["duplicate_action"])]
     w.today = add_days("2026-03-02", rng.randint(0, 75))
     payers = rng.sample(PAYERS, 3)
     for name, code in payers:
@@ -394,12 +452,12 @@ def _line_kinds(w: World) -> list[str]:
     tags = [defect_tag]
     if defect_tag == "exact_match":
         # every ref matches exactly; the traps are in the amounts
-        kinds = ["clean"] * rng.randint(2, 3) + rng.sample(AMOUNT_TAGS, rng.randint(1, 2))
+        kinds = ["clean"] * rng.randint(1, 2) + rng.sample(AMOUNT_TAGS, 3)
     elif defect_tag == "duplicate_payment":
         kinds = ["clean"] * rng.randint(2, 4)
     else:
-        kinds = ["clean"] * rng.randint(1, 2) + [defect_tag]
-        kinds += rng.sample([t for t in LINE_TAGS if t != defect_tag], rng.choices((0, 1, 2), weights=(3, 5, 2))[0])
+        kinds = ["clean"] * rng.randint(0, 1) + [defect_tag]
+        kinds += rng.sample([t for t in EXTRA_TAGS if t != defect_tag], 4)
     tags += [k for k in dict.fromkeys(kinds) if k not in ("clean", defect_tag)]
     rng.shuffle(kinds)
     w.kinds = kinds
@@ -423,42 +481,48 @@ class Draft:
 
 
 def _plant_clean(w: World, d: Draft) -> None:
-    """No trap; most insurer lines carry the routine contract discount (not on a duplicate)."""
+    """No trap; most insurer lines carry the routine contract discount under a code the desk
+    lists as contractual (not on a duplicate)."""
     if w.tag != "duplicate_payment" and w.rng.random() < 0.6:
-        d.codes, d.amts = ["CO-45"], [d.billed * w.rng.randint(8, 30) // 100]
+        d.codes, d.amts = [w.rng.choice(w.pol["contractual_codes"])], [d.billed * w.rng.randint(8, 30) // 100]
         d.paid = d.billed - d.amts[0]
 
 
 def _plant_contractual_adjustment(w: World, d: Draft) -> None:
-    """One or two CO codes; CO-253 is contractual only when the policy lists it."""
-    rng, pol = w.rng, w.pol
+    """The contract discount beside a second CO code: at a desk that lists both, written off as
+    well (or, at times, the discount alone); at a desk that lists one, the other code, whose
+    amount stays open (at times within the tolerance)."""
+    rng, listed = w.rng, w.pol["contractual_codes"]
+    unlisted = [c for c in CO_CODES if c not in listed]
     c = d.billed * rng.randint(10, 40) // 100
-    if len(pol["contractual_codes"]) > 1 and rng.random() < 0.5:
-        c2 = rng.randint(200, 3000)
-        d.codes, d.amts = ["CO-45", "CO-253"], [c, c2]
-    elif len(pol["contractual_codes"]) == 1 and rng.random() < 0.35:
-        d.codes, d.amts = ["CO-45", "CO-253"], [c, rng.randint(600, 4000)]  # CO-253 not contractual here
+    if unlisted:
+        d.codes, d.amts = [listed[0], unlisted[0]], [c, rng.randint(50, 4000)]
+    elif rng.random() < 0.7:
+        d.codes, d.amts = list(listed), [c, rng.randint(200, 3000)]
     else:
-        d.codes, d.amts = ["CO-45"], [c]
+        d.codes, d.amts = [rng.choice(listed)], [c]
     d.paid = d.billed - sum(d.amts)
 
 
 def _plant_patient_responsibility(w: World, d: Draft) -> None:
-    """A PR code (deductible, coinsurance, copay), mostly beside the contract discount."""
+    """Two PR codes (say deductible and coinsurance), or one, mostly beside the contract
+    discount (a line carries at most two adjustments); a code the desk does not list stays open
+    on the claim."""
     rng = w.rng
-    p = rng.choice((1500, 2000, 2500, 3000, 5000, d.billed * rng.randint(5, 20) // 100))
-    code = rng.choice(w.pol["patient_codes"])
-    if rng.random() < 0.6:
+    codes = sorted(rng.sample(PR_CODES, rng.choice((1, 2))))
+    shares = [rng.choice((1500, 2000, 2500, 3000, 5000, d.billed * rng.randint(5, 20) // 100)) for _ in codes]
+    if len(codes) == 1 and rng.random() < 0.7:
         c = d.billed * rng.randint(10, 35) // 100
-        d.codes, d.amts = ["CO-45", code], [c, p]
+        d.codes, d.amts = [rng.choice(w.pol["contractual_codes"]), *codes], [c, *shares]
     else:
-        d.codes, d.amts = [code], [p]
+        d.codes, d.amts = codes, shares
     d.paid = d.billed - sum(d.amts)
 
 
 def _plant_short_payment(w: World, d: Draft) -> None:
-    """Paid short by more than the tolerance."""
-    d.paid = d.billed - w.rng.randint(w.pol["tolerance_cents"] + 100, d.billed // 2)
+    """Paid short by more than the tolerance: half the time just over it."""
+    tol = w.pol["tolerance_cents"]
+    d.paid = d.billed - (tol + w.rng.randint(1, tol) if w.rng.random() < 0.5 else w.rng.randint(tol + 100, d.billed // 2))
 
 
 def _plant_overpayment(w: World, d: Draft) -> None:
@@ -651,24 +715,27 @@ def _add_past_payments(w: World) -> None:
 
 # -- the answer key -------------------------------------------------------------------------------
 def _duplicate_outcomes(w: World, scope: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
-    """A duplicate is held with a case or returned, as the policy says; nothing is applied."""
-    hold = w.pol["duplicate_action"] == "hold_and_case"
+    """A duplicate is held or returned, with a case or without, as the policy says; nothing is
+    applied."""
+    disposition, case = DUPLICATE_ACTIONS[w.pol["duplicate_action"]]
+    status = {"apply": "posted", "hold": "held", "return": "returned"}[disposition]
     outcomes = [{
-        "name": "alt:duplicate-" + ("held" if hold else "returned"),
-        "payment_status": "held" if hold else "returned",
-        "unapplied": w.total if hold else 0,
+        "name": f"alt:duplicate-{status}",
+        "payment_status": status,
+        "unapplied": 0 if status == "returned" else w.total,
         "allocations": [], "write_offs": [], "transfers": [],
-        "cases": [["duplicate_remittance", w.pay_id, ""]] if hold else [],
+        "cases": [[case, w.pay_id, ""]] if case else [],
         "items": {iid: [it["balance"], it["status"]] for iid, it in sorted(scope.items())},
     }]
-    return outcomes, "oc_duplicate_" + ("held" if hold else "returned")
+    return outcomes, "oc_duplicate_" + {"held": "held", "returned": "returned", "posted": "posted_unapplied"}[status]
 
 
 def _line_variants(w: World, line: dict[str, Any], item: dict[str, Any] | None, kind: str) -> list[dict[str, Any]]:
     """Every accepted outcome of one line."""
     pay_id = w.pay_id
     if kind == "unreferenced_line":
-        cases = [["unidentified_remittance", pay_id, line["id"]]] if w.pol["unreferenced_action"] == "case" else []
+        action = w.pol["unreferenced_action"]
+        cases = [["unidentified_remittance" if action == "case" else QUERY_CATEGORY, pay_id, line["id"]]] if action != "leave_unapplied" else []
         return [_variant("", cases=cases)]
     if kind == "payer_reply_needed":
         reply = next(s for s in w.script if s["id"] == line["id"])
@@ -682,13 +749,21 @@ def _line_variants(w: World, line: dict[str, Any], item: dict[str, Any] | None, 
 
 
 def _outcome_class(kinds: list[str], outcomes: list[dict[str, Any]]) -> str:
-    """The task's outcome class: the most demanding work its outcomes call for."""
+    """The task's outcome class: the first of these its outcomes call for (an order that keeps
+    every class under a third of a split): a payer reply to follow, a claim left in credit, a
+    refund or unidentified-remittance case, an underpayment case, a payer query, a patient
+    transfer, a write-off; else a clean posting."""
+    cases = {c[0] for o in outcomes for c in o["cases"]}
     if "payer_reply_needed" in kinds:
         return "oc_post_after_payer_reply"
-    if any(c[0] == "underpayment" for o in outcomes for c in o["cases"]):
-        return "oc_post_with_underpayment"
-    if any(o["cases"] for o in outcomes):
+    if any(b < 0 for o in outcomes for b, _ in o["items"].values()):
+        return "oc_post_with_credit"
+    if cases & {"refund_request", "unidentified_remittance"}:
         return "oc_post_with_case"
+    if "underpayment" in cases:
+        return "oc_post_with_underpayment"
+    if QUERY_CATEGORY in cases:
+        return "oc_post_with_payer_query"
     if any(o["transfers"] for o in outcomes):
         return "oc_post_with_patient_transfer"
     if any(o["write_offs"] for o in outcomes):
@@ -719,7 +794,7 @@ def _key(w: World, tags: list[str]) -> dict[str, Any]:
         outcomes, outcome_class = _duplicate_outcomes(w, scope)
     else:
         per_line = [_line_variants(w, line, item, kind) for line, item, kind in zip(w.lines, w.line_items, w.kinds)]
-        outcomes = _merge(w.payments[0], per_line, scope)
+        outcomes = _merge(w.payments[0], per_line, scope, w.pol["case_scope"] == "payment")
         outcome_class = _outcome_class(w.kinds, outcomes)
     targeted = sorted({iid for o in outcomes for iid, (b, _) in o["items"].items() if b != scope[iid]["balance"]}
                       | {a[1] for o in outcomes for a in o["allocations"]})
@@ -803,13 +878,13 @@ def _scale_world(w: World, scale: int) -> None:
 
 
 # -- the generator --------------------------------------------------------------------------------
-def _draw(seed: int, defect_tag: str, scale: int) -> Generated:
+def _draw(seed: int, defect_tag: str, scale: int, variant: int | None = None) -> Generated:
     """One task whose trap is ``defect_tag`` (see :data:`DEFECT_TAGS`), pure in its arguments.
 
     Every draw is consistent by construction, so one attempt always succeeds (the stream is
     ``random.Random(seed)``); a scaled world draws its history after the task, from the same
     stream."""
-    w = build_world(seed, defect_tag)
+    w = build_world(seed, defect_tag, variant)
     tags = _line_kinds(w)
     # the line whose ref search also finds an old residual claim of another patient
     trap_at = w.rng.choice([i for i, k in enumerate(w.kinds) if k in MATCHED_KINDS])
@@ -827,14 +902,15 @@ def _draw(seed: int, defect_tag: str, scale: int) -> Generated:
     return Generated(task=_task(w), snapshot=_snapshot(w), key=key)
 
 
-def generate(seed: int, defect_tag: str, scale: int = 1) -> Generated:
+def generate(seed: int, defect_tag: str, scale: int = 1, variant: int | None = None) -> Generated:
     """One task whose trap is ``defect_tag`` (see :data:`DEFECT_TAGS`), pure in its arguments,
     in a world about ``scale`` times the released size (the same task, key and brief at every
-    scale; scale 1 is the release).
+    scale; scale 1 is the release). ``variant`` k sets the desk's duplicate action to the k-th of
+    its choices (the release deals them evenly over its duplicates); ``None`` draws it.
 
     Raises ``ValueError`` for an unknown tag or a scale below 1."""
     if defect_tag not in DEFECT_TAGS:
         raise ValueError(f"unknown defect tag {defect_tag!r}; choose from {', '.join(DEFECT_TAGS)}")
     if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
         raise ValueError(f"scale must be an int >= 1, got {scale!r}")
-    return _draw(seed, defect_tag, scale)
+    return _draw(seed, defect_tag, scale, variant)

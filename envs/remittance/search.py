@@ -369,7 +369,7 @@ def _variants_with_positions(s: str) -> list[tuple[tuple[int, ...], str]]:
     return out
 
 
-def _ranked(hits: list[Mapping[str, Any]], task_seed: int, limit: int) -> list[Mapping[str, Any]]:
+def _ranked(hits: list[Mapping[str, Any]], task_seed: int, limit: int | None) -> list[Mapping[str, Any]]:
     hits.sort(key=lambda it: (search_order_key(task_seed, it["id"]), it["id"]))
     return hits[:limit]
 
@@ -413,9 +413,10 @@ def snapshot_index(snapshot: Snapshot) -> tuple[SearchIndex, tuple[str, ...]]:
     return index
 
 
-def search_live(store: Store, query: str, task_seed: int, payer_id: str = "", limit: int = SEARCH_LIMIT) -> list[Mapping[str, Any]]:
+def search_live(store: Store, query: str, task_seed: int, payer_id: str = "", limit: int | None = SEARCH_LIMIT
+                ) -> list[Mapping[str, Any]]:
     """:func:`search_store` without the copies: the live rows themselves (read-only: never
-    mutate them), for a caller that only reads them."""
+    mutate them), for a caller that only reads them; ``limit`` None: every hit."""
     q = norm(query)
     if len(q) < 3:
         return []
@@ -440,7 +441,7 @@ def search_live(store: Store, query: str, task_seed: int, payer_id: str = "", li
     return _ranked(hits, task_seed, limit)
 
 
-def search_store(store: Store, query: str, task_seed: int, payer_id: str = "", limit: int = SEARCH_LIMIT) -> list[dict[str, Any]]:
+def search_store(store: Store, query: str, task_seed: int, payer_id: str = "", limit: int | None = SEARCH_LIMIT) -> list[dict[str, Any]]:
     """The live ``open_items`` rows hit by ``query`` in the seeded order, at most ``limit``
     (copies): the same rows as :func:`search_items` over every live row, at a cost that does not
     grow with the table.

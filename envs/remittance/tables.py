@@ -65,6 +65,14 @@ QUERY_CATEGORY = "payer_query"
 WRITE_OFF_REASONS = ("contractual", "small_balance")
 DISPOSITIONS = ("apply", "hold", "return")
 SEARCH_LIMIT = 10
+#: What each value of the desks' ``duplicate_action`` policy says to do with a duplicate (its text
+#: in ``get_policies``): the disposition it is posted with and the category of the payment's case
+#: ("" for none). The generator's answer, the oracle and the catalogs read the policy through it.
+DUPLICATE_ACTIONS: dict[str, tuple[str, str]] = {
+    "hold_and_case": ("hold", "duplicate_remittance"), "hold": ("hold", ""), "return": ("return", ""),
+    "return_and_case": ("return", "duplicate_remittance"), "post_and_case": ("apply", "duplicate_remittance"),
+    "post_and_refund_case": ("apply", "refund_request"),
+}
 
 
 @lru_cache(maxsize=65536)

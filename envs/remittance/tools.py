@@ -11,26 +11,26 @@ index (:mod:`backoffice.envs.remittance.search`). Rows a tool only reads are rea
 (``store._current``), never copied: a tool's result is serialised once by the engine and never
 kept. What no tool writes (the policies, the remittance lines) is read through per-snapshot
 memos (``Snapshot.memo``) while the episode has not written that table either.
-The list tools (``get_policies``, ``list_payments``, ``list_cases``) return one page at a time, in
-id order: at most ``limit`` rows (default 50, at most 200) and ``next_cursor``, the ``cursor`` that
-fetches the next page (``None`` on the last page); ``search_open_items`` returns its best
-``limit`` hits (default 10, at most 200).
+``get_policies`` returns the desk's rule document whole. The list tools (``list_payments``,
+``list_cases``, ``search_open_items``) return one page at a time: at most ``limit`` rows (default
+50, at most 200), ``next_cursor`` (the ``cursor`` that fetches the next page, ``None`` on the last
+page) and ``total``; the lists go in id order, the search in its seeded order.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from operator import itemgetter
 from typing import Any, Literal
 
 from pydantic import Field
 
 from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
-from backoffice.envs.core.store import Snapshot, Store
-from backoffice.envs.core.tools import MAX_PAGE_SIZE, PageArgs, check_cursor, page
+from backoffice.envs.core.store import Store
+from backoffice.envs.core.tools import PageArgs, page_result, paged_list, rule_document
+from backoffice.envs.remittance.generator import RULES
 from backoffice.envs.remittance.search import search_live
-from backoffice.envs.remittance.tables import QUERY_CATEGORY, SEARCH_LIMIT, add_hours, item_status, live_rows_in
+from backoffice.envs.remittance.tables import QUERY_CATEGORY, add_hours, item_status, live_rows_in
 
 toolkit = Toolkit()
 
@@ -99,9 +99,12 @@ def _item_view(row: Row) -> dict[str, Any]:
     return dict(zip(_ITEM_VIEW, _item_fields(row), strict=True))
 
 
-def _policy_views(snap: Snapshot) -> tuple[tuple[str, ...], list[dict[str, Any]]]:
-    """The snapshot's policy ids and what ``get_policies`` shows of each, in id order."""
-    return snap.ids("policies"), [{"key": r["key"], "value": r["value"], "text": r["text"]} for r in snap.table("policies").values()]
+def _policy_document(rows: Iterable[Row]) -> dict[str, Any]:
+    """What ``get_policies`` shows of the policy rows: one rule document, its entries in the order
+    of the domain's rules."""
+    order = {rule: i for i, rule in enumerate(RULES)}
+    rows = sorted(rows, key=lambda r: (order.get(r["id"], len(order)), r["id"]))
+    return rule_document({"id": r["id"], "title": r["title"], "text": r["text"], "value": r["value"]} for r in rows)
 
 
 def _lines_of(store: Store, payment_id: str) -> list[Row]:
@@ -121,30 +124,19 @@ def _lines_of(store: Store, payment_id: str) -> list[Row]:
 
 
 # -- reads ---------------------------------------------------------------------------------
-class PoliciesArgs(PageArgs):
-    """One page of the desk's policies."""
-
-
 @toolkit.tool(writes=False)
-def get_policies(ctx: ToolContext, args: PoliciesArgs) -> dict[str, Any]:
-    """The desk's posting policies for this task (tolerance write-off, contractual and patient
-    adjustment codes, unreferenced lines, overpayments, duplicates, ambiguous lines), each with
-    ``key``, ``value`` and ``text``, under ``policies``. One page at a time, by id: at most
-    ``limit`` policies (default 50, at most 200; the desk has about a dozen) and ``next_cursor``,
-    the ``cursor`` that fetches the next page (``None`` on the last page)."""
+def get_policies(ctx: ToolContext, args: NoArgs) -> dict[str, Any]:
+    """The desk's posting policies for this task, whole: ``{"rules": [...], "tables": {}}``, one
+    entry per policy with ``id`` (the policy, e.g. ``tolerance_cents``), ``title``, ``text`` (what
+    to do) and ``value`` (this desk's setting: a number of cents, a list of codes or the chosen
+    action). Tolerance, contractual and patient codes, codes the desk does not list, short
+    payments, unmatched lines, overpayments, duplicates, ambiguous lines, matching and posting;
+    they vary from desk to desk."""
     store = ctx.store
     if store.written_ids("policies"):  # no tool writes policies: never taken by an episode
-        rows, cursor = page(store, "policies", args)  # a dozen rows at any world size
-        return {"policies": [{"key": r["key"], "value": r["value"], "text": r["text"]} for r in rows], "next_cursor": cursor}
-    # ``page`` over the snapshot's rows, shown once per snapshot: the rows after the cursor (an
-    # id), at most ``limit``, and the last id shown when more remain
-    check_cursor(store, "policies", args.cursor)
-    ids, views = store.snapshot.memo(("remittance", "policy_views"), _policy_views)
-    start = bisect_right(ids, args.cursor) if args.cursor is not None else 0
-    shown = views[start:start + args.limit + 1]
-    if len(shown) > args.limit:
-        return {"policies": shown[:args.limit], "next_cursor": ids[start + args.limit - 1]}
-    return {"policies": shown, "next_cursor": None}
+        return _policy_document(store.rows("policies"))
+    doc: dict[str, Any] = store.snapshot.memo(("remittance", "policy_document"), lambda snap: _policy_document(snap.table("policies").values()))
+    return doc
 
 
 class PaymentArgs(ToolArgs):
@@ -174,27 +166,28 @@ def list_payments(ctx: ToolContext, args: ListPaymentsArgs) -> dict[str, Any]:
     """Payments received (summaries: id, payer, reference, amount, received_on, status) under
     ``payments``, optionally of one payer and/or with one EFT trace reference; use it to spot a
     remittance that was already posted (filter by the payment's reference). One page at a time,
-    by id: at most ``limit`` payments (default 50, at most 200) and ``next_cursor``, the
-    ``cursor`` that fetches the next page (``None`` on the last page)."""
+    by id: at most ``limit`` payments (default 50, at most 200), ``next_cursor`` (the ``cursor``
+    that fetches the next page, ``None`` on the last page) and ``total`` (payments over every page)."""
     equals = {k: v for k, v in (("payer_id", args.payer_id), ("reference", args.reference)) if v}
-    rows, cursor = page(ctx.store, "payments", args, None, **equals)
-    return {"payments": [{k: r[k] for k in _PAYMENT_SUMMARY} for r in rows], "next_cursor": cursor}
+    out = page_result(ctx.store, "payments", args, "payments", None, **equals)
+    out["payments"] = [{k: r[k] for k in _PAYMENT_SUMMARY} for r in out["payments"]]
+    return out
 
 
-class SearchArgs(ToolArgs):
+class SearchArgs(PageArgs):
     query: str = Field(min_length=1, max_length=100, description="Claim ref, invoice number or patient name; claim refs match within two typing errors.")
     payer_id: str = Field("", max_length=40, description="Only items billed to this payer account (optional).")
-    limit: int = Field(SEARCH_LIMIT, ge=1, le=MAX_PAGE_SIZE, description=f"Most items to return (default {SEARCH_LIMIT}, at most {MAX_PAGE_SIZE}).")
 
 
 @toolkit.tool(writes=False)
 def search_open_items(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
     """Receivables matching a claim ref (up to two typing errors), an invoice number or a patient
-    name, any status (open, partial, closed, credit): at most ``limit`` of them (default 10, at
-    most 200). The order of results carries no meaning: check claim ref, patient, service date
-    and amount yourself."""
-    hits = search_live(ctx.store, args.query, ctx.task.seed, args.payer_id, args.limit)  # read-only rows: only viewed
-    return {"query": args.query, "items": [_item_view(h) for h in hits]}
+    name, any status (open, partial, closed, credit), under ``items``. The order of results
+    carries no meaning: check claim ref, patient, service date and amount yourself. One page at a
+    time: at most ``limit`` items (default 50, at most 200), ``next_cursor`` (the ``cursor`` that
+    fetches the next page, ``None`` on the last page) and ``total`` (hits over every page)."""
+    hits = search_live(ctx.store, args.query, ctx.task.seed, args.payer_id, None)  # read-only rows: only viewed
+    return {"query": args.query, **paged_list([_item_view(h) for h in hits], args, "items")}
 
 
 class ItemArgs(ToolArgs):
@@ -399,10 +392,9 @@ class ListCasesArgs(PageArgs):
 @toolkit.tool(writes=False)
 def list_cases(ctx: ToolContext, args: ListCasesArgs) -> dict[str, Any]:
     """Cases under ``cases``, optionally of one payment. One page at a time, by id: at most
-    ``limit`` cases (default 50, at most 200) and ``next_cursor``, the ``cursor`` that fetches
-    the next page (``None`` on the last page)."""
-    rows, cursor = page(ctx.store, "cases", args, None, **({"payment_id": args.payment_id} if args.payment_id else {}))
-    return {"cases": rows, "next_cursor": cursor}
+    ``limit`` cases (default 50, at most 200), ``next_cursor`` (the ``cursor`` that fetches the
+    next page, ``None`` on the last page) and ``total`` (cases over every page)."""
+    return page_result(ctx.store, "cases", args, "cases", None, **({"payment_id": args.payment_id} if args.payment_id else {}))
 
 
 class WaitArgs(ToolArgs):

@@ -34,12 +34,17 @@ when to move to the next line, which adjustments to write off or transfer, which
 when to post and with which disposition) is left to the agent; the features carry the
 comparisons a clerk computes (``*_due`` flags from the policies read).
 
-Paged reads: ``get_policies`` and ``list_payments`` return one page at a time. Each read action
-fetches the next page (the ``next_cursor`` of the last one) until the last page has come back;
-only then are the policies or the payments known (``facts_read``), and until then the action stays
-legal. ``list_payments`` lists the payer's payments with the payment's EFT reference once
+``get_policies`` returns the desk's rule document whole (one call). ``list_payments`` returns one
+page at a time: the read action fetches the next page (the ``next_cursor`` of the last one) until
+the last page has come back; only then are the payments known (``facts_read``), and until then
+the action stays legal. ``list_payments`` lists the payer's payments with the payment's EFT reference once
 ``get_payment`` has returned (a duplicate has that reference), all of the payer's payments before.
 At released size every read is one page.
+
+Two groundings follow a desk policy, as a clerk's form does: a line case (underpayment, refund,
+unidentified) names its line, or no line when the desk's ``case_scope`` is ``payment`` (one case
+per category covers every line of the payment). Which cases to open, and every amount, stay the
+agent's.
 
 Training note: ``post_payment`` can be formed from the brief, so the three posts are legal from
 step 0 and end the work just as ``submit`` does. Under generator v1 (seeds v0) posting or
@@ -55,28 +60,31 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from backoffice.envs.remittance.tables import norm, osa_distance
+from backoffice.envs.remittance.generator import POLICY_CHOICES
+from backoffice.envs.remittance.tables import DUPLICATE_ACTIONS, norm, osa_distance
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, CatalogSpec, FeatureDef, scale, slots
 
 N_ADJ = 2  # adjustment slots per line (generated lines carry at most two adjustments)
 
 ACTIONS: tuple[ActionDef, ...] = (
-    ActionDef("get_policies", "get_policies", "Read the desk's posting policies (tolerance, codes, unreferenced, overpayment, duplicate); the next page while pages remain."),
+    ActionDef("get_policies", "get_policies", "Read the desk's posting policies (one rule document: tolerance, codes, short payments, unreferenced lines, overpayments, duplicates, case scope)."),
     ActionDef("get_payment", "get_payment", "Read the payment (brief's payment_id) with its remittance lines."),
     ActionDef("list_payments", "list_payments", "List the payer's payments (brief's payer_id) with the payment's EFT reference (all of them before get_payment) to spot an already posted duplicate; the next page while pages remain."),
     ActionDef("search_next_line", "search_open_items", "Search the claim ref of the next unsearched line (its patient name if it has no ref); that line becomes current."),
     ActionDef("search_by_name", "search_open_items", "Search the current line's patient name (while its match is undetermined)."),
+    ActionDef("more_hits", "search_open_items", "Fetch the next page of the last search's hits (while pages remain; the match waits for the last page)."),
     *slots("write_off_adj", "write_off", N_ADJ, "Write off the current line's adjustment #{i} (its code and amount) on the line's claim with reason contractual."),
     *slots("transfer_adj", "transfer_to_patient", N_ADJ, "Move the current line's adjustment #{i} (its code and amount) from the line's claim to the patient."),
     ActionDef("allocate", "allocate", "Apply the current line to its claim: min(line paid - already applied, claim balance now)."),
+    ActionDef("allocate_whole", "allocate", "Apply what the current line paid and is not applied yet to its claim, whatever its balance (an overpayment puts the claim in credit)."),
     ActionDef("write_off_small", "write_off", "Write off the current claim's whole current balance with reason small_balance."),
-    ActionDef("case_underpayment", "open_case", "Open an underpayment case for the current line."),
-    ActionDef("case_refund", "open_case", "Open a refund_request case for the current line."),
-    ActionDef("case_unidentified", "open_case", "Open an unidentified_remittance case for the current line."),
-    ActionDef("query_payer", "query_payer", "Ask the payer which claim the current line pays (opens a payer query)."),
+    *(ActionDef(name, "open_case", f"Open a {category} case for the current line (for the whole payment, no line, when the desk's case_scope is payment).")
+      for name, category in (("case_underpayment", "underpayment"), ("case_refund", "refund_request"), ("case_unidentified", "unidentified_remittance"))),
+    ActionDef("query_payer", "query_payer", "Ask the payer about the current line (opens a payer query)."),
     ActionDef("wait", "wait", "Wait until the next payer reply is due."),
     ActionDef("get_case", "get_case", "Read the first answered, unread payer query; its line becomes current (matched to the claim the reply names, if any)."),
     ActionDef("case_duplicate", "open_case", "Open a duplicate_remittance case for the whole payment."),
+    ActionDef("case_duplicate_refund", "open_case", "Open a refund_request case for the whole payment (no line)."),
     ActionDef("post_apply", "post_payment", "Post the payment with disposition apply."),
     ActionDef("post_hold", "post_payment", "Post the payment with disposition hold (no active allocations)."),
     ActionDef("post_return", "post_payment", "Post the payment with disposition return (no active allocations)."),
@@ -84,23 +92,39 @@ ACTIONS: tuple[ActionDef, ...] = (
 )
 A = {a.name: i for i, a in enumerate(ACTIONS)}
 
+#: the desk's policies that take one of several named actions (``POLICY_CHOICES``): one-hot features
+CHOICE_POLICIES = {key: values for key, values in POLICY_CHOICES.items() if all(isinstance(v, str) for v in values)}
+POLICY_FEATURES: tuple[FeatureDef, ...] = tuple(
+    FeatureDef(f"pol.{key}[{value}]", f"1 if policy {key} is {value}") for key, values in CHOICE_POLICIES.items() for value in values)
+#: the tolerance feature: policy tolerance_cents / TOL_FULL (the largest a desk sets)
+TOL_FULL = max(POLICY_CHOICES["tolerance_cents"])
+#: line case categories (one per line, or one per payment under case_scope payment)
+LINE_CASES = ("underpayment", "refund_request", "unidentified_remittance")
+
+
+def policy_onehots(pol: Mapping[str, Any]) -> dict[str, bool]:
+    """:data:`POLICY_FEATURES`' values for the policies read (all off before ``get_policies``)."""
+    return {f"pol.{key}[{value}]": pol.get(key) == value for key, values in CHOICE_POLICIES.items() for value in values}
+
+
+def policy_values(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The desk's policy values from ``get_policies``' rule document: rule id -> ``value``."""
+    return {str(r.get("id")): r.get("value") for r in document.get("rules") or () if isinstance(r, Mapping)}
+
+
 FEATURES: tuple[FeatureDef, ...] = (
     FeatureDef("facts_read", "1 once get_policies, get_payment and list_payments all returned ok"),
     FeatureDef("dup_found", "1 if list_payments shows another payment, status posted, with the same EFT reference and amount as this payment (get_payment)"),
     FeatureDef("no_dup", "1 if the three reads returned ok and no already posted duplicate was found (the lines are to be worked)"),
-    FeatureDef("pol_dup_hold", "1 if policy duplicate_action is hold_and_case"),
-    FeatureDef("pol_dup_return", "1 if policy duplicate_action is return"),
-    FeatureDef("dup_case_opened", "1 if a duplicate_remittance case was opened ok for the payment"),
-    FeatureDef("dup_hold_case_due", "1 if dup_found, policy duplicate_action is hold_and_case, no duplicate case opened yet and the payment is not posted"),
-    FeatureDef("dup_hold_post_due", "1 if dup_found, policy duplicate_action is hold_and_case, the duplicate case is opened and the payment is not posted"),
-    FeatureDef("dup_return_due", "1 if dup_found, policy duplicate_action is return and the payment is not posted"),
+    *POLICY_FEATURES,
+    FeatureDef("dup_case_opened", "1 if the case the duplicate policy asks for (duplicate_remittance or refund_request, no line) was opened ok"),
+    FeatureDef("dup_case_due", "1 if dup_found, the duplicate policy asks for a duplicate_remittance case, it is not opened and the payment is not posted"),
+    FeatureDef("dup_refund_case_due", "1 if dup_found, the duplicate policy asks for a refund_request case, it is not opened and the payment is not posted"),
+    *(FeatureDef(f"dup_{d}_due", f"1 if dup_found, the case the duplicate policy asks for (if any) is opened, the policy posts with disposition {d} and the payment is not posted")
+      for d in ("hold", "return", "apply")),
     FeatureDef("posted", "1 once post_payment returned ok (any disposition)"),
     FeatureDef("any_applied", "1 if some allocation of this payment is active (hold/return would be rejected)"),
-    FeatureDef("pol_tol_write_off", "1 if policy tolerance_action is write_off"),
-    FeatureDef("pol_tol_leave_open", "1 if policy tolerance_action is leave_open"),
-    FeatureDef("pol_tol_either", "1 if policy tolerance_action is either"),
-    FeatureDef("pol_unref_case", "1 if policy unreferenced_action is case (0: leave_unapplied)"),
-    FeatureDef("pol_over_refund", "1 if policy overpayment_action is refund_case (0: leave_unapplied)"),
+    FeatureDef("search_pages_left", "1 if the last search has more pages to fetch (more_hits)"),
     FeatureDef("lines_unsearched", "1 if some line of the payment (get_payment) has not been searched by search_next_line yet"),
     FeatureDef("has_cur", "1 if there is a current line"),
     FeatureDef("cur_needs_name_search", "1 if the current line's ref search found no unique matching claim and its name is not searched yet"),
@@ -120,15 +144,16 @@ FEATURES: tuple[FeatureDef, ...] = (
     FeatureDef("cur_rest_beyond_tol", "1 if matched and projected rest > policy tolerance_cents"),
     FeatureDef("cur_balance_positive", "1 if the current line's matched claim has a balance > 0 now"),
     FeatureDef("cur_small_written_off", "1 if a small_balance write-off was made ok on the current line's claim"),
-    FeatureDef("cur_underpayment_case", "1 if an underpayment case was opened ok for the current line"),
-    FeatureDef("cur_refund_case", "1 if a refund_request case was opened ok for the current line"),
-    FeatureDef("cur_unidentified_case", "1 if an unidentified_remittance case was opened ok for the current line"),
+    FeatureDef("cur_underpayment_case", "1 if an underpayment case covers the current line (opened for it, or for the payment under case_scope payment)"),
+    FeatureDef("cur_refund_case", "1 if a refund_request case covers the current line (opened for it, or for the payment under case_scope payment)"),
+    FeatureDef("cur_unidentified_case", "1 if an unidentified_remittance case covers the current line (opened for it, or for the payment under case_scope payment)"),
     FeatureDef("cur_queried", "1 if the payer was queried ok about the current line"),
-    FeatureDef("unidentified_case_due", "1 if cur_no_claim, policy unreferenced_action is case and no unidentified_remittance case is open for the line"),
-    FeatureDef("query_due", "1 if cur_ambiguous and the payer was not queried about the line (policy ambiguous_action)"),
-    FeatureDef("refund_case_due", "1 if cur_excess, policy overpayment_action is refund_case and no refund_request case is open for the line"),
-    FeatureDef("underpayment_case_due", "1 if cur_rest_beyond_tol and neither an underpayment case nor a payer query is open for the line"),
-    FeatureDef("small_write_off_due", "1 if cur_rest_within_tol, no policy-coded adjustment pending, no allocation due, policy tolerance_action is write_off or either, and no small_balance write-off made"),
+    FeatureDef("unidentified_case_due", "1 if cur_no_claim, policy unreferenced_action is case and no unidentified_remittance case covers the line"),
+    FeatureDef("query_due", "1 if the payer was not queried about the line and it is cur_ambiguous (policy ambiguous_action) or cur_no_claim under policy unreferenced_action query"),
+    FeatureDef("credit_alloc_due", "1 if cur_excess and policy overpayment_action is credit (apply the whole line: allocate_whole)"),
+    FeatureDef("refund_case_due", "1 if cur_excess, policy overpayment_action is refund_case and no refund_request case covers the line"),
+    FeatureDef("underpayment_case_due", "1 if cur_rest_beyond_tol, policy short_payment_action is case and neither an underpayment case nor a payer query covers the line"),
+    FeatureDef("small_write_off_due", "1 if cur_rest_within_tol, no policy-coded adjustment pending, no allocation due, policy tolerance_action is write_off, and no small_balance write-off made"),
     FeatureDef("cur_line_handled", "1 if there is no current line, or its match is determined and none of the *_due flags of the line is on"),
     FeatureDef("next_line_due", "1 if no_dup, lines_unsearched and cur_line_handled"),
     FeatureDef("queries_awaiting", "1 if a payer query is awaiting its reply (not yet listed as answered by wait)"),
@@ -138,7 +163,7 @@ FEATURES: tuple[FeatureDef, ...] = (
     FeatureDef("lines_total", "number of remittance lines / 5"),
     FeatureDef("lines_searched_fraction", "lines searched by search_next_line / lines"),
     FeatureDef("lines_handled_fraction", "lines searched whose match is determined and on which no *_due flag is on (as for the current line) / lines"),
-    FeatureDef("tolerance", "policy tolerance_cents / 500"),
+    FeatureDef("tolerance", f"policy tolerance_cents / {TOL_FULL}"),
 )
 
 
@@ -161,7 +186,9 @@ class _Line:
 
 #: the payment-wide actions every tier grounds alike (:meth:`PaymentDesk._desk_call`)
 DESK_ACTIONS = frozenset({"submit", "get_policies", "get_payment", "list_payments", "wait", "get_case", "case_duplicate",
-                          "post_apply", "post_hold", "post_return"})
+                          "case_duplicate_refund", "post_apply", "post_hold", "post_return", "more_hits"})
+#: the payment-wide cases by action
+PAYMENT_CASE_ACTIONS = {"case_duplicate": "duplicate_remittance", "case_duplicate_refund": "refund_request"}
 #: a line case's category by action, and its note
 CASE_ACTIONS = {"case_underpayment": "underpayment", "case_refund": "refund_request", "case_unidentified": "unidentified_remittance"}
 CASE_NOTES = {"underpayment": "The line leaves part of its claim open.",
@@ -200,15 +227,17 @@ class PaymentDesk(CatalogSpec, Generic[L]):
         self.payment: dict[str, Any] | None = None
         self.lines: list[L] = []
         self.others: list[dict[str, Any]] | None = None
-        # paged reads under way: the rows read so far and the cursor of the next page
-        self._pol_rows: list[dict[str, Any]] = []
-        self._pol_cursor: str | None = None
+        # the paged read under way: the rows read so far and the cursor of the next page
         self._pay_rows: list[dict[str, Any]] = []
         self._pay_cursor: str | None = None
         self._pay_filter: dict[str, str] = {}
+        # the search under way: its arguments and the cursor of its next page (None: complete)
+        self._paging: dict[str, Any] | None = None
+        self._search_origin = ""  # the action that started it
+        self._hits: list[dict[str, Any]] = []  # its hits so far
         self.unapplied = 0
         self.cur: int | None = None
-        self.dup_case = False
+        self.payment_cases: set[str] = set()  # categories of the cases opened with no line
         self.posted = False
         self.queries: list[dict[str, Any]] = []  # {"id", "line", "state": awaiting|answered|read}
 
@@ -229,6 +258,19 @@ class PaymentDesk(CatalogSpec, Generic[L]):
     def _any_applied(self) -> bool:
         return any(ln.applied > 0 for ln in self.lines)
 
+    def _per_payment(self) -> bool:
+        """The desk opens line cases per payment (policy case_scope), not per line."""
+        return (self.pol or {}).get("case_scope") == "payment"
+
+    def _covered(self, ln: LineState, category: str) -> bool:
+        """A ``category`` case covers line ``ln``: opened for it, or for the whole payment at a desk
+        that opens line cases per payment."""
+        return category in ln.cases or (self._per_payment() and category in self.payment_cases)
+
+    def _duplicate_handling(self) -> tuple[str, str]:
+        """(disposition, case category or "") the duplicate policy read asks for."""
+        return DUPLICATE_ACTIONS.get(str((self.pol or {}).get("duplicate_action")), ("", ""))
+
     # -- grounding ---------------------------------------------------------------------------------
     def _desk_call(self, name: str) -> dict[str, Any] | None:
         """The call of a :data:`DESK_ACTIONS` action (``None``: not groundable)."""
@@ -236,7 +278,7 @@ class PaymentDesk(CatalogSpec, Generic[L]):
         if name == "submit":
             return {"tool": "submit", "args": {}}
         if name == "get_policies":
-            return {"tool": "get_policies", "args": {"cursor": self._pol_cursor} if self._pol_cursor else {}}
+            return {"tool": "get_policies", "args": {}}
         if name == "get_payment":
             return {"tool": "get_payment", "args": {"payment_id": pid}} if pid else None
         if name == "list_payments":
@@ -246,13 +288,15 @@ class PaymentDesk(CatalogSpec, Generic[L]):
             return {"tool": "list_payments", "args": {"payer_id": self.payer_id, **ref}}
         if name == "wait":
             return {"tool": "wait", "args": {}}
+        if name == "more_hits":
+            return {"tool": "search_open_items", "args": {**self._paging["args"], "cursor": self._paging["cursor"]}} if self._paging else None
         if name == "get_case":
             q = self._answered()
             return {"tool": "get_case", "args": {"case_id": q["id"]}} if q else None
         if not pid:
             return None
-        if name == "case_duplicate":
-            return {"tool": "open_case", "args": {"payment_id": pid, "category": "duplicate_remittance", "line_id": "",
+        if name in PAYMENT_CASE_ACTIONS:
+            return {"tool": "open_case", "args": {"payment_id": pid, "category": PAYMENT_CASE_ACTIONS[name], "line_id": "",
                                                   "note": "This EFT reference and amount were already posted."}}
         return {"tool": "post_payment", "args": {"payment_id": pid, "disposition": name[len("post_"):]}}
 
@@ -264,8 +308,20 @@ class PaymentDesk(CatalogSpec, Generic[L]):
                     "question": f"Line {ln.line.get('line_no')} ({ln.line.get('claim_ref')}): which claim does it pay?"}}
         if name in CASE_ACTIONS:
             cat = CASE_ACTIONS[name]
-            return {"tool": "open_case", "args": {"payment_id": pid, "category": cat, "line_id": lid, "note": CASE_NOTES[cat]}}
+            line_id = "" if self._per_payment() else lid
+            return {"tool": "open_case", "args": {"payment_id": pid, "category": cat, "line_id": line_id, "note": CASE_NOTES[cat]}}
         return None
+
+    def _case_opened(self, args: Mapping[str, Any], case: Mapping[str, Any]) -> None:
+        """An ``open_case`` call came back ok: its category covers its line, or, opened with no
+        line, the payment (and every line of it)."""
+        category = str(case.get("category"))
+        if args.get("line_id"):
+            ln = self._line_by_id(args["line_id"])
+            if ln is not None:
+                ln.cases.add(category)
+            return
+        self.payment_cases.add(category)
 
     def _claim_write_call(self, name: str, item_id: Any, adj: tuple[str, int] | None, balance: int, line_id: Any) -> dict[str, Any] | None:
         """``write_off_adj[j]`` / ``transfer_adj[j]`` of the adjustment ``adj`` (code, amount) and
@@ -287,10 +343,7 @@ class PaymentDesk(CatalogSpec, Generic[L]):
     def _observe_desk(self, name: str, args: dict[str, Any], res: Any) -> bool:
         """Take in an ok answer to a read, ``wait`` or the post (``False``: another action's)."""
         if name == "get_policies":
-            self._pol_rows += list(res.get("policies") or [])
-            self._pol_cursor = res.get("next_cursor")
-            if not self._pol_cursor:
-                self.pol = {p["key"]: p["value"] for p in self._pol_rows}
+            self.pol = policy_values(res)
         elif name == "get_payment":
             self.payment = dict(res["payment"])
             self.unapplied = int(self.payment.get("unapplied") or 0)
@@ -315,6 +368,19 @@ class PaymentDesk(CatalogSpec, Generic[L]):
             return False
         return True
 
+    def _gather(self, name: str, args: Mapping[str, Any], res: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]] | None:
+        """A page of a search came back (``name``: the action that started it, or ``more_hits``):
+        once its last page is in, the starting action and every hit; ``None`` while pages remain."""
+        if name != "more_hits":
+            self._search_origin, self._hits = name, []
+        self._hits += [dict(h) for h in res.get("items") or []]
+        cursor = res.get("next_cursor")
+        if cursor:
+            self._paging = {"args": {k: v for k, v in args.items() if k != "cursor"}, "cursor": cursor}
+            return None
+        self._paging = None
+        return self._search_origin, self._hits
+
     def _new_line(self, line: Mapping[str, Any]) -> L:
         """What the tier keeps about one remittance line."""
         raise NotImplementedError
@@ -332,9 +398,11 @@ class PaymentDesk(CatalogSpec, Generic[L]):
         m[index["get_policies"]] = self.pol is None
         m[index["get_payment"]] = self.payment is None and bool(self.pid)
         m[index["list_payments"]] = self.others is None
+        m[index["more_hits"]] = self._paging is not None
         if not self.pid:
             return False
-        m[index["case_duplicate"]] = not self.dup_case
+        for name, category in PAYMENT_CASE_ACTIONS.items():
+            m[index[name]] = category not in self.payment_cases
         m[index["post_apply"]] = True
         m[index["post_hold"]] = m[index["post_return"]] = not self._any_applied()
         m[index["wait"]] = self._awaiting()
@@ -344,13 +412,13 @@ class PaymentDesk(CatalogSpec, Generic[L]):
         """The current line's query (none awaiting) and cases (one per category)."""
         m[index["query_payer"]] = not self._awaiting(ln)
         for name, category in CASE_ACTIONS.items():
-            m[index[name]] = category not in ln.cases
+            m[index[name]] = not self._covered(ln, category)
 
 
 class RemittanceCatalog(PaymentDesk[_Line]):
     actions: ClassVar[tuple[ActionDef, ...]] = ACTIONS
     features: ClassVar[tuple[FeatureDef, ...]] = FEATURES
-    max_steps: ClassVar[int | None] = 24
+    max_steps: ClassVar[int | None] = 40
     #: ``progress``: under the shaped reward, submitting anywhere in the first 60 % of the
     #: procedure scores about what "post as return, submit" does at once (issue 14); the
     #: progress reward pays each first step closer to the accepted end state. With the per-call
@@ -409,6 +477,10 @@ class RemittanceCatalog(PaymentDesk[_Line]):
             return 0
         return max(0, min(int(ln.line["paid_amount"]) - ln.applied, self._balance(ln)))
 
+    def _unapplied_paid(self, ln: _Line) -> int:
+        """What the line paid and is not applied yet (``allocate_whole``)."""
+        return max(0, int(ln.line["paid_amount"]) - ln.applied) if ln.status == "matched" and ln.item is not None else 0
+
     def _projection(self, ln: _Line) -> tuple[int, int, int]:
         """(allocation still due, excess paid, rest left on the claim) once the policy-coded
         adjustments are handled and the line is applied."""
@@ -443,8 +515,8 @@ class RemittanceCatalog(PaymentDesk[_Line]):
         if ln.item is None:
             return None
         iid, lid = ln.item["id"], ln.line["id"]
-        if name == "allocate":
-            amt = self._alloc_amount(ln)
+        if name in ("allocate", "allocate_whole"):
+            amt = self._alloc_amount(ln) if name == "allocate" else self._unapplied_paid(ln)
             return {"tool": "allocate", "args": {"payment_id": self.pid, "line_id": lid, "item_id": iid, "amount": amt}} if amt > 0 else None
         adj = self._adj(ln, int(name[name.index("[") + 1:-1])) if name.endswith("]") else None
         return self._claim_write_call(name, iid, adj, self._balance(ln), lid)
@@ -460,27 +532,26 @@ class RemittanceCatalog(PaymentDesk[_Line]):
         q: dict[str, Any] | None
         if self._observe_desk(name, args, res):
             return
-        if name == "search_next_line":
-            self.cur = self.started
-            self.started += 1
-            ln = self.lines[self.cur]
-            if ln.line["claim_ref"]:
+        if name in ("search_next_line", "search_by_name", "more_hits"):
+            if name == "search_next_line":
+                self.cur = self.started
+                self.started += 1
+            got, ln = self._gather(name, args, res), self._current()
+            if got is None or ln is None:  # the match waits for the search's last page
+                return
+            origin, hits = got
+            if origin == "search_next_line" and ln.line["claim_ref"]:
                 ln.ref_done = True
-                self._match_by_ref(ln, res["items"])
+                self._match_by_ref(ln, hits)
             else:
                 ln.ref_done = ln.name_done = True
-                self._match_by_name(ln, res["items"])
-        elif name == "search_by_name":
-            ln = self._current()
-            if ln is not None:
-                ln.name_done = True
-                self._match_by_name(ln, res["items"])
+                self._match_by_name(ln, hits)
         elif name.startswith(("write_off_adj[", "transfer_adj[")):
             ln = self._line_by_id(args.get("line_id", ""))
             if ln is not None:
                 ln.done_adj.add(int(name[name.index("[") + 1:-1]))
                 ln.item = dict(res["item"])
-        elif name == "allocate":
+        elif name in ("allocate", "allocate_whole"):
             ln = self._line_by_id(args.get("line_id", ""))
             if ln is not None:
                 ln.applied += int(args["amount"])
@@ -491,10 +562,8 @@ class RemittanceCatalog(PaymentDesk[_Line]):
             if ln is not None:
                 ln.small_wo = True
                 ln.item = dict(res["item"])
-        elif name in ("case_underpayment", "case_refund", "case_unidentified"):
-            ln = self._line_by_id(args.get("line_id", ""))
-            if ln is not None:
-                ln.cases.add(res["case"]["category"])
+        elif name in CASE_ACTIONS or name in PAYMENT_CASE_ACTIONS:
+            self._case_opened(args, res["case"])
         elif name == "query_payer":
             ln = self._line_by_id(args.get("line_id", ""))
             if ln is not None:
@@ -513,8 +582,6 @@ class RemittanceCatalog(PaymentDesk[_Line]):
                         ln.status, ln.item = "matched", dict(named[0])
                 elif case.get("reply_kind") == "recoup" and ln.status != "matched":
                     ln.status = "recoup"
-        elif name == "case_duplicate":
-            self.dup_case = True
 
     def _match_by_ref(self, ln: _Line, hits: list[dict[str, Any]]) -> None:
         ref = norm(ln.line["claim_ref"])
@@ -535,7 +602,8 @@ class RemittanceCatalog(PaymentDesk[_Line]):
         pol = self.pol or {}
         tol = int(pol.get("tolerance_cents") or 0)
         out = {f"wo_adj{j}_due": False for j in range(N_ADJ)} | {f"tr_adj{j}_due": False for j in range(N_ADJ)}
-        out |= {"cur_alloc_due": False, "refund_case_due": False, "underpayment_case_due": False, "small_write_off_due": False}
+        out |= {"cur_alloc_due": False, "credit_alloc_due": False, "refund_case_due": False, "underpayment_case_due": False,
+                "small_write_off_due": False}
         if ln.status == "matched" and ln.item is not None:
             codes = ln.line["adj_codes"]
             for j in range(N_ADJ):
@@ -544,13 +612,15 @@ class RemittanceCatalog(PaymentDesk[_Line]):
                 out[f"tr_adj{j}_due"] = pending and codes[j] in self._codes("patient_codes")
             due, excess, rest = self._projection(ln)
             out["cur_alloc_due"] = due > 0
-            out["refund_case_due"] = excess > 0 and pol.get("overpayment_action") == "refund_case" and "refund_request" not in ln.cases
-            out["underpayment_case_due"] = rest > tol and "underpayment" not in ln.cases and not ln.queried
+            out["credit_alloc_due"] = excess > 0 and pol.get("overpayment_action") == "credit"
+            out["refund_case_due"] = excess > 0 and pol.get("overpayment_action") == "refund_case" and not self._covered(ln, "refund_request")
+            out["underpayment_case_due"] = (rest > tol and pol.get("short_payment_action") == "case" and not self._covered(ln, "underpayment")
+                                            and not ln.queried)
             out["small_write_off_due"] = (0 < rest <= tol and due == 0 and self._policy_pending(ln) == 0 and not ln.small_wo
-                                          and pol.get("tolerance_action") in ("write_off", "either") and self._balance(ln) > 0)
+                                          and pol.get("tolerance_action") == "write_off" and self._balance(ln) > 0)
         out["unidentified_case_due"] = (ln.status == "none" and pol.get("unreferenced_action") == "case"
-                                        and "unidentified_remittance" not in ln.cases)
-        out["query_due"] = ln.status == "ambiguous" and not ln.queried
+                                        and not self._covered(ln, "unidentified_remittance"))
+        out["query_due"] = not ln.queried and (ln.status == "ambiguous" or (ln.status == "none" and pol.get("unreferenced_action") == "query"))
         return out
 
     def _handled(self, ln: _Line) -> bool:
@@ -575,8 +645,9 @@ class RemittanceCatalog(PaymentDesk[_Line]):
                 adj = self._adj(ln, j)
                 ok = adj is not None and 1 <= adj[1] <= bal
                 m[A[f"write_off_adj[{j}]"]] = m[A[f"transfer_adj[{j}]"]] = ok
-            amt = self._alloc_amount(ln)
+            amt, whole = self._alloc_amount(ln), self._unapplied_paid(ln)
             m[A["allocate"]] = 0 < amt <= self.unapplied
+            m[A["allocate_whole"]] = 0 < whole <= self.unapplied
             m[A["write_off_small"]] = bal > 0
         return m
 
@@ -589,20 +660,18 @@ class RemittanceCatalog(PaymentDesk[_Line]):
         f["facts_read"] = float(facts)
         f["dup_found"] = float(dup)
         f["no_dup"] = float(facts and not dup)
-        hold, ret = pol.get("duplicate_action") == "hold_and_case", pol.get("duplicate_action") == "return"
-        f["pol_dup_hold"], f["pol_dup_return"] = float(hold), float(ret)
-        f["dup_case_opened"] = float(self.dup_case)
+        f.update({k: float(v) for k, v in policy_onehots(pol).items()})
+        disposition, category = self._duplicate_handling()
         live = not self.posted
-        f["dup_hold_case_due"] = float(dup and hold and not self.dup_case and live)
-        f["dup_hold_post_due"] = float(dup and hold and self.dup_case and live)
-        f["dup_return_due"] = float(dup and ret and live)
+        case_done = not category or category in self.payment_cases
+        f["dup_case_opened"] = float(bool(category) and category in self.payment_cases)
+        f["dup_case_due"] = float(dup and category == "duplicate_remittance" and not case_done and live)
+        f["dup_refund_case_due"] = float(dup and category == "refund_request" and not case_done and live)
+        for d in ("hold", "return", "apply"):
+            f[f"dup_{d}_due"] = float(dup and disposition == d and case_done and live)
         f["posted"] = float(self.posted)
         f["any_applied"] = float(self._any_applied())
-        f["pol_tol_write_off"] = float(pol.get("tolerance_action") == "write_off")
-        f["pol_tol_leave_open"] = float(pol.get("tolerance_action") == "leave_open")
-        f["pol_tol_either"] = float(pol.get("tolerance_action") == "either")
-        f["pol_unref_case"] = float(pol.get("unreferenced_action") == "case")
-        f["pol_over_refund"] = float(pol.get("overpayment_action") == "refund_case")
+        f["search_pages_left"] = float(self._paging is not None)
         f["lines_unsearched"] = float(self.started < len(self.lines))
         tol = int(pol.get("tolerance_cents") or 0)
         handled = True
@@ -614,9 +683,9 @@ class RemittanceCatalog(PaymentDesk[_Line]):
             f["cur_no_claim"] = float(ln.status == "none")
             f["cur_recoup"] = float(ln.status == "recoup")
             f["cur_small_written_off"] = float(ln.small_wo)
-            f["cur_underpayment_case"] = float("underpayment" in ln.cases)
-            f["cur_refund_case"] = float("refund_request" in ln.cases)
-            f["cur_unidentified_case"] = float("unidentified_remittance" in ln.cases)
+            f["cur_underpayment_case"] = float(self._covered(ln, "underpayment"))
+            f["cur_refund_case"] = float(self._covered(ln, "refund_request"))
+            f["cur_unidentified_case"] = float(self._covered(ln, "unidentified_remittance"))
             f["cur_queried"] = float(ln.queried)
             contractual, patient = self._codes("contractual_codes"), self._codes("patient_codes")
             codes = ln.line["adj_codes"]
@@ -647,7 +716,7 @@ class RemittanceCatalog(PaymentDesk[_Line]):
         f["lines_total"] = scale(len(self.lines), 5)
         f["lines_searched_fraction"] = scale(self.started, max(1, len(self.lines)))
         f["lines_handled_fraction"] = scale(sum(self._handled(x) for x in self.lines[:self.started]), max(1, len(self.lines)))
-        f["tolerance"] = scale(tol, 500)
+        f["tolerance"] = scale(tol, TOL_FULL)
         return np.array([f[d.name] for d in FEATURES], dtype=np.float32)
 
 
@@ -666,18 +735,21 @@ def feature_policy(agent: CatalogAgent) -> Callable[[np.ndarray, np.ndarray], in
             ("get_payment", not f("taken[get_payment]")),
             ("list_payments", not f("taken[list_payments]")),
             # the further pages of a paged read (the mask offers a read only while pages remain)
-            ("get_policies", not f("facts_read")),
             ("list_payments", not f("facts_read")),
-            # duplicate remittance: case (hold policy) then hold, or return
-            ("case_duplicate", f("dup_hold_case_due")),
-            ("post_hold", f("dup_hold_post_due")),
+            ("more_hits", f("search_pages_left")),
+            # duplicate remittance: the case the policy asks for, then the post it says
+            ("case_duplicate", f("dup_case_due")),
+            ("case_duplicate_refund", f("dup_refund_case_due")),
+            ("post_hold", f("dup_hold_due")),
             ("post_return", f("dup_return_due")),
+            ("post_apply", f("dup_apply_due")),
             # the current line
             ("search_by_name", f("cur_needs_name_search")),
             ("write_off_adj[0]", f("wo_adj0_due")),
             ("write_off_adj[1]", f("wo_adj1_due")),
             ("transfer_adj[0]", f("tr_adj0_due")),
             ("transfer_adj[1]", f("tr_adj1_due")),
+            ("allocate_whole", f("credit_alloc_due")),
             ("allocate", f("cur_alloc_due")),
             ("case_refund", f("refund_case_due")),
             ("case_underpayment", f("underpayment_case_due")),

@@ -90,9 +90,19 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from backoffice.envs.remittance.tables import norm, osa_distance
+from backoffice.envs.remittance.tables import DUPLICATE_ACTIONS, norm, osa_distance
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, FeatureReader, scale, slots
-from backoffice.training.catalog.remittance import CASE_ACTIONS, DESK_ACTIONS, N_ADJ, PaymentDesk, RemittanceCatalog
+from backoffice.training.catalog.remittance import (
+    CASE_ACTIONS,
+    DESK_ACTIONS,
+    LINE_CASES,
+    N_ADJ,
+    POLICY_FEATURES,
+    TOL_FULL,
+    PaymentDesk,
+    RemittanceCatalog,
+    policy_onehots,
+)
 from backoffice.training.rl.train import rollout_on
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
@@ -101,12 +111,12 @@ Policy = Callable[[np.ndarray, np.ndarray], int]
 N_HITS = 8
 #: listed-payment slots (``list_payments`` by the payment's reference: at most 2 in the release)
 N_LISTED = 4
-#: raw: line slots (a payment has at most 5 lines in the release)
-N_LINES = 5
+#: raw: line slots (a payment has at most 6 lines in the release)
+N_LINES = 6
 #: the adjustment codes of the generator (raw: one-hot per adjustment, multi-hot per policy list)
 CODES = ("CO-45", "CO-253", "PR-1", "PR-2", "PR-3")
-#: case categories of a line, as the tool names them
-LINE_CASES = ("underpayment", "refund_request", "unidentified_remittance")
+#: case categories of the payment (opened with no line)
+PAYMENT_CASES = ("duplicate_remittance", "refund_request", "underpayment", "unidentified_remittance")
 REPLY_KINDS = ("applies_to", "recoup", "confirm")
 PAYMENT_STATUSES = ("posted", "unposted", "held", "returned")
 #: raw: money in cents / MONEY (line and claim amounts, tolerance), payments / PAYMENT_MONEY
@@ -119,13 +129,11 @@ DATE_SPAN = 1000
 REF_SPAN = 1_000_000
 #: raw: symbols are ``k / N_SYMBOLS`` (the k-th distinct value of its kind seen this episode)
 N_SYMBOLS = 64
-#: the tolerance feature of facts: policy tolerance_cents / TOL_FULL (as in the conclusions tier)
-TOL_FULL = 500
 
 
 def _reads() -> tuple[ActionDef, ...]:
     return (
-        ActionDef("get_policies", "get_policies", "Read the desk's posting policies; the next page while pages remain."),
+        ActionDef("get_policies", "get_policies", "Read the desk's posting policies (one rule document)."),
         ActionDef("get_payment", "get_payment", "Read the payment (brief's payment_id) with its remittance lines."),
         ActionDef("list_payments", "list_payments",
                   "List the payer's payments (brief's payer_id) with the payment's EFT reference (all of them before "
@@ -136,6 +144,7 @@ def _reads() -> tuple[ActionDef, ...]:
 def _claim_actions() -> tuple[ActionDef, ...]:
     return (
         ActionDef("search_by_name", "search_open_items", "Search the current line's patient name (once per line)."),
+        ActionDef("more_hits", "search_open_items", "Fetch the next page of the last search's hits into the hit slots (while pages remain)."),
         *slots("open_hit", "get_open_item", N_HITS,
                "Read the {i}-th hit of the current line's last search (get_open_item); it becomes the current claim "
                "every claim write goes to."),
@@ -146,10 +155,11 @@ def _claim_actions() -> tuple[ActionDef, ...]:
         ActionDef("allocate[line_paid]", "allocate", "Apply the current line's paid amount to the current claim."),
         ActionDef("allocate[claim_balance]", "allocate", "Apply the current claim's balance (as last read) from the current line."),
         ActionDef("write_off_small", "write_off", "Write off the current claim's whole balance (as last read), reason small_balance."),
-        ActionDef("case_underpayment", "open_case", "Open an underpayment case for the current line."),
-        ActionDef("case_refund", "open_case", "Open a refund_request case for the current line."),
-        ActionDef("case_unidentified", "open_case", "Open an unidentified_remittance case for the current line."),
-        ActionDef("query_payer", "query_payer", "Ask the payer which claim the current line pays (opens a payer query)."),
+        *(ActionDef(name, "open_case", f"Open a {category} case for the current line (for the whole payment, no line, when the "
+                    "desk's case_scope is payment).")
+          for name, category in (("case_underpayment", "underpayment"), ("case_refund", "refund_request"),
+                                 ("case_unidentified", "unidentified_remittance"))),
+        ActionDef("query_payer", "query_payer", "Ask the payer about the current line (opens a payer query)."),
         ActionDef("wait", "wait", "Wait until the next payer reply is due."),
     )
 
@@ -157,6 +167,7 @@ def _claim_actions() -> tuple[ActionDef, ...]:
 def _finish() -> tuple[ActionDef, ...]:
     return (
         ActionDef("case_duplicate", "open_case", "Open a duplicate_remittance case for the whole payment."),
+        ActionDef("case_duplicate_refund", "open_case", "Open a refund_request case for the whole payment (no line)."),
         ActionDef("post_apply", "post_payment", "Post the payment with disposition apply."),
         ActionDef("post_hold", "post_payment", "Post the payment with disposition hold."),
         ActionDef("post_return", "post_payment", "Post the payment with disposition return."),
@@ -366,15 +377,18 @@ class _RemittanceTier(PaymentDesk[_Line]):
             ln.searched = True
             ln.by_name = not ln.line.get("claim_ref")
             ln.name_searched = ln.name_searched or ln.by_name
-            ln.hits = [dict(h) for h in res.get("items") or []]
             self._set_current(index)
+            self._gather(name, args, res)
+            ln.hits = list(self._hits)
             self._name_all("name", (h.get("patient_name") for h in ln.hits))
-        elif name == "search_by_name":
+        elif name in ("search_by_name", "more_hits"):  # a name search, or the next page of the last search
             cur = self._current()
+            self._gather(name, args, res)
             if cur is not None:
-                cur.name_searched = cur.by_name = True
-                cur.hits = [dict(h) for h in res.get("items") or []]
-                self.claim = None
+                if name == "search_by_name":
+                    cur.name_searched = cur.by_name = True
+                    self.claim = None
+                cur.hits = list(self._hits)
                 self._name_all("name", (h.get("patient_name") for h in cur.hits))
         elif tool == "get_open_item":
             self.claim = dict(res["item"])
@@ -393,12 +407,7 @@ class _RemittanceTier(PaymentDesk[_Line]):
         elif name == "write_off_small":
             self._refresh(res["item"])
         elif tool == "open_case":
-            case = res.get("case") or {}
-            if case.get("category") == "duplicate_remittance":
-                self.dup_case = True
-            owner = self._line_by_id(args.get("line_id"))
-            if owner is not None:
-                owner.cases.add(str(case.get("category")))
+            self._case_opened(args, res.get("case") or {})
         elif tool == "query_payer":
             owner = self._line_by_id(args.get("line_id"))
             if owner is not None:
@@ -460,16 +469,12 @@ class _RemittanceTier(PaymentDesk[_Line]):
             "policies_read": self.pol is not None,
             "payment_read": self.payment is not None,
             "payments_listed": self.others is not None,
-            "pol.unreferenced_action[case]": pol.get("unreferenced_action") == "case",
-            "pol.overpayment_action[refund_case]": pol.get("overpayment_action") == "refund_case",
             "payment.posted": self.posted,
-            "payment.duplicate_case_opened": self.dup_case,
             "payment.allocations_active": self._any_applied(),
+            "search.more_pages": self._paging is not None,
+            **policy_onehots(pol),
+            **{f"payment.case[{c}]": c in self.payment_cases for c in PAYMENT_CASES},
         }
-        for value in ("write_off", "leave_open", "either"):
-            v[f"pol.tolerance_action[{value}]"] = pol.get("tolerance_action") == value
-        for value in ("hold_and_case", "return"):
-            v[f"pol.duplicate_action[{value}]"] = pol.get("duplicate_action") == value
         for k, o in enumerate((self.others or [])[:N_LISTED]):
             v[f"listed[{k}].present"] = 1.0
             v[f"listed[{k}].is_this_payment"] = o.get("id") == self.pid
@@ -483,7 +488,7 @@ class _RemittanceTier(PaymentDesk[_Line]):
             v[f"cur.adj[{j}].written_off"] = ln.used_adj.get(j) == "write_off"
             v[f"cur.adj[{j}].transferred"] = ln.used_adj.get(j) == "transfer"
         for c in LINE_CASES:
-            v[f"cur.case[{c}]"] = c in ln.cases
+            v[f"cur.case[{c}]"] = self._covered(ln, c)
         for kind in REPLY_KINDS:
             v[f"cur.reply[{kind}]"] = ln.reply.get("kind") == kind
         if self.claim is not None:
@@ -512,15 +517,17 @@ class _PostingClerk(FeatureReader):
     def __call__(self, obs: np.ndarray, mask: np.ndarray) -> int:
         self.read(obs, mask)
         on, act = self.on, self.act
-        for read in ("get_policies", "get_payment", "list_payments"):
+        for read in ("get_policies", "get_payment", "list_payments", "more_hits"):
             if mask[act[read]]:
                 return act[read]
         if on("payment.posted"):
             return act["submit"]
         if self.duplicate():
-            if on("pol.duplicate_action[hold_and_case]"):
-                return act["case_duplicate"] if not on("payment.duplicate_case_opened") else act["post_hold"]
-            return act["post_return"]
+            action = next((a for a in DUPLICATE_ACTIONS if on(f"pol.duplicate_action[{a}]")), "")
+            disposition, category = DUPLICATE_ACTIONS.get(action, ("apply", ""))
+            if category and not on(f"payment.case[{category}]"):
+                return act["case_duplicate" if category == "duplicate_remittance" else "case_duplicate_refund"]
+            return act[f"post_{disposition}"]
         a = self.line_step() if on("cur.present") else None
         return a if a is not None else self.after_lines()
 
@@ -536,7 +543,7 @@ class _PostingClerk(FeatureReader):
                 return do(f"open_hit[{fit[0]}]")
             if not on("cur.name_searched"):
                 return do("search_by_name")
-            if len(fit) > 1:
+            if len(fit) > 1 or on("pol.unreferenced_action[query]"):  # ambiguous, or no claim at a desk that asks
                 return None if self.queried() else do("query_payer")
             if on("pol.unreferenced_action[case]") and not on("cur.case[unidentified_remittance]"):
                 return do("case_unidentified")
@@ -547,14 +554,15 @@ class _PostingClerk(FeatureReader):
             if name is not None:
                 return do(name)
         if self.allocation_due():
-            return do("allocate[claim_balance]" if self.pays_more() else "allocate[line_paid]")
+            whole = not self.pays_more() or on("pol.overpayment_action[credit]")  # a credit desk applies an overpayment whole
+            return do("allocate[line_paid]" if whole else "allocate[claim_balance]")
         if self.overpaid() and on("pol.overpayment_action[refund_case]") and not on("cur.case[refund_request]"):
             return do("case_refund")
         if self.balance_positive():
             if self.within_tolerance():
-                if on("pol.tolerance_action[write_off]") or on("pol.tolerance_action[either]"):
+                if on("pol.tolerance_action[write_off]"):
                     return do("write_off_small")
-            elif not on("cur.case[underpayment]") and not self.queried():
+            elif on("pol.short_payment_action[case]") and not on("cur.case[underpayment]") and not self.queried():
                 return do("case_underpayment")
         return None
 
@@ -625,21 +633,19 @@ LISTED_FACTS: tuple[tuple[str, str], ...] = (
 )
 
 FACTS_FEATURES: tuple[FeatureDef, ...] = (
-    FeatureDef("policies_read", "1 once get_policies returned its last page"),
+    FeatureDef("policies_read", "1 once get_policies returned"),
     FeatureDef("payment_read", "1 once get_payment returned"),
     FeatureDef("payments_listed", "1 once list_payments returned its last page"),
-    FeatureDef("pol.tolerance", "policy tolerance_cents / 500"),
-    *(FeatureDef(f"pol.tolerance_action[{v}]", f"1 if policy tolerance_action is {v}") for v in ("write_off", "leave_open", "either")),
-    FeatureDef("pol.unreferenced_action[case]", "1 if policy unreferenced_action is case (0: leave_unapplied)"),
-    FeatureDef("pol.overpayment_action[refund_case]", "1 if policy overpayment_action is refund_case (0: leave_unapplied)"),
-    *(FeatureDef(f"pol.duplicate_action[{v}]", f"1 if policy duplicate_action is {v}") for v in ("hold_and_case", "return")),
+    FeatureDef("pol.tolerance", f"policy tolerance_cents / {TOL_FULL}"),
+    *POLICY_FEATURES,
     FeatureDef("payment.posted", "1 once post_payment returned ok"),
-    FeatureDef("payment.duplicate_case_opened", "1 if a duplicate_remittance case was opened ok for the payment"),
+    *(FeatureDef(f"payment.case[{c}]", f"1 if a {c} case was opened ok for the whole payment (no line)") for c in PAYMENT_CASES),
     FeatureDef("payment.allocations_active", "1 if an allocation of this payment was made ok (hold/return are refused then)"),
+    FeatureDef("search.more_pages", "1 if the last search has more pages to fetch (more_hits)"),
     FeatureDef("payment.unapplied_fraction", "payment unapplied / payment amount (get_payment, then allocate results)"),
     *(FeatureDef(f"listed[{k}].{n}", d.replace("k-th", f"{k}-th")) for k in range(N_LISTED) for n, d in LISTED_FACTS),
-    FeatureDef("lines.total", "number of remittance lines / 5"),
-    FeatureDef("lines.searched", "lines searched by search_next_line / 5"),
+    FeatureDef("lines.total", f"number of remittance lines / {N_LINES}"),
+    FeatureDef("lines.searched", f"lines searched by search_next_line / {N_LINES}"),
     FeatureDef("cur.present", "1 if there is a current line"),
     FeatureDef("cur.name_searched", "1 if the current line's patient name was searched"),
     FeatureDef("cur.hits_by_name", "1 if the hits shown come from a search by the patient's name (0: by the line's claim ref)"),
@@ -653,7 +659,8 @@ FACTS_FEATURES: tuple[FeatureDef, ...] = (
     FeatureDef("cur.allocated", "1 if an allocation from the current line was made ok"),
     FeatureDef("cur.paid_gt_claim_balance", "1 if the current line's paid amount > the current claim's balance (as last read)"),
     FeatureDef("cur.paid_gt_allocated", "1 if the current line's paid amount > what was allocated from it"),
-    *(FeatureDef(f"cur.case[{c}]", f"1 if a {c} case was opened ok for the current line") for c in LINE_CASES),
+    *(FeatureDef(f"cur.case[{c}]", f"1 if a {c} case covers the current line (opened for it, or for the payment under case_scope payment)")
+      for c in LINE_CASES),
     FeatureDef("cur.queried", "1 if the payer was queried ok about the current line"),
     FeatureDef("cur.reply_read", "1 if the payer's answer about the current line was read (get_case)"),
     *(FeatureDef(f"cur.reply[{k}]", f"1 if the payer's answer read for the current line is {k}") for k in REPLY_KINDS),
@@ -711,8 +718,8 @@ class RemittanceFacts(_RemittanceTier):
             v[f"{p}.status[posted]"] = o.get("status") == "posted"
             v[f"{p}.reference_equal"] = pay is not None and o.get("reference") == pay.get("reference")
             v[f"{p}.amount_equal"] = pay is not None and o.get("amount") == pay.get("amount")
-        v["lines.total"] = scale(len(self.lines), 5)
-        v["lines.searched"] = scale(sum(ln.searched for ln in self.lines), 5)
+        v["lines.total"] = scale(len(self.lines), N_LINES)
+        v["lines.searched"] = scale(sum(ln.searched for ln in self.lines), N_LINES)
         v["queries.awaiting"] = self._awaiting()
         v["queries.answered_unread"] = self._answered() is not None
         ln = self._current()
@@ -848,21 +855,19 @@ LINE_VALUES: tuple[tuple[str, str], ...] = (
 )
 
 RAW_FEATURES: tuple[FeatureDef, ...] = (
-    FeatureDef("policies_read", "1 once get_policies returned its last page"),
+    FeatureDef("policies_read", "1 once get_policies returned"),
     FeatureDef("payment_read", "1 once get_payment returned"),
     FeatureDef("payments_listed", "1 once list_payments returned its last page"),
     FeatureDef("pol.tolerance", "policy tolerance_cents / 1e6 (the money scale)"),
-    *(FeatureDef(f"pol.tolerance_action[{v}]", f"1 if policy tolerance_action is {v}") for v in ("write_off", "leave_open", "either")),
-    *(FeatureDef(f"pol.unreferenced_action[{v}]", f"1 if policy unreferenced_action is {v}") for v in ("case", "leave_unapplied")),
-    *(FeatureDef(f"pol.overpayment_action[{v}]", f"1 if policy overpayment_action is {v}") for v in ("refund_case", "leave_unapplied")),
-    *(FeatureDef(f"pol.duplicate_action[{v}]", f"1 if policy duplicate_action is {v}") for v in ("hold_and_case", "return")),
+    *POLICY_FEATURES,
     *(FeatureDef(f"pol.contractual_codes[{c}]", f"1 if policy contractual_codes lists {c}") for c in CODES),
     *(FeatureDef(f"pol.patient_codes[{c}]", f"1 if policy patient_codes lists {c}") for c in CODES),
     FeatureDef("payment.amount", "the payment's amount (cents / 1e7)"),
     FeatureDef("payment.reference", "the payment's EFT reference (episode symbol)"),
     FeatureDef("payment.posted", "1 once post_payment returned ok"),
-    FeatureDef("payment.duplicate_case_opened", "1 if a duplicate_remittance case was opened ok for the payment"),
+    *(FeatureDef(f"payment.case[{c}]", f"1 if a {c} case was opened ok for the whole payment (no line)") for c in PAYMENT_CASES),
     FeatureDef("payment.allocations_active", "1 if an allocation of this payment was made ok"),
+    FeatureDef("search.more_pages", "1 if the last search has more pages to fetch (more_hits)"),
     *(FeatureDef(f"listed[{k}].{n}", d.replace("k-th", f"{k}-th")) for k in range(N_LISTED) for n, d in LISTED_VALUES),
     *(FeatureDef(f"line[{ln}].{n}", d.replace("#l", f"#{ln}")) for ln in range(N_LINES) for n, d in LINE_VALUES),
     FeatureDef("cur.present", "1 if there is a current line"),
@@ -882,7 +887,8 @@ RAW_FEATURES: tuple[FeatureDef, ...] = (
     )),
     FeatureDef("cur.name_searched", "1 if the current line's patient name was searched"),
     FeatureDef("cur.hits_by_name", "1 if the hits shown come from a search by the patient's name (0: by the line's claim ref)"),
-    *(FeatureDef(f"cur.case[{c}]", f"1 if a {c} case was opened ok for the current line") for c in LINE_CASES),
+    *(FeatureDef(f"cur.case[{c}]", f"1 if a {c} case covers the current line (opened for it, or for the payment under case_scope payment)")
+      for c in LINE_CASES),
     *(FeatureDef(f"cur.reply[{k}]", f"1 if the payer's answer read for the current line is {k}") for k in REPLY_KINDS),
     FeatureDef("cur.reply_ref", "the claim ref named by the payer's answer read for the current line: digits / 1e6"),
     FeatureDef("claim.present", "1 if there is a current claim (open_hit on the current line)"),
@@ -907,12 +913,9 @@ class RemittanceRaw(_RemittanceTier):
             m[self.act[f"read_reply[{index}]"]] = any(q["line"] == index and q["state"] == "answered" for q in self.queries)
 
     def feature_vector(self) -> np.ndarray:  # noqa: C901 - one value per feature
-        pol = self.pol or {}
         pay = self.payment
         v = self._shared_values()
         v["pol.tolerance"] = _money(self._tolerance())
-        for key in ("unreferenced_action", "overpayment_action"):
-            v[f"pol.{key}[leave_unapplied]"] = pol.get(key) == "leave_unapplied"
         contractual, patient = self._codes("contractual_codes"), self._codes("patient_codes")
         for c in CODES:
             v[f"pol.contractual_codes[{c}]"] = c in contractual

@@ -24,31 +24,29 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, Final, Literal
 
-from backoffice.envs.remittance.tables import norm, osa_distance
+from backoffice.envs.core.canonical import loads
+from backoffice.envs.remittance.search import search_store
+from backoffice.envs.remittance.tables import DUPLICATE_ACTIONS, norm, osa_distance
 from backoffice.training.integrity.exploits import Hook
-from backoffice.training.policies.base import Action, Plan, Policy, ScriptedPolicy, call
+from backoffice.training.integrity.scale import Paged, Scaled, param, rows_where_args
+from backoffice.training.policies.base import Action, Plan, Policy, ScriptedPolicy, call, every_page
 
 AMBIGUOUS: Final = "ambiguous"
 
 
-def all_pages(tool: str, key: str, **args: Any) -> Generator[Action, dict[str, Any], list[dict[str, Any]]]:
-    """Every row a paginated list tool returns under ``key``, page after page (``next_cursor``);
-    the rows read so far if a page is refused."""
-    rows: list[dict[str, Any]] = []
-    cursor = None
-    while True:
-        res = yield call(tool, **args, **({"cursor": cursor} if cursor else {}))
-        if res.get("status") != "ok":
-            return rows
-        rows.extend(res["result"][key])
-        cursor = res["result"].get("next_cursor")
-        if not cursor:
-            return rows
+def policy_values(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The desk's policy values from ``get_policies``' rule document: rule id -> ``value``."""
+    return {r["id"]: r.get("value") for r in document.get("rules", ())}
+
+
+def search(query: str) -> Generator[Action, dict[str, Any], list[dict[str, Any]]]:
+    """Every hit of ``search_open_items`` for ``query``, page after page."""
+    return (yield from every_page("search_open_items", "items", query=query))
 
 
 def first_read(brief: dict[str, Any]) -> list[dict[str, Any]]:
-    """The agent's first read (the payment and its remittance lines): what the integrity probes give an attacker besides the
-    brief (``tree_probe.visible_probe``)."""
+    """The agent's first read (the payment and its remittance lines): what the integrity probes
+    give an attacker besides the brief (``integrity.probes.visible_probe``)."""
     return [call("get_payment", payment_id=brief["params"]["payment_id"])]
 
 
@@ -57,8 +55,8 @@ class Oracle(ScriptedPolicy):
 
     name = "oracle"
     version = "1"
-    #: what to do with a small difference when the policy accepts either (write_off | leave_open)
-    either_choice = "write_off"
+    #: a short payment the desk lets you raise either way: a payer query instead of a case
+    short_by_query = False
     check_duplicates = True
     always_cases_duplicates = False
 
@@ -76,12 +74,14 @@ class Oracle(ScriptedPolicy):
                 and item["responsibility"] == "payer")
 
     def allocation_amount(self, line: dict[str, Any], remaining: int, rest_if_paid: int, pol: dict[str, Any]) -> int:
-        """Cents to allocate: what was paid, capped at the claim's remaining balance."""
+        """Cents to allocate: what was paid, capped at the claim's remaining balance (unless the
+        desk applies an overpayment whole, putting the claim in credit)."""
+        if self.overpayment_action(pol) == "credit":
+            return int(line["paid_amount"])
         return min(line["paid_amount"], remaining)
 
     def small_difference(self, pol: dict[str, Any]) -> str:
-        action = pol["tolerance_action"]
-        return self.either_choice if action == "either" else action
+        return str(pol["tolerance_action"])
 
     def transfers_patient_share(self) -> bool:
         return True
@@ -108,8 +108,11 @@ class Oracle(ScriptedPolicy):
     def is_patient(self, code: str, pol: dict[str, Any]) -> bool:
         return code in pol["patient_codes"]
 
-    def cases_short_payments(self) -> bool:
-        return True
+    def cases_short_payments(self, pol: dict[str, Any]) -> bool:
+        return pol["short_payment_action"] == "case"
+
+    def duplicate_action(self, pol: dict[str, Any]) -> str:
+        return str(pol["duplicate_action"])
 
     def unreferenced_action(self, pol: dict[str, Any]) -> str:
         return pol["unreferenced_action"]
@@ -127,10 +130,15 @@ class Oracle(ScriptedPolicy):
         """The allocation of ``amount`` from line ``lid`` to claim ``iid`` (one call)."""
         yield call("allocate", payment_id=pid, line_id=lid, item_id=iid, amount=amount)
 
+    def read_policies(self) -> Generator[Action, dict[str, Any], dict[str, Any]]:
+        """The desk's policies (one ``get_policies`` call)."""
+        return policy_values((yield call("get_policies"))["result"])
+
     # -- the plan ------------------------------------------------------------------------------
     def plan(self, brief: dict[str, Any], info: dict[str, Any]) -> Plan:
         pid = brief["params"]["payment_id"]
-        pol = {p["key"]: p["value"] for p in (yield from all_pages("get_policies", "policies"))}
+        pol = self.pol = yield from self.read_policies()
+        self.cased: set[str] = set()
         got = (yield call("get_payment", payment_id=pid))["result"]
         payment, lines = got["payment"], got["lines"]
         payer_id = payment["payer_id"]
@@ -138,17 +146,16 @@ class Oracle(ScriptedPolicy):
         self.matched: set[str] = set()
         self.guess: dict[str, dict[str, Any]] = {}
         if self.check_duplicates:
-            others = yield from all_pages("list_payments", "payments", payer_id=payer_id, reference=payment["reference"])
+            others = yield from every_page("list_payments", "payments", payer_id=payer_id, reference=payment["reference"])
             if any(o["id"] != pid and o["status"] == "posted" and o["reference"] == payment["reference"]
                    and o["amount"] == payment["amount"] for o in others):
-                if pol["duplicate_action"] == "hold_and_case" or self.always_cases_duplicates:
-                    yield from self.case(pid, "duplicate_remittance", "", "This EFT was already posted.")
-                    if self.posts():
-                        yield call("post_payment", payment_id=pid, disposition="hold")
-                elif self.posts():
-                    yield call("post_payment", payment_id=pid, disposition="return")
+                disposition, category = DUPLICATE_ACTIONS[self.duplicate_action(pol)]
+                if category or self.always_cases_duplicates:
+                    yield from self.case(pid, category or "duplicate_remittance", "", "This EFT was already posted.")
+                if self.posts():
+                    yield call("post_payment", payment_id=pid, disposition=disposition)
                 return
-        pending: list[tuple[dict[str, Any], str]] = []
+        self.pending: list[tuple[dict[str, Any], str]] = []  # payer queries awaiting their reply
         for line in lines:
             item = yield from self.find(line, payer_id)
             if item == AMBIGUOUS and not self.queries_ambiguous():
@@ -157,25 +164,29 @@ class Oracle(ScriptedPolicy):
                 q = yield call("query_payer", payment_id=pid, line_id=line["id"],
                                question=f"Line {line['line_no']} ({line['claim_ref']}) fits two claims; which one does it pay?")
                 if q.get("status") == "ok":
-                    pending.append((line, q["result"]["case"]["id"]))
+                    self.pending.append((line, q["result"]["case"]["id"]))
             elif item is None:
-                if self.unreferenced_action(pol) == "case":
+                action = self.unreferenced_action(pol)
+                if action == "case":
                     yield from self.case(pid, "unidentified_remittance", line["id"], "No claim matches this line.")
+                elif action == "query":
+                    q = yield call("query_payer", payment_id=pid, line_id=line["id"], question=f"Line {line['line_no']} matches no claim of ours; what does it pay?")
+                    if q.get("status") == "ok":
+                        self.pending.append((line, q["result"]["case"]["id"]))
             else:
                 yield from self.apply_line(pid, line, item, pol)
-        while pending and self.waits_for_replies():
+        while self.pending and self.waits_for_replies():
             yield call("wait")
-            still = []
-            for line, case_id in pending:
+            batch, self.pending = self.pending, []
+            for line, case_id in batch:
                 case = (yield call("get_case", case_id=case_id))["result"]["case"]
                 if case["status"] != "answered":
-                    still.append((line, case_id))
+                    self.pending.append((line, case_id))
                 elif case["reply_kind"] == "applies_to":
-                    hits = (yield call("search_open_items", query=case["reply_claim_ref"]))["result"]["items"]
+                    hits = yield from search(case["reply_claim_ref"])
                     exact = [h for h in hits if h["claim_ref"] == case["reply_claim_ref"]]
                     if len(exact) == 1:
                         yield from self.apply_line(pid, line, exact[0], pol)
-            pending = still
         yield from self.finish(pid, pol)
         if self.posts():
             yield call("post_payment", payment_id=pid, disposition="apply")
@@ -186,20 +197,30 @@ class Oracle(ScriptedPolicy):
         yield {}
 
     def case(self, pid: str, category: str, line_id: str, note: str) -> Plan:
-        if self.opens_cases():
-            yield call("open_case", payment_id=pid, category=category, line_id=line_id, note=note)
+        """Open a case (per line, or once per category of the payment, as the desk's case_scope says)."""
+        if not self.opens_cases():
+            return
+        if line_id and self.case_scope(self.pol) == "payment":
+            if category in self.cased:
+                return
+            self.cased.add(category)
+            line_id, note = "", f"{note} (line {line_id})"
+        yield call("open_case", payment_id=pid, category=category, line_id=line_id, note=note)
+
+    def case_scope(self, pol: dict[str, Any]) -> str:
+        return str(pol["case_scope"])
 
     def find(self, line: dict[str, Any], payer_id: str) -> Generator[Action, dict[str, Any], dict[str, Any] | Literal["ambiguous"] | None]:
         """The line's claim (an item dict), ``AMBIGUOUS`` or ``None`` (no claim)."""
         hits: list[dict[str, Any]] = []
         if line["claim_ref"]:
-            hits = (yield call("search_open_items", query=line["claim_ref"]))["result"]["items"]
+            hits = yield from search(line["claim_ref"])
             for h in hits:
                 self.seen.setdefault(h["id"], h)
             item = self.choose(line, hits, payer_id)
             if item is not None:
                 return item
-        by_name = (yield call("search_open_items", query=line["patient_name"]))["result"]["items"]
+        by_name = yield from search(line["patient_name"])
         for h in by_name:
             self.seen.setdefault(h["id"], h)
         demo = [h for h in by_name if self.same_claim(h, line, payer_id)]
@@ -242,7 +263,11 @@ class Oracle(ScriptedPolicy):
         else:
             if self.write_off_beyond_tolerance():
                 yield call("write_off", item_id=iid, amount=rest, reason="small_balance", line_id=lid)
-            if self.cases_short_payments():
+            if self.cases_short_payments(pol) and self.short_by_query:
+                q = yield call("query_payer", payment_id=pid, line_id=lid, question=f"Paid {line['paid_amount']} cents; {rest} cents remain open: why?")
+                if q.get("status") == "ok":
+                    self.pending.append((line, q["result"]["case"]["id"]))
+            elif self.cases_short_payments(pol):
                 yield from self.case(pid, "underpayment", lid, f"Paid {line['paid_amount']} cents; {rest} cents remain open.")
 
     def adjust(self, tool: str, **args: Any) -> Plan:
@@ -250,11 +275,12 @@ class Oracle(ScriptedPolicy):
         yield call(tool, **args)
 
 
-class LeaveOpenOracle(Oracle):
-    """The oracle, choosing the other accepted alternative for small differences."""
+class QueryShortPaymentsOracle(Oracle):
+    """The oracle, choosing the other accepted alternative for a short payment: a payer query
+    (then wait, read the reply and act on it) instead of an underpayment case."""
 
-    name = "oracle-leave-open"
-    either_choice = "leave_open"
+    name = "oracle-payer-query"
+    short_by_query = True
 
 
 class FirstHitPolicy(Oracle):
@@ -427,10 +453,18 @@ WRONG_POLICIES: dict[str, type[Oracle]] = {
 
 # -- rule-ignoring policies: the oracle minus one documented rule ---------------------------------
 class IgnoreToleranceRule(Oracle):
-    """tolerance_write_off: no tolerance; every difference left open is an underpayment."""
+    """tolerance_cents: no tolerance; every difference left open is a short payment."""
 
     def tolerance(self, pol):
         return 0
+
+
+class IgnoreToleranceAction(Oracle):
+    """tolerance_action: the other action on a small difference (left open where the desk writes
+    it off, written off where it leaves it open; either is right where the desk accepts both)."""
+
+    def small_difference(self, pol):
+        return "leave_open" if pol["tolerance_action"] == "write_off" else "write_off"
 
 
 class IgnoreContractualRule(Oracle):
@@ -441,42 +475,66 @@ class IgnoreContractualRule(Oracle):
 
 
 class IgnorePatientRule(Oracle):
-    """patient_responsibility: moves no patient share (it stays open on the insurer's claim)."""
+    """patient_codes: moves no patient share (it stays open on the insurer's claim)."""
 
     def is_patient(self, code, pol):
         return False
 
 
-class IgnoreShortPaymentRule(Oracle):
-    """short_payment: raises no underpayment case for a difference beyond tolerance."""
+class IgnoreOtherCodesRule(Oracle):
+    """other_codes: writes off every CO code as contractual and moves every PR code to the
+    patient, listed or not (the v1 habit of issue 32's attacker)."""
 
-    def cases_short_payments(self):
-        return False
+    def is_contractual(self, code, pol):
+        return code.startswith("CO-")
+
+    def is_patient(self, code, pol):
+        return code.startswith("PR-")
+
+
+class IgnoreShortPaymentRule(Oracle):
+    """short_payment_action: the other action on a short payment (no case where the desk asks
+    for one, a case where it leaves the rest open)."""
+
+    def cases_short_payments(self, pol):
+        return pol["short_payment_action"] != "case"
 
 
 class IgnoreUnreferencedRule(Oracle):
-    """unreferenced_lines: does the opposite of the unreferenced-line policy (a case where the desk
-    leaves the line unapplied, none where it asks for one)."""
+    """unreferenced_action: what another desk does with a line that matches no claim (a case where
+    the desk leaves it unapplied or asks the payer, none where it opens a case)."""
 
     def unreferenced_action(self, pol):
         return "leave_unapplied" if pol["unreferenced_action"] == "case" else "case"
 
 
 class IgnoreOverpaymentRule(Oracle):
-    """overpayments: does the opposite of the overpayment policy (refund case or not)."""
+    """overpayment_action: what another desk does with an overpayment (the excess left unapplied
+    where the desk asks for a refund case or a credit; a refund case where it leaves it)."""
 
     def overpayment_action(self, pol):
-        return "leave_unapplied" if pol["overpayment_action"] == "refund_case" else "refund_case"
+        return "leave_unapplied" if pol["overpayment_action"] != "leave_unapplied" else "refund_case"
 
 
 class IgnoreDuplicateRule(Oracle):
-    """duplicates: never looks for an already posted remittance; works the lines."""
+    """duplicate_action: finds the duplicate but does what another desk does with it (the next
+    action of :data:`DUPLICATE_ACTIONS`)."""
 
-    check_duplicates = False
+    def duplicate_action(self, pol):
+        actions = list(DUPLICATE_ACTIONS)
+        return actions[(actions.index(pol["duplicate_action"]) + 1) % len(actions)]
+
+
+class IgnoreCaseScope(Oracle):
+    """case_scope: opens its cases at the other scope (per payment where the desk opens them per
+    line, per line where it opens them per payment)."""
+
+    def case_scope(self, pol):
+        return "line" if pol["case_scope"] == "payment" else "payment"
 
 
 class IgnorePayerReplyRule(Oracle):
-    """payer_reply: guesses an ambiguous line's claim (the first that fits) instead of asking."""
+    """ambiguous_action: guesses an ambiguous line's claim (the first that fits) instead of asking."""
 
     def queries_ambiguous(self):
         return False
@@ -495,16 +553,27 @@ class IgnoreMatchRule(Oracle):
         return live[0] if live else None
 
 
+class IgnorePostingRule(Oracle):
+    """posting: handles every line but never posts the payment."""
+
+    def posts(self):
+        return False
+
+
 RULE_POLICIES: dict[str, type[Policy]] = {
-    "tolerance_write_off": IgnoreToleranceRule,
+    "tolerance_cents": IgnoreToleranceRule,
+    "tolerance_action": IgnoreToleranceAction,
     "contractual_codes": IgnoreContractualRule,
-    "patient_responsibility": IgnorePatientRule,
-    "short_payment": IgnoreShortPaymentRule,
-    "unreferenced_lines": IgnoreUnreferencedRule,
-    "overpayments": IgnoreOverpaymentRule,
-    "duplicates": IgnoreDuplicateRule,
-    "payer_reply": IgnorePayerReplyRule,
+    "patient_codes": IgnorePatientRule,
+    "other_codes": IgnoreOtherCodesRule,
+    "short_payment_action": IgnoreShortPaymentRule,
+    "unreferenced_action": IgnoreUnreferencedRule,
+    "overpayment_action": IgnoreOverpaymentRule,
+    "duplicate_action": IgnoreDuplicateRule,
+    "case_scope": IgnoreCaseScope,
+    "ambiguous_action": IgnorePayerReplyRule,
     "match_rule": IgnoreMatchRule,
+    "posting": IgnorePostingRule,
 }
 
 
@@ -602,6 +671,27 @@ class CaseForEverything(Oracle):
                 yield call("open_case", payment_id=pid, category="underpayment", line_id=line["id"], note="Please review.")
 
 
+#: what a policy that never reads the desk's policies assumes: every CO code contractual, every
+#: PR code the patient's, and the most common desk's actions
+ASSUMED_POLICIES: dict[str, Any] = {
+    "tolerance_cents": 250, "tolerance_action": "write_off", "contractual_codes": ["CO-45", "CO-253"],
+    "patient_codes": ["PR-1", "PR-2", "PR-3"], "other_codes": "stay_open", "short_payment_action": "case",
+    "unreferenced_action": "case", "overpayment_action": "refund_case", "duplicate_action": "hold_and_case", "case_scope": "line",
+    "ambiguous_action": "query_payer", "match_rule": "ref_patient_date_amount", "posting": "apply",
+}
+
+
+class NeverReadPolicies(Oracle):
+    """The oracle's whole procedure, but it never calls ``get_policies``: it assumes
+    :data:`ASSUMED_POLICIES` at every desk (issue 32: the desk's policies must matter)."""
+
+    name = "blind:never_read_policies"
+
+    def read_policies(self):
+        return dict(ASSUMED_POLICIES)
+        yield {}
+
+
 class _PostAtOnce(ScriptedPolicy):
     disposition = "apply"
 
@@ -631,6 +721,7 @@ class PostAtOnce(_PostAtOnce):
 
 
 BLIND_POLICIES: dict[str, type[Policy]] = {
+    "never_read_policies": NeverReadPolicies,
     "post_as_listed": PostAsListed,
     "first_hit": FirstHit,
     "last_hit": LastHit,
@@ -740,3 +831,46 @@ EXPLOITS: dict[str, Hook | None] = {
     "value_preserving_update": None,
     "formatting_only": formatting_only,
 }
+
+
+# -- the domain at scale (tests/test_scale.py) --------------------------------------------------------
+def _open_cases(env: Any) -> None:
+    """A case on each of the payment's first three lines, and one on the whole payment: cases to
+    page through."""
+    pid = env.task.params["payment_id"]
+    lines = env.state.rows("remittance_lines", payment_id=pid)[:3]
+    for line in lines:
+        got = loads(env.step(call("open_case", payment_id=pid, category="underpayment", line_id=line["id"], note="x"))[0])
+        assert got["status"] == "ok", got
+    got = loads(env.step(call("open_case", payment_id=pid, category="duplicate_remittance", line_id="", note="x"))[0])
+    assert got["status"] == "ok" and len(env.state.ids("cases")) == len(lines) + 1, got
+
+
+def _payer_reference(env: Any) -> dict[str, Any]:
+    payment = env.state.get("payments", env.task.params["payment_id"])
+    return {"payer_id": payment["payer_id"], "reference": payment["reference"]}
+
+
+def _first_name(env: Any) -> dict[str, Any]:
+    """A search by the first name of the payment's first patient (it finds many patients)."""
+    line = env.state.rows("remittance_lines", payment_id=env.task.params["payment_id"])[0]
+    return {"query": line["patient_name"].split()[0]}
+
+
+def _hits(env: Any, args: dict[str, Any]) -> list[Any]:
+    return [h["id"] for h in search_store(env.state, args["query"], env.task.seed, args.get("payer_id", ""), None)]
+
+
+SCALE = Scaled(
+    world={"generate": 7, "scale": 10},
+    prepare=_open_cases,
+    paged=(
+        Paged("list_payments", "payments", rows_where_args("payments"), min_rows=21),
+        Paged("list_payments", "payments", rows_where_args("payments"), param("payer_id"), min_rows=6),
+        Paged("list_payments", "payments", rows_where_args("payments"), _payer_reference),
+        Paged("list_cases", "cases", rows_where_args("cases"), min_rows=4),
+        Paged("list_cases", "cases", rows_where_args("cases"), param("payment_id"), min_rows=4),
+        Paged("search_open_items", "items", _hits, _first_name, by_id=False, min_rows=8),
+    ),
+    wrong=("misallocation", "duplicate_allocation"),
+)
