@@ -156,7 +156,7 @@ def _decisions(ep: Episode, request_id: str) -> tuple[list[dict[str, Any]], list
             if table in _DOWNSTREAM:
                 downstream.append((rec["step"], key))
             elif table == "decisions":
-                row = ep.state._current("decisions", rid)
+                row = ep.state.peek("decisions", rid)
                 if row is not None and row["request_id"] == request_id:
                     decisions.append({**row, "_step": rec["step"], "_clock": rec["clock"]})
     return decisions, downstream
@@ -206,12 +206,12 @@ def _downstream_check(ep: Episode, rid: str, ds: Mapping[str, Any]) -> dict[str,
     """downstream_released (proceed tasks): exactly the request's ledger entry / order release."""
     if ds["kind"] == "ledger":
         created = ep.diff.get("ledger_entries", NO_CHANGES).get("created", [])
-        rows = [ep.state._current("ledger_entries", i) for i in created]
+        rows = [ep.state.peek("ledger_entries", i) for i in created]
         mine = [r for r in rows if r is not None and r["request_id"] == rid]
         ok = len(mine) == 1 and mine[0]["account"] == ds["account"] and mine[0]["amount"] == ds["amount"]
         detail: dict[str, Any] | None = None if ok else {"ledger_entries": [{"account": r["account"], "amount": r["amount"]} for r in mine]}
     else:
-        order = ep.state._current("orders", ds["order_id"])
+        order = ep.state.peek("orders", ds["order_id"])
         ok = order is not None and order["status"] == "released"
         detail = None if ok else {"order_status": order["status"] if order else None}
     return result("downstream_released", "downstream", ok, "wrong_outcome", detail)

@@ -108,11 +108,11 @@ def select(spec: Mapping[str, Any], episode: Episode) -> list[dict[str, Any]]:
         # only rows the episode created can match: O(rows changed), not O(table); same id order
         where = spec.get("where")
         # (live rows, not copies: checks only read them)
-        got = (state._current(table, rid) for rid in episode.diff.get(table, NO_CHANGES).get("created", ()))
+        got = (state.peek(table, rid) for rid in episode.diff.get(table, NO_CHANGES).get("created", ()))
         return [r for r in got if r is not None and matches(r, where)]
     elif (named := _id_list(spec.get("where"))) is not None:
         # ``where: {"id": {"$in": [...]}}`` names its rows: fetch them, in id order like state.rows
-        got = (state._current(table, rid) for rid in named)
+        got = (state.peek(table, rid) for rid in named)
         rows = [r for r in got if r is not None and matches(r, spec["where"])]
     else:
         # plain-valued fields of ``where`` go to the store's indexes; the rest filter the hits

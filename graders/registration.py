@@ -127,7 +127,7 @@ class _Rows:
             if not written:
                 rows = [base[i] for i in bucket]
             else:
-                current = self._ep.state._current
+                current = self._ep.state.peek
                 skip = set(written)
                 rows = [base[i] for i in bucket if i not in skip]
                 rows += [r for i in written if (r := current(table, i)) is not None and r.get("patient_id") == pid]
@@ -144,7 +144,7 @@ def _touched(ep: Episode) -> dict[str, list[str]]:
     if pdiff:
         for rid in [*pdiff["updated"], *pdiff["deleted"]]:
             out.setdefault(rid, []).append(f"patients:{rid}")
-    current = ep.state._current
+    current = ep.state.peek
     for table in CHILD_TABLES:
         d = ep.diff.get(table)
         if not d:
@@ -211,7 +211,7 @@ def _task(ep: Episode) -> _Task:
         pid = created[0] if created else None
     else:
         pid = None
-    patient = ep.state._current("patients", pid) if pid else None
+    patient = ep.state.peek("patients", pid) if pid else None
     return _Task(ep, decision, key["intake_form_id"], created, pid, patient, _Rows(ep, False), _Rows(ep, True))
 
 
@@ -302,7 +302,7 @@ def _patient_fields(t: _Task) -> dict[str, Any]:
 def _coverage_valid(ep: Episode) -> dict[str, Any]:
     """R-COVERAGE-ID (gate): every coverage written belongs, on the payer's roster, to its patient."""
     state = ep.state
-    current = state._current
+    current = state.peek
     bad_cov = []
     cdiff = ep.diff.get("coverages")
     for rid in ([*cdiff["created"], *cdiff["updated"]] if cdiff else []):

@@ -70,7 +70,7 @@ def _end_state(ep: Episode, payment_allocs: Sequence[Mapping[str, Any]], cases: 
     pid = key["payment_id"]
     scope = key["scope_items"]
     in_scope = frozenset(scope)
-    pay = st._current("payments", pid) or {"status": "missing", "unapplied": None}
+    pay = st.peek("payments", pid) or {"status": "missing", "unapplied": None}
     allocs: dict[tuple[str, str], int] = defaultdict(int)
     for a in payment_allocs:
         if a["status"] == "active":
@@ -84,7 +84,7 @@ def _end_state(ep: Episode, payment_allocs: Sequence[Mapping[str, Any]], cases: 
             tr.append([r["item_id"], r["code"], r["amount"]])
     items = {}
     for iid in sorted(scope):
-        row = st._current("open_items", iid)
+        row = st.peek("open_items", iid)
         items[iid] = [row["balance"], row["status"]] if row else None
     return {
         "payment_status": pay["status"],

@@ -55,7 +55,7 @@ __all__ = ["FAILURE_CODES", "GUARDRAIL_CODE", "grade"]
 def _created(ep: Episode, table: str, policy_id: str) -> list[Mapping[str, Any]]:
     """The live rows (read-only, not copies) of ``table`` the episode created for the policy, by id."""
     created = ep.diff.get(table, NO_CHANGES).get("created", ())
-    current = ep.state._current
+    current = ep.state.peek
     rows = [current(table, rid) for rid in sorted(created)]
     return [r for r in rows if r is not None and r.get("policy_id") == policy_id]
 
@@ -95,7 +95,7 @@ def outstanding_check(ep: Episode, rows: list[Mapping[str, Any]], left: list[Map
 
 def _still_due(ep: Episode) -> list[Mapping[str, Any]]:
     """The prior version's instalments the episode left due (live rows)."""
-    current = ep.state._current
+    current = ep.state.peek
     return [row for rid in ep.key["expected"]["prior_due_ids"] if (row := current("instalments", rid)) is not None and row["status"] == "due"]
 
 
@@ -149,7 +149,7 @@ def live_reminders_check(ep: Episode, scheduled: list[Mapping[str, Any]] | None 
     if scheduled is None:
         scheduled = _scheduled_reminders(ep, exp["policy_id"])
     bad = []
-    current = ep.state._current
+    current = ep.state.peek
     for rem in scheduled:
         inst = current("instalments", rem["instalment_id"])
         if inst is None or inst["status"] != "due" or inst["due_date"] != rem["due_date"] or inst["amount"] != rem["amount"]:

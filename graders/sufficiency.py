@@ -49,7 +49,7 @@ from typing import Any
 from backoffice.envs.core.domain import Episode
 from backoffice.envs.core.store import Snapshot
 from backoffice.envs.sufficiency import FAILURE_CODES
-from backoffice.envs.sufficiency.reads import row, rows_by
+from backoffice.envs.sufficiency.reads import rows_by
 from backoffice.envs.sufficiency.tables import add_days, day_number
 from backoffice.graders import finalize, result
 
@@ -362,7 +362,7 @@ def grade(ep: Episode) -> dict[str, Any]:
     key = ep.key
     expected = key["expected"]
     cid = key["case_id"]
-    case = row(ep.state, "cases", cid)  # the live row: read only
+    case = ep.state.peek("cases", cid)  # the live row: read only
     assert case is not None, "the target case is never deleted (no tool deletes rows)"
     reqs = _start_rows(ep.snapshot, "requirements", "case_type", case["case_type"])
     held = _start_rows(ep.snapshot, "held_records", "applicant_id", case["applicant_id"])

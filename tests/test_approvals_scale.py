@@ -18,9 +18,10 @@ from backoffice.envs.core import Snapshot, Store
 from backoffice.envs.core.build import make_task
 from backoffice.envs.core.release import load_release
 from backoffice.training.catalog.approvals import A_FIND, A_HOLDERS, A_ROLES, ApprovalsCatalog
-from backoffice.training.domains.approvals.policies import _find_person, _pages
+from backoffice.training.domains.approvals.policies import _find_person
 from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
+from backoffice.training.policies.base import every_page
 from paging import all_pages, generated, step
 
 #: tables that grow with the organisation (roles and rules are the desk's catalogue)
@@ -71,7 +72,7 @@ def test_a_decided_request_leaves_the_pages_of_the_queue() -> None:
 
 def test_the_policies_follow_next_cursor() -> None:
     pages = [{"roles": [{"id": "R-1"}, {"id": "R-2"}], "next_cursor": "R-2"}, {"roles": [{"id": "R-3"}], "next_cursor": None}]
-    gen = _pages("list_roles", "roles")
+    gen = every_page("list_roles", "roles")
     calls = [next(gen)]
     with pytest.raises(StopIteration) as done:
         for page in pages:

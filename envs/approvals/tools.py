@@ -18,7 +18,7 @@ answers that are not paginated are bounded: one request type's bands, one person
 one reporting line.
 
 Per step cost: results are serialised by the toolkit right after the call, so read tools return
-live rows (``Store._current``, never copies) and per-snapshot structures (``Snapshot.memo``: the
+live rows (``Store.peek``, never copies) and per-snapshot structures (``Snapshot.memo``: the
 open queue and its summaries, each type's sorted rules, people's reporting lines and
 assignments) that they use only while the episode has not written the table they come from
 (``Store.written_ids``); answers are byte-identical to the plain reads.
@@ -39,7 +39,7 @@ from backoffice.envs.approvals.rules import in_window, is_ledger_type, window_co
 from backoffice.envs.approvals.tables import DECISION_STATUS, OPEN_STATUSES, PROCEDURE, REQUEST_TYPES, normalise_instant, today
 from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
 from backoffice.envs.core.store import Snapshot, Store
-from backoffice.envs.core.tools import MAX_PAGE_SIZE, PAGE_SIZE, PageArgs, check_cursor, page, paged_list, rule_document
+from backoffice.envs.core.tools import MAX_PAGE_SIZE, PAGE_SIZE, PageArgs, check_cursor, live_row, page, paged_list, rule_document
 
 toolkit = Toolkit()
 
@@ -53,12 +53,12 @@ Row = dict[str, Any]
 
 # -- reading without copies ---------------------------------------------------------------
 # A tool's result is serialised by the toolkit right after the call (and parsed back), so the
-# read tools hand it the store's live rows (``Store._current``, read-only by contract) instead
+# read tools hand it the store's live rows (``Store.peek``, read-only by contract) instead
 # of copies, and keep per-snapshot derived structures (``Snapshot.memo``) for what does not
 # change within an episode.
 def _now(ctx: ToolContext) -> str:
     """The desk clock (``ctx.now`` without copying the clock row)."""
-    row = ctx.store._current("clock", "clock")
+    row = ctx.store.peek("clock", "clock")
     return row["now"] if row else ""
 
 
@@ -71,16 +71,8 @@ def _as_of(ctx: ToolContext, value: str | None) -> str:
         raise ToolError("invalid_args", "as_of must be an ISO date (YYYY-MM-DD) or datetime (YYYY-MM-DDTHH:MM:SS)") from None
 
 
-def _live(store: Store, table: str, rid: str, message: str) -> Row:
-    """The live row ``rid`` (read-only, not a copy) or a ``not_found`` error (``require_row``)."""
-    row = store._current(table, rid)
-    if row is None:
-        raise ToolError("not_found", message)
-    return row
-
-
 def _request(ctx: ToolContext, request_id: str) -> Row:
-    return _live(ctx.store, "requests", request_id, f"no request {request_id[:64]!r}")
+    return live_row(ctx.store, "requests", request_id, f"no request {request_id[:64]!r}")
 
 
 def _person_summary(row: dict[str, Any]) -> dict[str, Any]:
@@ -198,11 +190,11 @@ def list_pending(ctx: ToolContext, args: ListPendingArgs) -> dict:
         changed = set(written)
         kept = (rid for rid in islice(queue.ids, start, None) if rid not in changed)
         opened = [rid for rid in written if (cut is None or rid > cut)
-                  and (row := store._current("requests", rid)) is not None and row["status"] in OPEN_STATUSES]
+                  and (row := store.peek("requests", rid)) is not None and row["status"] in OPEN_STATUSES]
         ids = list(islice(merge(kept, opened), args.limit + 1))
         chunk = ids[: args.limit]
         cursor = chunk[-1] if len(ids) > args.limit else None
-        requests = [queue.summary(rid) if rid not in changed else _queue_summary(store._current("requests", rid))  # type: ignore[arg-type]
+        requests = [queue.summary(rid) if rid not in changed else _queue_summary(store.peek("requests", rid))  # type: ignore[arg-type]
                     for rid in chunk]
     return {"now": _now(ctx), "requests": requests, "next_cursor": cursor, "total": _open_count(store, queue)}
 
@@ -215,7 +207,7 @@ def _open_count(store: Store, queue: _Queue) -> int:
         return len(queue.ids)
     changed = set(written)
     kept = len(queue.ids) - sum(1 for rid in changed if rid in queue.id_set)
-    opened = sum(1 for rid in written if (row := store._current("requests", rid)) is not None and row["status"] in OPEN_STATUSES)
+    opened = sum(1 for rid in written if (row := store.peek("requests", rid)) is not None and row["status"] in OPEN_STATUSES)
     return kept + opened
 
 
@@ -227,7 +219,7 @@ class RequestArgs(ToolArgs):
 def get_request(ctx: ToolContext, args: RequestArgs) -> dict:
     """Return one request with every field (empty fields are null) and its order, if any."""
     row = _request(ctx, args.request_id)
-    order = ctx.store._current("orders", row["order_id"]) if row.get("order_id") else None
+    order = ctx.store.peek("orders", row["order_id"]) if row.get("order_id") else None
     return {"request": row, "order": order, "now": _now(ctx)}
 
 
@@ -287,7 +279,7 @@ def find_people(ctx: ToolContext, args: FindPeopleArgs) -> dict:
     else:
         ids = find_people_ids(store, args.name)
         chunk, cursor = _page_ids(ids, args.cursor, args.limit)
-        people = [_person_summary(row) for row in (store._current("people", pid) for pid in chunk) if row is not None]
+        people = [_person_summary(row) for row in (store.peek("people", pid) for pid in chunk) if row is not None]
     return {"people": people, "total": len(ids), "next_cursor": cursor}
 
 
@@ -304,7 +296,7 @@ def _reporting_line(store: Store, row: Row) -> list[str]:
     current: Row | None = row
     while current is not None and current.get("manager_id") and current["manager_id"] not in line and len(line) < 20:
         line.append(current["manager_id"])
-        current = store._current("people", current["manager_id"])
+        current = store.peek("people", current["manager_id"])
     return line
 
 
@@ -326,7 +318,7 @@ class _PersonCards:
 def get_person(ctx: ToolContext, args: PersonArgs) -> dict:
     """Return one person with their manager, full reporting line (managers from the direct one upwards) and every role assignment they have or had (any window)."""
     store = ctx.store
-    row = _live(store, "people", args.person_id, f"no person {args.person_id[:64]!r}")
+    row = live_row(store, "people", args.person_id, f"no person {args.person_id[:64]!r}")
     if _unwritten(store, "people") and _unwritten(store, "role_holders"):
         cards = store.snapshot.memo("approvals.tools.person_cards", _PersonCards).cards
         card = cards.get(args.person_id)
@@ -348,7 +340,7 @@ class RoleHoldersArgs(PageArgs):
 def lookup_role_holders(ctx: ToolContext, args: RoleHoldersArgs) -> dict:
     """Return the people holding a role as of a date (assignments whose valid_from <= date <= valid_to). Paginated in assignment id order: at most limit holders per call (default 50, at most 200); pass the returned next_cursor as cursor for the next page (null on the last page); total counts every holder."""
     store = ctx.store
-    _live(store, "roles", args.role_id, f"no role {args.role_id[:64]!r}")
+    live_row(store, "roles", args.role_id, f"no role {args.role_id[:64]!r}")
     check_cursor(store, "role_holders", args.cursor)
     at = _as_of(ctx, args.as_of)
     day = today(at)
@@ -360,7 +352,7 @@ def lookup_role_holders(ctx: ToolContext, args: RoleHoldersArgs) -> dict:
     total = sum(1 for rh in _rows_eq(store, "role_holders", "role_id", args.role_id) if covers(rh))
     holders = []
     for rh in rows:
-        person = store._current("people", rh["person_id"])
+        person = store.peek("people", rh["person_id"])
         holders.append({
             "assignment_id": rh["id"], "person_id": rh["person_id"], "name": person["name"] if person else None,
             "valid_from": rh["valid_from"], "valid_to": rh["valid_to"],
@@ -382,7 +374,7 @@ class DelegationsArgs(PageArgs):
 def lookup_delegations(ctx: ToolContext, args: DelegationsArgs) -> dict:
     """Return the delegations a person received (or, with direction given, gave) that are in effect as of a date/time (window covers the date, not revoked by then), or all of them with include_inactive. Paginated in delegation id order: at most limit per call (default 50, at most 200); pass the returned next_cursor as cursor for the next page (null on the last page); total counts every delegation that matches."""
     store = ctx.store
-    _live(store, "people", args.person_id, f"no person {args.person_id[:64]!r}")
+    live_row(store, "people", args.person_id, f"no person {args.person_id[:64]!r}")
     at = _as_of(ctx, args.as_of)
     # one person's delegations: a handful, whatever the size of the organisation
     field = "delegate_id" if args.direction == "received" else "delegator_id"
@@ -429,7 +421,7 @@ def _write_decision(ctx: ToolContext, request: Row, outcome: str, approver_id: s
 def record_decision(ctx: ToolContext, args: DecisionArgs) -> dict:
     """Record the named approver's decision on an open request (pending or on_hold) and set its status (approved / on_hold / rejected). Every decision names its approver."""
     request = _open_request(ctx, args.request_id)
-    _live(ctx.store, "people", args.approver_id, f"no person {args.approver_id[:64]!r}")
+    live_row(ctx.store, "people", args.approver_id, f"no person {args.approver_id[:64]!r}")
     row = _write_decision(ctx, request, args.outcome, args.approver_id, args.basis_ids, args.note, None)
     return {"decision": row, "request_status": DECISION_STATUS[args.outcome]}
 
@@ -445,7 +437,7 @@ class EscalateArgs(ToolArgs):
 def escalate(ctx: ToolContext, args: EscalateArgs) -> dict:
     """Route an open request to a role's holders: records an 'escalate' decision and sets the status to escalated."""
     request = _open_request(ctx, args.request_id)
-    _live(ctx.store, "roles", args.role_id, f"no role {args.role_id[:64]!r}")
+    live_row(ctx.store, "roles", args.role_id, f"no role {args.role_id[:64]!r}")
     row = _write_decision(ctx, request, "escalate", None, args.basis_ids, args.note, args.role_id)
     return {"decision": row, "request_status": "escalated"}
 
@@ -479,7 +471,7 @@ class OrderArgs(ToolArgs):
 @toolkit.tool(writes=True)
 def release_order(ctx: ToolContext, args: OrderArgs) -> dict:
     """Release an order awaiting approval (purchase orders and vendor payments) to the supplier."""
-    row = _live(ctx.store, "orders", args.order_id, f"no order {args.order_id[:64]!r}")
+    row = live_row(ctx.store, "orders", args.order_id, f"no order {args.order_id[:64]!r}")
     if row["status"] != "awaiting_approval":
         raise ToolError("conflict", f"order {args.order_id} is {row['status']}")
     new = ctx.store.update("orders", args.order_id, {"status": "released", "released_at": _now(ctx)})

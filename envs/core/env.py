@@ -351,7 +351,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         store = self._store
         assert store is not None
         self._steps = steps = self._steps + 1
-        clock_row = store._current("clock", "clock") if self._has_clock else None
+        clock_row = store.peek("clock", "clock") if self._has_clock else None
         clock = clock_row["now"] if clock_row else None
         tool, args, problem = parse_action(action)
         args_json = b"null"

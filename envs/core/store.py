@@ -226,7 +226,10 @@ class Store:
         except KeyError:
             raise KeyError(f"unknown table {table!r}") from None
 
-    def _current(self, table: str, rid: str) -> Row | None:
+    def peek(self, table: str, rid: str) -> Row | None:
+        """The live row ``rid`` of ``table``, read in place (O(1), no copy), or ``None``. Never
+        mutate it (change rows with :meth:`update`); a tool may return it, the toolkit serialises
+        every result. :meth:`get` is the copying read."""
         layer = self._overlay.get(table)
         if layer is not None and rid in layer:
             return layer[rid]
@@ -239,11 +242,11 @@ class Store:
 
     def get(self, table: str, rid: str) -> Row | None:
         """A copy of one row, or ``None``."""
-        row = self._current(table, rid)
+        row = self.peek(table, rid)
         return dict(row) if row is not None else None
 
     def exists(self, table: str, rid: str) -> bool:
-        return self._current(table, rid) is not None
+        return self.peek(table, rid) is not None
 
     def known_id(self, table: str, rid: str) -> bool:
         """Whether ``rid`` is an id of ``table`` in the snapshot or written by this episode
@@ -400,7 +403,7 @@ class Store:
 
     def update(self, table: str, rid: str, changes: Mapping[str, Any]) -> Row:
         """Change some fields of an existing row; returns the new row. ``KeyError`` if missing."""
-        current = self._current(table, rid)
+        current = self.peek(table, rid)
         if current is None:
             raise KeyError(f"{table}:{rid} does not exist")
         if "id" in changes and changes["id"] != rid:
@@ -411,7 +414,7 @@ class Store:
         return dict(new)
 
     def delete(self, table: str, rid: str) -> None:
-        if self._current(table, rid) is None:
+        if self.peek(table, rid) is None:
             raise KeyError(f"{table}:{rid} does not exist")
         self._write(table, rid, _DELETED)
 

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 if TYPE_CHECKING:
     from backoffice.envs.core.release import Task
-    from backoffice.envs.core.store import Store
+    from backoffice.envs.core.store import Row, Store
 
 #: Error codes the engine itself emits; domains may add their own (documented per domain).
 ENGINE_ERROR_CODES = (
@@ -310,9 +310,19 @@ class Toolkit:
 
 
 def require_row(store: Store, table: str, rid: str, message: str | None = None) -> dict[str, Any]:
-    """The row ``rid`` of ``table``, or a ``not_found`` :class:`ToolError` (``message``, default
-    ``"no <table> row <rid>"``): the one way a tool asks for a row that must exist."""
+    """A copy of the row ``rid`` of ``table``, or a ``not_found`` :class:`ToolError` (``message``,
+    default ``"no <table> row <rid>"``): the one way a tool asks for a row that must exist and
+    that it will change or keep. :func:`live_row` reads one in place."""
     row = store.get(table, rid)
+    if row is None:
+        raise ToolError("not_found", message if message is not None else f"no {table} row {rid}")
+    return row
+
+
+def live_row(store: Store, table: str, rid: str, message: str | None = None) -> Row:
+    """:func:`require_row` without the copy: the live row, read in place (``Store.peek``: never
+    mutate it; a tool may return it, the toolkit serialises every result)."""
+    row = store.peek(table, rid)
     if row is None:
         raise ToolError("not_found", message if message is not None else f"no {table} row {rid}")
     return row

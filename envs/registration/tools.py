@@ -28,6 +28,7 @@ from backoffice.envs.core.tools import (
     ToolError,
     Toolkit,
     check_cursor,
+    live_row,
     page_result,
     require_row,
     rule_document,
@@ -58,25 +59,16 @@ def _check_date(value: str | None) -> str | None:
     return value
 
 
-def _live(ctx: ToolContext, table: str, rid: str, message: str) -> Mapping[str, Any]:
-    """The live row ``rid`` of ``table`` (read-only: never mutate it; no copy is made), or a
-    ``not_found`` :class:`ToolError` with ``message`` (as :func:`require_row`)."""
-    row = ctx.store._current(table, rid)
-    if row is None:
-        raise ToolError("not_found", message)
-    return row
-
-
 def _now(ctx: ToolContext) -> str:
     """``ctx.now`` without copying the clock row."""
-    row = ctx.store._current("clock", "clock")
+    row = ctx.store.peek("clock", "clock")
     return row["now"] if row else ""
 
 
 def _patient(ctx: ToolContext, patient_id: str, active: bool = False) -> Mapping[str, Any]:
     """The live patient row (read-only), or ``not_found``; with ``active``, ``patient_not_active``
     unless the record is active."""
-    row = _live(ctx, "patients", patient_id, f"no patient {patient_id[:40]!r}")
+    row = live_row(ctx.store, "patients", patient_id, f"no patient {patient_id[:40]!r}")
     if active and row["status"] != "active":
         raise ToolError("patient_not_active", f"{patient_id} is {row['status']}: its record is locked")
     return row
@@ -227,7 +219,7 @@ def _candidates(store: Store, q: _Query) -> list[dict[str, Any]]:
         base = snap.table("patients")
         return [base[i] for i in ids]
     ids.update(dict.fromkeys(written))
-    current = store._current
+    current = store.peek
     return [row for row in map(current, repeat("patients"), ids) if row is not None]
 
 
@@ -325,7 +317,7 @@ class MemberArgs(ToolArgs):
 
 def _payer(ctx: ToolContext, payer_id: str) -> Mapping[str, Any]:
     """The live payer row (read-only), or ``not_found``."""
-    return _live(ctx, "payers", payer_id, f"no payer {payer_id!r}")
+    return live_row(ctx.store, "payers", payer_id, f"no payer {payer_id!r}")
 
 
 @toolkit.tool(writes=False)
@@ -457,7 +449,7 @@ def update_patient(ctx: ToolContext, args: UpdatePatientArgs) -> dict:
         raise ToolError("invalid_args", "no field to change")
     form_id = _form_id(ctx) if args.evidence_ids else ""
     for eid in args.evidence_ids:
-        ev = ctx.store._current("evidence", eid)
+        ev = ctx.store.peek("evidence", eid)
         if ev is None or ev["intake_form_id"] != form_id:
             raise ToolError("not_found", f"no evidence {eid[:40]!r} on this intake form")
     if "identifier" in given:
@@ -522,7 +514,7 @@ def record_consent(ctx: ToolContext, args: ConsentArgs) -> dict:
     _patient(ctx, args.patient_id, active=True)
     contact_id = ""
     if args.given_by == "guardian":
-        contact = ctx.store._current("contacts", args.contact_id or "")
+        contact = ctx.store.peek("contacts", args.contact_id or "")
         if contact is None or contact["patient_id"] != args.patient_id or contact["role"] != "guardian":
             raise ToolError("precondition_failed", "given_by=guardian needs contact_id of a guardian contact of this patient")
         contact_id = contact["id"]
@@ -542,7 +534,7 @@ class LinkGpArgs(ToolArgs):
 def link_gp(ctx: ToolContext, args: LinkGpArgs) -> dict:
     """Link a patient to a GP practice; an active link to another practice is ended."""
     _patient(ctx, args.patient_id, active=True)
-    _live(ctx, "practices", args.practice_id, f"no practice {args.practice_id!r}")
+    live_row(ctx.store, "practices", args.practice_id, f"no practice {args.practice_id!r}")
     active = ctx.store.rows("gp_links", patient_id=args.patient_id, status="active")
     if any(link["practice_id"] == args.practice_id for link in active):
         raise ToolError("conflict", "the patient is already linked to this practice")

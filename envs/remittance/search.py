@@ -425,7 +425,7 @@ def search_live(store: Store, query: str, task_seed: int, payer_id: str = "", li
     hits: list[Mapping[str, Any]] = []
     for p in index.matches(q):
         rid = ids[p]
-        row = store._current("open_items", rid)
+        row = store.peek("open_items", rid)
         if row is None or (payer_id and row["payer_id"] != payer_id):
             continue
         if row is not (old := base[rid]) and any(row[f] != old[f] for f in SEARCHED) and not item_matches(q, row):
@@ -435,7 +435,7 @@ def search_live(store: Store, query: str, task_seed: int, payer_id: str = "", li
         # the rows the episode inserted (ids not in the snapshot) that are patient items
         for rid in store.written_ids("open_items"):
             if rid not in base:
-                row = store._current("open_items", rid)
+                row = store.peek("open_items", rid)
                 if row is not None and row.get("responsibility") == "patient" and item_matches(q, row):
                     hits.append(row)
     return _ranked(hits, task_seed, limit)

@@ -205,7 +205,7 @@ def live_rows_in(store: Store, table: str, field: str, values: AbstractSet[Any])
     for v in ordered:
         out.extend(base[rid] for rid in index.get(v, ()) if rid not in skip)
     for rid in written:
-        row = store._current(table, rid)
+        row = store.peek(table, rid)
         if row is not None and row.get(field) in values:
             out.append(row)
     return out

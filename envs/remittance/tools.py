@@ -8,7 +8,7 @@ Every read goes by primary key, through ``store.select``/``rows``/``count`` with
 field or :func:`~backoffice.envs.remittance.tables.live_rows_in` (an index lookup, never a scan of
 a table that grows with the world) or, for ``search_open_items``, through the receivables' search
 index (:mod:`backoffice.envs.remittance.search`). Rows a tool only reads are read in place
-(``store._current``), never copied: a tool's result is serialised once by the engine and never
+(``store.peek``), never copied: a tool's result is serialised once by the engine and never
 kept. What no tool writes (the policies, the remittance lines) is read through per-snapshot
 memos (``Snapshot.memo``) while the episode has not written that table either.
 ``get_policies`` returns the desk's rule document whole. The list tools (``list_payments``,
@@ -27,7 +27,7 @@ from pydantic import Field
 
 from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
 from backoffice.envs.core.store import Store
-from backoffice.envs.core.tools import PageArgs, page_result, paged_list, rule_document
+from backoffice.envs.core.tools import PageArgs, live_row, page_result, paged_list, rule_document
 from backoffice.envs.remittance.generator import RULES
 from backoffice.envs.remittance.search import search_live
 from backoffice.envs.remittance.tables import QUERY_CATEGORY, add_hours, item_status, live_rows_in
@@ -39,7 +39,7 @@ Row = Mapping[str, Any]
 
 def _now(ctx: ToolContext) -> str:
     """``ctx.now`` without copying the clock row."""
-    row = ctx.store._current("clock", "clock")
+    row = ctx.store.peek("clock", "clock")
     return row["now"] if row else ""
 
 
@@ -47,17 +47,8 @@ def _audit(ctx: ToolContext, tool: str, ref: str) -> None:
     ctx.store.insert("audit", {"id": ctx.store.next_id("audit", "AUD"), "step": ctx.step, "at": _now(ctx), "tool": tool, "ref": ref})
 
 
-def _row(ctx: ToolContext, table: str, rid: str, message: str) -> Row:
-    """The live row ``rid`` of ``table``, read in place (never mutate it), or a ``not_found``
-    :class:`ToolError` with ``message`` (``require_row`` without the copy)."""
-    row = ctx.store._current(table, rid)
-    if row is None:
-        raise ToolError("not_found", message)
-    return row
-
-
 def _payment(ctx: ToolContext, payment_id: str) -> Row:
-    return _row(ctx, "payments", payment_id, f"no payment {payment_id[:40]!r}")
+    return live_row(ctx.store, "payments", payment_id, f"no payment {payment_id[:40]!r}")
 
 
 def _unposted(ctx: ToolContext, payment_id: str) -> Row:
@@ -68,14 +59,14 @@ def _unposted(ctx: ToolContext, payment_id: str) -> Row:
 
 
 def _line(ctx: ToolContext, payment_id: str, line_id: str) -> Row:
-    row = ctx.store._current("remittance_lines", line_id)
+    row = ctx.store.peek("remittance_lines", line_id)
     if row is None or row["payment_id"] != payment_id:
         raise ToolError("not_found", f"payment {payment_id} has no remittance line {line_id[:40]!r}")
     return row
 
 
 def _item(ctx: ToolContext, item_id: str) -> Row:
-    return _row(ctx, "open_items", item_id, f"no open item {item_id[:40]!r}")
+    return live_row(ctx.store, "open_items", item_id, f"no open item {item_id[:40]!r}")
 
 
 def _set_balance(ctx: ToolContext, item: Row, balance: int) -> dict[str, Any]:
@@ -245,7 +236,7 @@ class ReverseArgs(ToolArgs):
 def reverse_allocation(ctx: ToolContext, args: ReverseArgs) -> dict[str, Any]:
     """Undo an active allocation of an unposted payment: the item's balance and the payment's
     unapplied amount are restored, the allocation stays on file as reversed."""
-    alloc = _row(ctx, "allocations", args.allocation_id, f"no allocation {args.allocation_id[:40]!r}")
+    alloc = live_row(ctx.store, "allocations", args.allocation_id, f"no allocation {args.allocation_id[:40]!r}")
     if alloc["status"] != "active":
         raise ToolError("conflict", f"{alloc['id']} is already reversed")
     pay = _unposted(ctx, alloc["payment_id"])
@@ -361,7 +352,7 @@ def query_payer(ctx: ToolContext, args: QueryArgs) -> dict[str, Any]:
                 if c["category"] == QUERY_CATEGORY and c["status"] == "awaiting_reply"]
     if awaiting:
         raise ToolError("conflict", f"query {min(awaiting)} about this line is still awaiting a reply")
-    script = ctx.store._current("_payer_script", line["id"])
+    script = ctx.store.peek("_payer_script", line["id"])
     delay = int(script["delay_hours"]) if script else 24
     now = _now(ctx)
     case = ctx.store.insert("cases", {
@@ -381,7 +372,7 @@ class CaseArgs(ToolArgs):
 def get_case(ctx: ToolContext, args: CaseArgs) -> dict[str, Any]:
     """One case; for an answered payer query, ``reply_kind`` (confirm, applies_to, recoup),
     ``reply_claim_ref`` and ``reply_text`` hold the payer's answer."""
-    case = _row(ctx, "cases", args.case_id, f"no case {args.case_id[:40]!r}")
+    case = live_row(ctx.store, "cases", args.case_id, f"no case {args.case_id[:40]!r}")
     return {"case": case}
 
 
@@ -416,9 +407,9 @@ def wait(ctx: ToolContext, args: WaitArgs) -> dict[str, Any]:
     for due, case_id in pending:
         if due > now:
             continue
-        case = ctx.store._current("cases", case_id)
+        case = ctx.store.peek("cases", case_id)
         assert case is not None
-        script = ctx.store._current("_payer_script", case["line_id"]) or {}
+        script = ctx.store.peek("_payer_script", case["line_id"]) or {}
         ctx.store.update("cases", case_id, {
             "status": "answered", "reply_kind": script.get("reply_kind", "confirm"),
             "reply_claim_ref": script.get("reply_claim_ref", ""),

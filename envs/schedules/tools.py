@@ -30,7 +30,7 @@ from pydantic import Field
 
 from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
 from backoffice.envs.core.store import Snapshot, Store
-from backoffice.envs.core.tools import PageArgs, page_result, rule_document
+from backoffice.envs.core.tools import PageArgs, live_row, page_result, rule_document
 from backoffice.envs.schedules.tables import approval_needed, parse_date, period_of, rule_entries, rule_tables
 
 toolkit = Toolkit()
@@ -40,22 +40,12 @@ Row = Mapping[str, Any]
 
 def _now(ctx: ToolContext) -> str:
     """``ctx.now`` read from the live clock row (no copy)."""
-    row = ctx.store._current("clock", "clock")
+    row = ctx.store.peek("clock", "clock")
     return row["now"] if row else ""
 
 
 def _today(ctx: ToolContext) -> str:
     return _now(ctx)[:10]
-
-
-def _row(store: Store, table: str, rid: str, message: str) -> Row:
-    """The live row ``rid`` of ``table`` (read-only: never mutate it; a tool may return it, the
-    toolkit serialises the result), or a ``not_found`` :class:`ToolError` (``require_row``
-    without the copy)."""
-    row = store._current(table, rid)
-    if row is None:
-        raise ToolError("not_found", message)
-    return row
 
 
 def _by_id(row: Row) -> str:
@@ -89,7 +79,7 @@ def _live_rows(store: Store, table: str, **equals: Any) -> list[Row]:
         rows = [r for r in rows if all(r.get(k) == v for k, v in rest)]
     if written:
         n = len(rows)
-        current = store._current
+        current = store.peek
         if len(equals) == 1:
             want = equals[chosen]
             for rid in written:
@@ -130,7 +120,7 @@ def _next_suffix(ctx: ToolContext, table: str, policy_id: str) -> str:
 
 
 def _rules(ctx: ToolContext) -> Row:
-    return _row(ctx.store, "rules", "RULES", "no rules document")  # every snapshot has it (live row: read-only)
+    return live_row(ctx.store, "rules", "RULES", "no rules document")  # every snapshot has it (live row: read-only)
 
 
 @lru_cache(maxsize=8192)
@@ -162,7 +152,7 @@ def get_request(ctx: ToolContext, args: RequestArgs) -> dict:
     """Return a customer's change request: kind (to_monthly, to_quarterly, split, deferral,
     collection_day), start_period, parts, pause_months, new_collection_day, received_on and the
     customer's own words."""
-    return dict(_row(ctx.store, "requests", args.request_id, f"no request {args.request_id}"))
+    return dict(live_row(ctx.store, "requests", args.request_id, f"no request {args.request_id}"))
 
 
 class PolicyArgs(ToolArgs):
@@ -173,7 +163,7 @@ class PolicyArgs(ToolArgs):
 def get_policy(ctx: ToolContext, args: PolicyArgs) -> dict:
     """Return a policy (premium in cents, policy year, holder, account, debit instruction id) and
     the versions of its instalment schedule (id, version, status, frequency)."""
-    policy = _row(ctx.store, "policies", args.policy_id, f"no policy {args.policy_id}")
+    policy = live_row(ctx.store, "policies", args.policy_id, f"no policy {args.policy_id}")
     rows = _live_rows(ctx.store, "schedules", policy_id=args.policy_id)
     rows.sort(key=_version_key)
     return {"policy": policy, "schedules": [dict(zip(_SCHEDULE_SUMMARY, _schedule_summary(s))) for s in rows]}
@@ -215,7 +205,7 @@ class ScheduleArgs(ToolArgs):
 @toolkit.tool(writes=False)
 def get_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
     """Return one schedule version with a summary of its instalments by status (count, cents)."""
-    schedule = _row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
+    schedule = live_row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
     summary: dict[str, dict[str, int]] = {}
     for row in _live_rows(ctx.store, "instalments", schedule_id=args.schedule_id):  # sums: any order
         s = summary.setdefault(row["status"], {"count": 0, "amount": 0})
@@ -252,7 +242,7 @@ class InstructionArgs(ToolArgs):
 @toolkit.tool(writes=False)
 def get_instruction(ctx: ToolContext, args: InstructionArgs) -> dict:
     """Return a direct-debit instruction (mandate) with its collection day of the month."""
-    return dict(_row(ctx.store, "instructions", args.instruction_id, f"no instruction {args.instruction_id}"))
+    return dict(live_row(ctx.store, "instructions", args.instruction_id, f"no instruction {args.instruction_id}"))
 
 
 class ListRemindersArgs(PageArgs):
@@ -295,7 +285,7 @@ class CreateDraftArgs(ToolArgs):
 @toolkit.tool(writes=True)
 def create_draft_schedule(ctx: ToolContext, args: CreateDraftArgs) -> dict:
     """Create an empty draft schedule (next version) for a policy. Add instalments to it, then commit it."""
-    policy = _row(ctx.store, "policies", args.policy_id, f"no policy {args.policy_id}")
+    policy = live_row(ctx.store, "policies", args.policy_id, f"no policy {args.policy_id}")
     versions = [s["version"] for s in _live_rows(ctx.store, "schedules", policy_id=args.policy_id)]
     version = max(versions, default=0) + 1
     sid = f"SCD-{_number(args.policy_id)}V{version}"
@@ -318,7 +308,7 @@ class AddInstalmentArgs(ToolArgs):
 @toolkit.tool(writes=True)
 def add_instalment(ctx: ToolContext, args: AddInstalmentArgs) -> dict:
     """Add one instalment to a draft schedule. Sequence numbers are assigned in due-date order at commit."""
-    schedule = _row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
+    schedule = live_row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
     if schedule["status"] != "draft":
         raise ToolError("conflict", f"{args.schedule_id} is {schedule['status']}; instalments can only be added to a draft")
     due = _valid_date(args.due_date, "due_date")
@@ -352,7 +342,7 @@ class InstalmentArgs(ToolArgs):
 @toolkit.tool(writes=True)
 def remove_instalment(ctx: ToolContext, args: InstalmentArgs) -> dict:
     """Remove an instalment from a draft schedule (only draft instalments can be removed)."""
-    row = _row(ctx.store, "instalments", args.instalment_id, f"no instalment {args.instalment_id}")
+    row = live_row(ctx.store, "instalments", args.instalment_id, f"no instalment {args.instalment_id}")
     if row["status"] != "draft":
         raise ToolError("conflict", f"{args.instalment_id} is {row['status']}; only draft instalments can be removed")
     ctx.store.delete("instalments", args.instalment_id)
@@ -370,10 +360,10 @@ class RequestApprovalArgs(ToolArgs):
 @toolkit.tool(writes=True)
 def request_approval(ctx: ToolContext, args: RequestApprovalArgs) -> dict:
     """Ask an approver role to approve a schedule change. The decision arrives later: call wait."""
-    policy = _row(ctx.store, "policies", args.policy_id, f"no policy {args.policy_id}")
-    _row(ctx.store, "_approvers", args.role, f"no approver holds the role {args.role[:60]!r}")
+    policy = live_row(ctx.store, "policies", args.policy_id, f"no policy {args.policy_id}")
+    live_row(ctx.store, "_approvers", args.role, f"no approver holds the role {args.role[:60]!r}")
     if args.schedule_id is not None:
-        _row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
+        live_row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
     for row in _live_rows(ctx.store, "approvals", policy_id=args.policy_id, role=args.role):
         if row["status"] in ("pending", "granted"):
             raise ToolError("conflict", f"approval {row['id']} by {args.role} is already {row['status']}")
@@ -386,7 +376,7 @@ def request_approval(ctx: ToolContext, args: RequestApprovalArgs) -> dict:
 
 
 def _decision_time(ctx: ToolContext, row: Row) -> str:
-    approver = ctx.store._current("_approvers", row["role"])
+    approver = ctx.store.peek("_approvers", row["role"])
     delay = int(approver["delay_hours"]) if approver else 1
     return _later(row["requested_at"], delay)
 
@@ -411,7 +401,7 @@ def wait(ctx: ToolContext, args: NoArgs) -> dict:
     decided = []
     for row, at in zip(pending, times):  # the rows read before any update: updates replace, never mutate, a row
         if at <= when:
-            approver = ctx.store._current("_approvers", row["role"]) or {}
+            approver = ctx.store.peek("_approvers", row["role"]) or {}
             decided.append(ctx.store.update("approvals", row["id"], {
                 "status": approver.get("decision", "granted"), "decided_at": when, "decided_by": approver.get("name"),
             }))
@@ -424,7 +414,7 @@ def commit_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
     """Make a draft schedule active: its instalments become due, numbered in due-date order.
     Refuses (approval_required) while a required approval is not granted. It does not retire the
     prior version: call supersede_schedule for that."""
-    schedule = _row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
+    schedule = live_row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
     if schedule["status"] != "draft":
         raise ToolError("conflict", f"{args.schedule_id} is {schedule['status']}, not a draft")
     rows = _live_rows(ctx.store, "instalments", schedule_id=args.schedule_id)
@@ -472,7 +462,7 @@ def _due_key(row: Row) -> tuple[str, str]:
 def supersede_schedule(ctx: ToolContext, args: ScheduleArgs) -> dict:
     """Mark an active schedule version superseded. Needs a newer active version of the same
     policy. Its instalments are left as they are (cancel the due ones with cancel_instalments)."""
-    schedule = _row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
+    schedule = live_row(ctx.store, "schedules", args.schedule_id, f"no schedule {args.schedule_id}")
     if schedule["status"] != "active":
         raise ToolError("conflict", f"{args.schedule_id} is {schedule['status']}, not active")
     newer = [s for s in _live_rows(ctx.store, "schedules", policy_id=schedule["policy_id"], status="active") if s["version"] > schedule["version"]]
@@ -491,7 +481,7 @@ def cancel_instalments(ctx: ToolContext, args: CancelInstalmentsArgs) -> dict:
     payment: the customer is refunded. Draft instalments are removed with remove_instalment."""
     out = []
     for iid in dict.fromkeys(args.instalment_ids):
-        row = _row(ctx.store, "instalments", iid, f"no instalment {iid}")
+        row = live_row(ctx.store, "instalments", iid, f"no instalment {iid}")
         if row["status"] not in ("due", "paid"):
             raise ToolError("conflict", f"{iid} is {row['status']}; only due or paid instalments can be cancelled")
         ctx.store.update("instalments", iid, _CANCELLED)
@@ -511,7 +501,7 @@ class UpdateInstructionArgs(ToolArgs):
 @toolkit.tool(writes=True)
 def update_instruction(ctx: ToolContext, args: UpdateInstructionArgs) -> dict:
     """Change the collection day of a direct-debit instruction."""
-    row = _row(ctx.store, "instructions", args.instruction_id, f"no instruction {args.instruction_id}")
+    row = live_row(ctx.store, "instructions", args.instruction_id, f"no instruction {args.instruction_id}")
     if row["status"] != "active":
         raise ToolError("conflict", f"{args.instruction_id} is {row['status']}")
     return ctx.store.update("instructions", args.instruction_id, {"collection_day": args.collection_day})
@@ -526,7 +516,7 @@ class CreateReminderArgs(ToolArgs):
 @toolkit.tool(writes=True)
 def create_reminder(ctx: ToolContext, args: CreateReminderArgs) -> dict:
     """Schedule a payment reminder for a due instalment."""
-    inst = _row(ctx.store, "instalments", args.instalment_id, f"no instalment {args.instalment_id}")
+    inst = live_row(ctx.store, "instalments", args.instalment_id, f"no instalment {args.instalment_id}")
     if inst["status"] != "due":
         raise ToolError("conflict", f"{args.instalment_id} is {inst['status']}; reminders are for due instalments")
     send_on = _valid_date(args.send_on, "send_on")
@@ -550,7 +540,7 @@ class ReminderArgs(ToolArgs):
 @toolkit.tool(writes=True)
 def cancel_reminder(ctx: ToolContext, args: ReminderArgs) -> dict:
     """Cancel a scheduled reminder."""
-    row = _row(ctx.store, "reminders", args.reminder_id, f"no reminder {args.reminder_id}")
+    row = live_row(ctx.store, "reminders", args.reminder_id, f"no reminder {args.reminder_id}")
     if row["status"] != "scheduled":
         raise ToolError("conflict", f"{args.reminder_id} is {row['status']}, not scheduled")
     return ctx.store.update("reminders", args.reminder_id, _CANCELLED)

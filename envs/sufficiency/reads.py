@@ -17,11 +17,6 @@ from typing import Any
 from backoffice.envs.core.store import Row, Store
 
 
-def row(store: Store, table: str, rid: str) -> Row | None:
-    """The live row ``rid`` of ``table`` (read-only), or ``None``."""
-    return store._current(table, rid)
-
-
 def rows_by(store: Store, table: str, field: str, value: Any) -> list[Row]:
     """The live rows of ``table`` whose ``field`` equals ``value`` (hashable), in id order
     (read-only): ``store.rows(table, **{field: value})`` without the copies."""
@@ -31,7 +26,7 @@ def rows_by(store: Store, table: str, field: str, value: Any) -> list[Row]:
     written = store.written_ids(table)  # sorted
     if not written:
         return [base[rid] for rid in bucket]
-    current = store._current
+    current = store.peek
     joined = []  # the written rows that match, by id
     for rid in written:
         r = current(table, rid)

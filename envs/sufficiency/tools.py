@@ -21,8 +21,8 @@ from typing import Any
 from pydantic import Field
 
 from backoffice.envs.core import NoArgs, ToolArgs, ToolContext, ToolError, Toolkit
-from backoffice.envs.core.tools import PageArgs, page_result, rule_document
-from backoffice.envs.sufficiency.reads import row, rows_by
+from backoffice.envs.core.tools import PageArgs, live_row, page_result, rule_document
+from backoffice.envs.sufficiency.reads import rows_by
 from backoffice.envs.sufficiency.tables import INTAKE_QUEUE, RULE_ENTRIES, add_days, case_number, days_between
 
 toolkit = Toolkit()
@@ -40,15 +40,12 @@ _REQUEST_ROW = frozenset((*_REQUEST_VIEW, "case_id", "review_round", "message"))
 
 def _case(ctx: ToolContext, case_id: str) -> dict[str, Any]:
     """The live case row (read-only: change it through ``store.update``), or not_found."""
-    case = ctx.store._current("cases", case_id)  # reads.row, without the extra call
-    if case is None:
-        raise ToolError("not_found", f"no case {case_id[:40]!r}")
-    return case
+    return live_row(ctx.store, "cases", case_id, f"no case {case_id[:40]!r}")
 
 
 def _now(ctx: ToolContext) -> str:
     """``ctx.now`` (the clock's ISO time) read from the live clock row."""
-    clock = ctx.store._current("clock", "clock")
+    clock = ctx.store.peek("clock", "clock")
     return clock["now"] if clock else ""
 
 
@@ -140,7 +137,7 @@ def get_requirements(ctx: ToolContext, args: RequirementsArgs) -> dict:
     (``items``: max_age_days, signature_required, name_must_match, accept_held_record) and its
     routing rule (``routing``: standard and senior decision queue, senior threshold in cents)."""
     items = rows_by(ctx.store, "requirements", "case_type", args.case_type)
-    routing = row(ctx.store, "routing_rules", args.case_type)
+    routing = ctx.store.peek("routing_rules", args.case_type)
     if not items or routing is None:
         raise ToolError("not_found", f"no requirements for case type {args.case_type[:60]!r}")
     return rule_document(RULE_ENTRIES, {"items": items, "routing": routing})
@@ -191,7 +188,7 @@ def attach_held_record(ctx: ToolContext, args: AttachArgs) -> dict:
     Errors: not_found (no such record for this applicant), conflict (already attached, or the
     case is released)."""
     case = _open_case(ctx, args.case_id)
-    record = row(ctx.store, "held_records", args.record_id)
+    record = ctx.store.peek("held_records", args.record_id)
     if record is None or record["applicant_id"] != case["applicant_id"]:
         raise ToolError("not_found", f"no held record {args.record_id[:40]!r} for this applicant")
     docs = rows_by(ctx.store, "documents", "case_id", case["id"])
@@ -319,7 +316,7 @@ def route_case(ctx: ToolContext, args: RouteArgs) -> dict:
     """Move a case to a queue. Errors: not_found (no such queue), conflict (the case already
     sits in that queue)."""
     case = _case(ctx, args.case_id)
-    if row(ctx.store, "queues", args.queue) is None:
+    if ctx.store.peek("queues", args.queue) is None:
         raise ToolError("not_found", f"no queue {args.queue[:40]!r}")
     if case["queue"] == args.queue:
         raise ToolError("conflict", f"{case['id']} is already in {args.queue}")

@@ -31,21 +31,26 @@ def call(tool: str, **args: Any) -> Action:
     return {"tool": tool, "args": {k: v for k, v in args.items() if v is not None}}
 
 
-def every_page(tool: str, key: str, **args: Any) -> Generator[Action, dict[str, Any], list[dict[str, Any]]]:
-    """Every row a paginated list tool returns under ``key``, page after page (``cursor`` = the
-    previous page's ``next_cursor``) until the last: the one pager of scripted policies
-    (``rows = yield from every_page("list_requests", "requests", customer=c)`` inside a plan).
-    An error page ends the listing with the rows read so far."""
-    rows: list[dict[str, Any]] = []
+def pages(tool: str, **args: Any) -> Generator[Action, dict[str, Any], list[dict[str, Any]]]:
+    """Every page a paginated list tool returns (each ``result``), page after page (``cursor`` =
+    the previous page's ``next_cursor``) until the last: the one pager of scripted policies. An
+    error page ends the listing with the pages read so far."""
+    got_pages: list[dict[str, Any]] = []
     cursor: str | None = None
     while True:
         got = yield call(tool, **args, cursor=cursor)
         if got.get("status") != "ok":
-            return rows
-        rows.extend(got["result"][key])
+            return got_pages
+        got_pages.append(got["result"])
         cursor = got["result"].get("next_cursor")
         if not cursor:
-            return rows
+            return got_pages
+
+
+def every_page(tool: str, key: str, **args: Any) -> Generator[Action, dict[str, Any], list[dict[str, Any]]]:
+    """Every row a paginated list tool returns under ``key``, over all its :func:`pages`
+    (``rows = yield from every_page("list_requests", "requests", customer=c)`` inside a plan)."""
+    return [row for page in (yield from pages(tool, **args)) for row in page[key]]
 
 
 class Policy:

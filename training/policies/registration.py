@@ -36,20 +36,9 @@ from backoffice.envs.registration.tables import (
 )
 from backoffice.training.integrity import exploits as ex
 from backoffice.training.integrity.scale import Paged, Scaled
-from backoffice.training.policies.base import Action, Plan, ScriptedPolicy, call
+from backoffice.training.policies.base import Action, Plan, ScriptedPolicy, call, every_page
 
 Decision = tuple[str, Any]  # ("create", None) | ("update", patient_id) | ("refer", (reason, ids)) | ("stop", None)
-
-
-def all_pages(tool: str, rows_key: str, **args: Any) -> Generator[Action, dict[str, Any], list[dict[str, Any]]]:
-    """Every row a paginated read returns: the first page, then one call per ``next_cursor``
-    (a released world's reads fit in one page, so this is one call there)."""
-    got = (yield call(tool, **args))["result"]
-    rows = list(got[rows_key])
-    while got.get("next_cursor"):
-        got = (yield call(tool, **args, cursor=got["next_cursor"]))["result"]
-        rows += got[rows_key]
-    return rows
 
 
 def first_read(brief: dict[str, Any]) -> list[dict[str, Any]]:
@@ -107,7 +96,7 @@ class Oracle(ScriptedPolicy):
         check = (yield call("verify_member_id", payer_id=form["payer_id"], member_id=form["member_id"]))["result"]
         if check["valid"] and fold(check["family_name"]) == fold(rec["family_name"]) and check["dob"] == rec["dob"]:
             return check["member_id"]
-        found = yield from all_pages("lookup_member", "members", payer_id=form["payer_id"], family_name=rec["family_name"], dob=rec["dob"])
+        found = yield from every_page("lookup_member", "members", payer_id=form["payer_id"], family_name=rec["family_name"], dob=rec["dob"])
         members = [m for m in found if m["status"] == "active" and given_equivalent(m["given_name"], rec["given_name"])]
         return members[0]["member_id"] if len(members) == 1 else None
 
@@ -141,7 +130,7 @@ class Oracle(ScriptedPolicy):
             variants[fold(name)] = tuple(got["variants"])
         results: list[dict[str, Any]] = []
         if self.search_first:
-            results = yield from all_pages("search_patients", "results", name=f"{form['given_name']} {form['family_name']}",
+            results = yield from every_page("search_patients", "results", name=f"{form['given_name']} {form['family_name']}",
                                            dob=form["dob"], identifier=form["identifier"] or None, postcode=form["postcode"] or None)
         kind, detail = self.decide(form, results, variants)
         if kind == "stop":
@@ -183,6 +172,8 @@ class Oracle(ScriptedPolicy):
             else:
                 added = yield call("add_contact", patient_id=pid, role="guardian", name=form["guardian_name"],
                                    relationship=form["guardian_relationship"], phone=form["guardian_phone"])
+                if added.get("status") != "ok":  # refused (a wrong policy's record that is not active): stop here
+                    return
                 guardian_id = added["result"]["id"]
         if form["next_of_kin_name"]:
             if not any(c["role"] == "next_of_kin" and fold(c["name"]) == fold(form["next_of_kin_name"]) for c in rec["contacts"]):

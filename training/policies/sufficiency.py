@@ -14,32 +14,14 @@ end state against the answer key), so the oracle passing checks the grader indep
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from backoffice.envs.sufficiency.rules import Assessment, assess, record_failed_conditions
 from backoffice.envs.sufficiency.tables import decision_queue
 from backoffice.training.integrity.exploits import Hook, repeat_last_write
 from backoffice.training.integrity.scale import Paged, Scaled, param, rows_where_args
-from backoffice.training.policies.base import Action, Plan, Policy, ScriptedPolicy, call
-
-
-def read_pages(tool: str, key: str, **args: Any) -> Generator[Action, dict[str, Any], tuple[list[dict[str, Any]], dict[str, Any]]]:
-    """Call a paginated list tool page after page (its ``next_cursor`` as the next ``cursor``)
-    until the last page: every row under ``key``, and the first page's result (its other fields,
-    e.g. ``now``). The first call is the plain call (no cursor), so a result that fits in one
-    page costs one call, exactly as before pagination."""
-    rows: list[dict[str, Any]] = []
-    first: dict[str, Any] | None = None
-    cursor: str | None = None
-    while True:
-        got = yield call(tool, cursor=cursor, **args)
-        result = got["result"]
-        first = result if first is None else first
-        rows.extend(result[key])
-        cursor = result.get("next_cursor")
-        if not cursor:
-            return rows, first
+from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call, every_page, pages
 
 
 def first_read(brief: dict[str, Any]) -> list[dict[str, Any]]:
@@ -95,10 +77,11 @@ class Oracle(ScriptedPolicy):
         got = yield call("get_case", case_id=cid)
         case = got["result"]["case"]
         rules = (yield call("get_requirements", case_type=case["case_type"]))["result"]["tables"]
-        held, _ = yield from read_pages("search_held_records", "records", case_id=cid)
+        held = yield from every_page("search_held_records", "records", case_id=cid)
         for round_no in range(10):
-            docs, listed = yield from read_pages("list_documents", "documents", case_id=cid)
-            a = self.review(rules["items"], docs, held, case["applicant_name"], listed["now"][:10], round_no)
+            listed = yield from pages("list_documents", case_id=cid)
+            docs = [d for page in listed for d in page["documents"]]
+            a = self.review(rules["items"], docs, held, case["applicant_name"], listed[0]["now"][:10], round_no)
             for record_id in self.attach(a):
                 yield call("attach_held_record", case_id=cid, record_id=record_id)
             if self.release_now(a, round_no):
@@ -309,7 +292,7 @@ class AttachEverything(_Blind):
     """Attaches every held record of the applicant, then releases and routes by the threshold."""
 
     def act_on(self, cid, case, rules):
-        held, _ = yield from read_pages("search_held_records", "records", case_id=cid)
+        held = yield from every_page("search_held_records", "records", case_id=cid)
         for r in held:
             yield call("attach_held_record", case_id=cid, record_id=r["id"])
         yield call("release_case", case_id=cid)
@@ -323,7 +306,7 @@ class _AttachByPosition(_Blind):
     last = False
 
     def act_on(self, cid, case, rules):
-        held, _ = yield from read_pages("search_held_records", "records", case_id=cid)
+        held = yield from every_page("search_held_records", "records", case_id=cid)
         if held:
             yield call("attach_held_record", case_id=cid, record_id=held[-1 if self.last else 0]["id"])
         yield call("release_case", case_id=cid)

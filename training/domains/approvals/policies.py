@@ -43,7 +43,7 @@ from backoffice.envs.approvals.rules import (
     near_misses,
 )
 from backoffice.training.integrity.exploits import repeat_last_write
-from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call
+from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call, every_page
 
 #: the note of each recorded outcome and of an escalation: every policy writes the same ones, so
 #: two end states differ only by what the grade judges
@@ -54,19 +54,6 @@ NOTES = {"proceed": "authority checked at decision time", "reject": "hard limit 
 def memo(request: Mapping[str, Any]) -> str:
     """The ledger memo every policy writes."""
     return f"{request['type']} {request['id']}"
-
-
-def _pages(tool: str, key: str, **args: Any) -> Any:
-    """Every row of a paginated read: calls ``tool`` again with each ``next_cursor`` until the
-    last page; returns the rows under ``key``. A generator of calls (``yield from`` it)."""
-    rows: list[dict[str, Any]] = []
-    cursor: str | None = None
-    while True:
-        got = (yield call(tool, **args, cursor=cursor))["result"]
-        rows.extend(got[key])
-        cursor = got.get("next_cursor")
-        if cursor is None:
-            return rows
 
 
 def _find_person(name: str, department: str) -> Any:
@@ -159,7 +146,7 @@ class Oracle(ScriptedPolicy):
         got = (yield call("get_request", request_id=rid))["result"]
         request, order, now = got["request"], got["order"], got["now"]
         rule = self.pick_band(_bands((yield call("get_rules", request_type=request["type"]))["result"]), request["amount"])
-        roles = yield from _pages("list_roles", "roles")
+        roles = yield from every_page("list_roles", "roles")
         approver = yield from _find_person(params["approver_name"], params["approver_department"])
         # a first page of ten is enough: only a neighbouring request is ever needed
         pending = (yield call("list_pending", limit=10))["result"]["requests"]
@@ -195,7 +182,7 @@ class Oracle(ScriptedPolicy):
         holders: dict[str, set[str]] = {}
         for d in received:
             if d["role_id"] not in holders:
-                rows = yield from _pages("lookup_role_holders", "holders", role_id=d["role_id"])
+                rows = yield from every_page("lookup_role_holders", "holders", role_id=d["role_id"])
                 holders[d["role_id"]] = {h["person_id"] for h in rows}
             failures[d["id"]] = failed_checks(d, by_id.get(d["role_id"]), request, rule, now, delegation=True,
                                               delegator_holds=d["delegator_id"] in holders[d["role_id"]],
@@ -207,7 +194,7 @@ class Oracle(ScriptedPolicy):
         """Returns ``(outcome, cited ids)``: the authority for a decision in the approver's name,
         the blocking fact for an escalation. A generator because it calls tools."""
         person = (yield call("get_person", person_id=approver))["result"]
-        received = yield from _pages("lookup_delegations", "delegations", person_id=approver, include_inactive=True)
+        received = yield from every_page("lookup_delegations", "delegations", person_id=approver, include_inactive=True)
         failures = yield from self._failures(request, rule, roles, person, received, now)
         authority = authorising(failures)
         is_self = self.is_self(request, approver)
@@ -464,10 +451,10 @@ class _Blind(ScriptedPolicy):
         got = (yield call("get_request", request_id=params["request_id"]))["result"]
         request, order = got["request"], got["order"]
         rule = _applicable(_bands((yield call("get_rules", request_type=request["type"]))["result"]), request["amount"])
-        yield from _pages("list_roles", "roles")
+        yield from every_page("list_roles", "roles")
         approver = yield from _find_person(params["approver_name"], params["approver_department"])
         person = (yield call("get_person", person_id=approver))["result"]
-        received = yield from _pages("lookup_delegations", "delegations", person_id=approver, include_inactive=True)
+        received = yield from every_page("lookup_delegations", "delegations", person_id=approver, include_inactive=True)
         yield from self.act_on(request, order, rule, approver, self.listed(person, received))
 
     # -- the acts ------------------------------------------------------------------------------

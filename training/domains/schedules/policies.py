@@ -3,7 +3,7 @@ blind policies, one rule policy per documented rule and the exploit hooks.
 
 The oracle reads the request, the policy, the rules document, the instalments, the mandate and
 the reminders through tools (never the answer key; every page of a paginated list, see
-:func:`every_row`), computes the new schedule with the
+:func:`~backoffice.training.policies.base.every_page`), computes the new schedule with the
 portfolio's rules and applies it in order: draft, instalments, approval (request, wait),
 commit, supersede, cancel the replaced instalments, fix reminders and mandate, submit. Each
 wrong policy overrides exactly one decision; each rule policy is the oracle reading the rules
@@ -19,7 +19,7 @@ checks the grader independently.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -38,7 +38,7 @@ from backoffice.envs.schedules.tables import (
 )
 from backoffice.training.integrity.exploits import Action, Hook
 from backoffice.training.integrity.positions import PositionAttacker, writing_tools
-from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call
+from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call, every_page
 
 FREQUENCY = {"to_monthly": "monthly", "to_quarterly": "quarterly", "split": "monthly", "deferral": "monthly"}
 #: what a clerk who never opens the rules document would assume
@@ -47,22 +47,6 @@ DEFAULT_RULES: dict[str, Any] = {
     "reminder_lead_days": 7, "late_reminder": "send_today", "approval_order": [],
     "deferral_needs_approval": False, "max_instalments_without_approval": 12, "min_notice_days": 0,
 }
-
-
-def every_row(tool: str, key: str, **args: Any) -> Generator[Action, dict[str, Any], list[dict[str, Any]]]:
-    """Every row a paginated list tool returns under ``key``, page after page (``cursor`` =
-    the previous page's ``next_cursor``) until the last; ``yield from`` it inside a plan. An
-    error page ends the listing with the rows read so far."""
-    rows: list[dict[str, Any]] = []
-    cursor: str | None = None
-    while True:
-        got = yield call(tool, **args, cursor=cursor)
-        if got.get("status") != "ok":
-            return rows
-        rows.extend(got["result"][key])
-        cursor = got["result"].get("next_cursor")
-        if not cursor:
-            return rows
 
 
 def first_read(brief: dict[str, Any]) -> list[dict[str, Any]]:
@@ -130,9 +114,9 @@ class Oracle(ScriptedPolicy):
             rules = self.adjust_rules(rules_from_document(doc))
         else:
             rules = dict(DEFAULT_RULES)
-        instalments = yield from every_row("list_instalments", "instalments", policy_id=policy["id"])
+        instalments = yield from every_page("list_instalments", "instalments", policy_id=policy["id"])
         mandate = (yield call("get_instruction", instruction_id=policy["instruction_id"]))["result"]
-        listed = yield from every_row("list_reminders", "reminders", policy_id=policy["id"])
+        listed = yield from every_page("list_reminders", "reminders", policy_id=policy["id"])
         reminders = [r for r in listed if r["status"] == "scheduled"]
 
         active = next(s for s in versions if s["status"] == "active")
@@ -171,7 +155,7 @@ class Oracle(ScriptedPolicy):
                 yield call("cancel_instalments", instalment_ids=cancel)
         if self.sweep_reminders_on_old_date and due:
             # the mistake: every reminder due on the old date, whoever's policy it belongs to
-            listed = yield from every_row("list_reminders", "reminders", due_date=due[0]["due_date"], status="scheduled")
+            listed = yield from every_page("list_reminders", "reminders", due_date=due[0]["due_date"], status="scheduled")
             reminders = reminders + [r for r in listed if r["id"] not in {x["id"] for x in reminders}]
         if self.cancel_old_reminders:
             for rem in reminders:
@@ -407,7 +391,7 @@ class CopySchedule(ScriptedPolicy):
         policy_id = brief["params"]["policy_id"]
         got = (yield call("get_policy", policy_id=policy_id))["result"]
         active = next(s for s in got["schedules"] if s["status"] == "active")
-        rows = yield from every_row("list_instalments", "instalments", schedule_id=active["id"])
+        rows = yield from every_page("list_instalments", "instalments", schedule_id=active["id"])
         due = [r for r in rows if r["status"] == "due"]
         draft = (yield call("create_draft_schedule", policy_id=policy_id, frequency="custom", change_type="split"))["result"]
         for r in due:
