@@ -31,7 +31,7 @@ from backoffice.graders.judge import Judge
 from backoffice.graders.registration_judge import ModelJudge, judge_episode, rubric_judge
 from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
-from backoffice.training.policies.registration import WRONG_POLICIES, Oracle
+from backoffice.training.domains.registration.policies import WRONG_POLICIES, Oracle
 from conftest import split_envs
 
 DOMAIN = "registration"
@@ -533,7 +533,7 @@ def test_formatting_only_and_value_preserving_updates_write_nothing() -> None:
 
 
 def test_duplicate_entries_fail_the_whole_trail() -> None:
-    from backoffice.training.policies.registration import RecordsConsentTwice
+    from backoffice.training.domains.registration.policies import RecordsConsentTwice
 
     task_id = _first(lambda k: k["decision"] == "update" and not k["minor"])
     g = run_episode(env(task_id), RecordsConsentTwice(), task_id=task_id).grade
@@ -559,7 +559,7 @@ def test_declaration_names_everything_lazily() -> None:
     assert isinstance(DOMAIN.grade, lazy) and isinstance(DOMAIN.judge, lazy)
     assert DOMAIN.failure_codes == FAILURE_CODES and "clock" not in DOMAIN.tables
     assert set(generate(0, "new_patient").snapshot) == {*DOMAIN.tables, "clock"}
-    assert DOMAIN.policies == "backoffice.training.policies.registration"
+    assert DOMAIN.policies == "backoffice.training.domains.registration.policies"
     assert all(t.writes is not None for t in toolkit.tools.values())
     assert {n for n, t in toolkit.tools.items() if t.writes} == {
         "create_patient", "update_patient", "add_coverage", "add_contact", "record_consent", "link_gp", "refer_to_human"}

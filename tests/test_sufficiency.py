@@ -16,7 +16,7 @@ from backoffice.envs.sufficiency.rules import assess, failed_conditions, normali
 from backoffice.envs.sufficiency.tables import add_days
 from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
-from backoffice.training.policies.sufficiency import WRONG_POLICIES, Oracle
+from backoffice.training.domains.sufficiency.policies import WRONG_POLICIES, Oracle
 from conftest import split_envs
 
 DOMAIN = "sufficiency"

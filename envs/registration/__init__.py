@@ -35,7 +35,7 @@ def terminal_shaping(grade: Mapping[str, Any]) -> float:
 
 DOMAIN = Domain(
     name="registration",
-    policies="backoffice.training.policies.registration",
+    policies="backoffice.training.domains.registration.policies",
     catalog="backoffice.training.catalog.registration:RegistrationCatalog",
     title="Registration",
     prefix="REG",

@@ -42,7 +42,7 @@ def terminal_shaping(grade: Mapping[str, Any]) -> float:
 
 DOMAIN = Domain(
     name="sufficiency",
-    policies="backoffice.training.policies.sufficiency",
+    policies="backoffice.training.domains.sufficiency.policies",
     catalog="backoffice.training.catalog.sufficiency:SufficiencyCatalog",
     title="Sufficiency",
     prefix="SUF",

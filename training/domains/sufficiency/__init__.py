@@ -1,0 +1,1 @@
+"""The sufficiency domain's policies and catalog (see :mod:`backoffice.training.domains`)."""
