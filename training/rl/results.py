@@ -113,6 +113,18 @@ def reevaluate(run: Run, force: bool = False) -> dict[str, Any] | None:
     summary["heldout_before"] = before
     summary["heldout"] = evaluate_heldout(run.domain, Path(summary["model"]), run.out / "heldout.jsonl")
     summary["release"] = release
+    return _ship(run, summary)
+
+
+def _ship(run: Run, summary: dict[str, Any]) -> dict[str, Any]:
+    """Write ``summary`` as the repository ships it: the run's ``heldout.jsonl`` stays local
+    (``.gitignore``), so the summary names none and keeps the command that writes it again,
+    into the untracked ``runs/``."""
+    from backoffice.training.rl.train import records_command
+
+    out = Path("runs") / "heldout" / f"{run.domain}-{run.tier}-{run.kind}-s{run.seed}.jsonl"
+    command = records_command(run.domain, run.out / "model.zip", out)
+    summary["heldout"] = {**summary.get("heldout", {}), "records": None, "records_command": command}
     (run.out / "summary.json").write_bytes(dumps(summary))
     return summary
 
@@ -177,7 +189,7 @@ def train_run(run: Run, timesteps: int | None = None, on_progress: Callable[[int
     ``timesteps`` (default: :func:`budget`)."""
     from backoffice.training.rl.train import train
 
-    return train(_train_config(run, timesteps), on_progress=on_progress)
+    return _ship(run, train(_train_config(run, timesteps), on_progress=on_progress))
 
 
 def _heldout_pass(domain: str, policy: Any) -> float:
