@@ -228,21 +228,33 @@ def test_learning_curves_come_from_the_summary_and_name_runs_without_one(tmp_pat
     assert not (tmp_path / "none.png").exists()
 
 
+def _attainable_accuracy(demos) -> float:
+    """The share of decisions the best function of the observation (the majority action of each
+    distinct observation vector) reproduces."""
+    counts: dict[bytes, dict[int, int]] = {}
+    for row, action in zip(demos.obs, demos.actions, strict=True):
+        seen = counts.setdefault(row.tobytes(), {})
+        seen[int(action)] = seen.get(int(action), 0) + 1
+    return sum(max(c.values()) for c in counts.values()) / len(demos.actions)
+
+
 @pytest.mark.xdist_group("sufficiency")
 def test_bc_ceiling_is_what_a_warm_started_run_measures_before_ppo(tmp_path: Path) -> None:
     """The table's behaviour-cloning column comes from the baselines (no PPO needed); it is the
     same number a warm-started run records before its first PPO update, and the clone is fitted:
     it reproduces the demonstrations (a ceiling that underfits would understate what cloning
-    reaches; docs/EXPERIMENTS.md)."""
-    from backoffice.training.rl.config import TrainConfig
+    reaches; docs/EXPERIMENTS.md): its accuracy is within half a point of the best any function of
+    the observation reaches (demonstrations that see the same vector and act differently cap it)."""
+    from backoffice.training.rl.config import TrainConfig, demo_task_ids
     from backoffice.training.rl.train import train
 
     ceiling = results.bc_ceiling("sufficiency", "facts")
     config = TrainConfig.for_domain("sufficiency", tmp_path / "warm", tier="facts", seed=0, timesteps=64,
                                     eval_freq=10_000, warm_start="demos")
     summary = train(config)
+    demos = collect("sufficiency", demo_task_ids(config), spec=config.spec)
     assert ceiling["bc"] == summary["warm_start"]["bc_heldout_pass_rate"]
-    assert ceiling["bc_accuracy"] == summary["warm_start"]["accuracy"] >= 0.999
+    assert ceiling["bc_accuracy"] == summary["warm_start"]["accuracy"] >= _attainable_accuracy(demos) - 0.005
     assert ceiling["bc_settings"]["bc_epochs"] == config.bc_epochs
     # the clone was a candidate before PPO; it fails validation tasks, so PPO ran
     assert summary["validation"][0]["t"] == 0 and summary["validation"][0]["pass_rate"] < 1.0
