@@ -19,7 +19,7 @@ from backoffice.envs.remittance.generator import DEFECT_TAGS, generate
 from backoffice.envs.remittance.tables import item_status, norm, osa_distance, search_items, search_order_key
 from backoffice.training.eval.rollout import EpisodeResult, run_episode
 from backoffice.training.policies import get_policy
-from backoffice.training.policies.remittance import (
+from backoffice.training.domains.remittance.policies import (
     EXPLOITS,
     WRONG_POLICIES,
     ChurningPolicy,
@@ -534,7 +534,7 @@ def test_a_policy_that_never_reads_the_desk_policies_passes_at_most_5_percent() 
     """Issue 32: the desk's policies vary so that the oracle's whole procedure under one assumed
     set of policies (every CO code contractual, every PR code the patient's, the first action of
     each choice) passes at most 5 % of either split; read, the same procedure passes every task."""
-    from backoffice.training.policies.remittance import NeverReadPolicies
+    from backoffice.training.domains.remittance.policies import NeverReadPolicies
 
     rel = _release()
     for split in ("train", "heldout"):

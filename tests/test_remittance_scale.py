@@ -23,7 +23,7 @@ from backoffice.envs.remittance.search import ItemSearch, NearIndex, SearchIndex
 from backoffice.envs.remittance.tables import osa_distance
 from backoffice.training.catalog.remittance import ACTIONS, RemittanceCatalog
 from backoffice.training.policies.base import call
-from backoffice.training.policies.remittance import Oracle, ReversingPolicy
+from backoffice.training.domains.remittance.policies import Oracle, ReversingPolicy
 from conftest import split_envs
 from paging import no_scans, play, step
 

@@ -39,7 +39,7 @@ def report_fields(key: Mapping[str, Any], grade_: Mapping[str, Any]) -> dict[str
 
 DOMAIN = Domain(
     name="remittance",
-    policies="backoffice.training.policies.remittance",
+    policies="backoffice.training.domains.remittance.policies",
     catalog="backoffice.training.catalog.remittance:RemittanceCatalog",
     title="Remittance",
     prefix="REM",

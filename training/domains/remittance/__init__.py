@@ -1,0 +1,1 @@
+"""The remittance domain's policies and catalog (see :mod:`backoffice.training.domains`)."""
