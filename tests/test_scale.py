@@ -6,9 +6,9 @@ the world on the tools' or the grader's path, and the oracle, the wrong policies
 catalog's feature policy in worlds ten times the released size or with every result spread over
 one-row pages.
 
-Run for every discovered domain. ``TABLE`` names, per domain, each paginated list tool with its
-arguments and the unpaged read it must equal, and the wrong policies checked at scale; a domain
-without an entry fails the paging tests until it has one. What holds for one domain only stays
+Run for every discovered domain. Each domain's policies module declares ``SCALE``: each paginated
+list tool with its arguments and the unpaged read it must equal, and the wrong policies checked
+at scale; a domain without one fails the paging tests until it has one. What holds for one domain only stays
 in its ``test_<domain>_scale.py``.
 """
 
@@ -24,7 +24,7 @@ from backoffice.envs import get_domain, make_native
 from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.tools import MAX_PAGE_SIZE, PAGE_SIZE
 from backoffice.training.catalog import catalog_target, make_catalog_env
-from backoffice.training.integrity.scale import Paged, Scaled, param, rows_where_args
+from backoffice.training.integrity.scale import Scaled
 from backoffice.training.policies import domain_module, get_policy
 from conftest import domain_params
 from paging import all_pages, generated, is_paged, no_scans, oracle_on_one_row_pages, play, play_features, step
@@ -43,73 +43,12 @@ BAD_PAGES: tuple[dict[str, Any], ...] = (
 BAD_SCALES: tuple[Any, ...] = (0, -1, -2, -3, 1.5, True, "2")
 
 
-# -- approvals -----------------------------------------------------------------------------------
-def _busiest_role(env: Any) -> dict[str, Any]:
-    store = env.state
-    return {"role_id": max(store.ids("roles"), key=lambda r: store.count("role_holders", role_id=r))}
-
-
-def _holders_now(env: Any, args: dict[str, Any]) -> list[Any]:
-    from backoffice.envs.approvals.authority import window_covers
-
-    day = env.state.get("clock", "clock")["now"][:10]
-    return [rh["id"] for rh in env.state.rows("role_holders", role_id=args["role_id"])
-            if window_covers(rh["valid_from"], rh["valid_to"], day)]
-
-
-def _people_named(env: Any, args: dict[str, Any]) -> list[Any]:
-    from backoffice.envs.approvals.names import matches
-
-    return [p["id"] for p in env.state.iter_rows("people") if matches(args["name"], p["name"])]
-
-
-# -- schedules -----------------------------------------------------------------------------------
-def _three_approvals(env: Any) -> None:
-    """Three approval requests on the task's policy: rows to page through."""
-    for role in ("finance_controller", "customer_care_lead", "underwriting_manager"):
-        assert step(env, "request_approval", policy_id=env.task.params["policy_id"], role=role, reason="paging")["status"] == "ok"
-
-
-def _due_date(env: Any) -> dict[str, Any]:
-    return {"due_date": env.state.rows("reminders", policy_id=env.task.params["policy_id"])[0]["due_date"]}
-
-
-TABLE: dict[str, Scaled] = {
-    "approvals": Scaled(
-        world={"generate": 1, "scale": 30},
-        paged=(
-            Paged("list_pending", "requests", lambda env, a: [r["id"] for r in env.state.rows("requests", lambda r: r["status"] in ("pending", "on_hold"))],
-                  min_rows=36),
-            Paged("list_roles", "roles", lambda env, a: env.state.ids("roles")),
-            Paged("lookup_role_holders", "holders", _holders_now, _busiest_role, field="assignment_id", min_rows=14),
-            Paged("find_people", "people", _people_named, lambda env: {"name": "an"}, min_rows=38),
-            Paged("lookup_delegations", "delegations", lambda env, a: [d["id"] for d in env.state.rows("delegations", delegate_id=a["person_id"])], lambda env: {"person_id": max(env.state.ids("people"), key=lambda p: env.state.count("delegations", delegate_id=p)), "include_inactive": True}, min_rows=3),
-        ),
-        wrong=("forbidden_write",),
-    ),
-    "schedules": Scaled(
-        world={"generate": 3, "scale": 30},
-        prepare=_three_approvals,
-        paged=(
-            Paged("list_reminders", "reminders", rows_where_args("reminders"), lambda env: {"status": "scheduled"},
-                  cursor="max", resorted=True, min_rows=51),
-            Paged("list_reminders", "reminders", rows_where_args("reminders"), _due_date, cursor="max", resorted=True),
-            Paged("list_instalments", "instalments", rows_where_args("instalments"), param("policy_id"), cursor="max", resorted=True),
-            Paged("list_approvals", "approvals", rows_where_args("approvals"), param("policy_id"), min_rows=3),
-        ),
-        wrong=("collateral_change", "rounding_drift", "unneeded_approval", "reminder_on_cancelled"),
-    ),
-}
-
-
 def _entry(domain: str) -> Scaled:
     declared = getattr(domain_module(domain), "SCALE", None)
-    if declared is not None:
-        return declared
-    if domain not in TABLE:
+    if declared is None:
         pytest.fail(f"declare SCALE = Scaled(...) in {domain}'s policies module: its paginated tools and the wrong "
                     "policies to check at scale (backoffice.training.integrity.scale)")
-    return TABLE[domain]
+    return declared
 
 
 def _indices(domain: str, extra: int = 0) -> list[int]:

@@ -43,6 +43,7 @@ from backoffice.envs.approvals.rules import (
     near_misses,
 )
 from backoffice.training.integrity.exploits import repeat_last_write
+from backoffice.training.integrity.scale import Paged, Scaled
 from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call, every_page
 
 #: the note of each recorded outcome and of an escalation: every policy writes the same ones, so
@@ -677,3 +678,37 @@ EXPLOITS: dict[str, Any] = {
     "value_preserving_update": None,
     "formatting_only": None,
 }
+
+
+# -- at scale (tests/test_scale.py): each paginated list tool and the unpaged read it must equal
+def _busiest_role(env: Any) -> dict[str, Any]:
+    store = env.state
+    return {"role_id": max(store.ids("roles"), key=lambda r: store.count("role_holders", role_id=r))}
+
+
+def _holders_now(env: Any, args: dict[str, Any]) -> list[Any]:
+    from backoffice.envs.approvals.authority import window_covers
+
+    day = env.state.get("clock", "clock")["now"][:10]
+    return [rh["id"] for rh in env.state.rows("role_holders", role_id=args["role_id"])
+            if window_covers(rh["valid_from"], rh["valid_to"], day)]
+
+
+def _people_named(env: Any, args: dict[str, Any]) -> list[Any]:
+    from backoffice.envs.approvals.names import matches
+
+    return [p["id"] for p in env.state.iter_rows("people") if matches(args["name"], p["name"])]
+
+
+SCALE = Scaled(
+    world={"generate": 1, "scale": 30},
+    paged=(
+        Paged("list_pending", "requests", lambda env, a: [r["id"] for r in env.state.rows("requests", lambda r: r["status"] in ("pending", "on_hold"))],
+              min_rows=36),
+        Paged("list_roles", "roles", lambda env, a: env.state.ids("roles")),
+        Paged("lookup_role_holders", "holders", _holders_now, _busiest_role, field="assignment_id", min_rows=14),
+        Paged("find_people", "people", _people_named, lambda env: {"name": "an"}, min_rows=38),
+        Paged("lookup_delegations", "delegations", lambda env, a: [d["id"] for d in env.state.rows("delegations", delegate_id=a["person_id"])], lambda env: {"person_id": max(env.state.ids("people"), key=lambda p: env.state.count("delegations", delegate_id=p)), "include_inactive": True}, min_rows=3),
+    ),
+    wrong=("forbidden_write",),
+)

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+from backoffice.envs.core.canonical import loads
 from backoffice.envs.schedules.tables import (
     ROLES,
     applying_triggers,
@@ -38,6 +39,7 @@ from backoffice.envs.schedules.tables import (
 )
 from backoffice.training.integrity.exploits import Action, Hook
 from backoffice.training.integrity.positions import PositionAttacker, writing_tools
+from backoffice.training.integrity.scale import Paged, Scaled, param, rows_where_args
 from backoffice.training.policies.base import Plan, Policy, ScriptedPolicy, call, every_page
 
 FREQUENCY = {"to_monthly": "monthly", "to_quarterly": "quarterly", "split": "monthly", "deferral": "monthly"}
@@ -572,3 +574,30 @@ EXPLOITS: dict[str, Hook | None] = {
     # an alternative spelling is rejected by the tools (invalid_args / not_found), never stored
     "formatting_only": None,
 }
+
+
+# -- at scale (tests/test_scale.py): each paginated list tool and the unpaged read it must equal
+def _three_approvals(env: Any) -> None:
+    """Three approval requests on the task's policy: rows to page through."""
+    for role in ("finance_controller", "customer_care_lead", "underwriting_manager"):
+        obs, *_ = env.step(call("request_approval", policy_id=env.task.params["policy_id"], role=role, reason="paging"))
+        if loads(obs)["status"] != "ok":
+            raise RuntimeError(f"request_approval refused while preparing the scale world: {obs!r}")
+
+
+def _due_date(env: Any) -> dict[str, Any]:
+    return {"due_date": env.state.rows("reminders", policy_id=env.task.params["policy_id"])[0]["due_date"]}
+
+
+SCALE = Scaled(
+    world={"generate": 3, "scale": 30},
+    prepare=_three_approvals,
+    paged=(
+        Paged("list_reminders", "reminders", rows_where_args("reminders"), lambda env: {"status": "scheduled"},
+              cursor="max", resorted=True, min_rows=51),
+        Paged("list_reminders", "reminders", rows_where_args("reminders"), _due_date, cursor="max", resorted=True),
+        Paged("list_instalments", "instalments", rows_where_args("instalments"), param("policy_id"), cursor="max", resorted=True),
+        Paged("list_approvals", "approvals", rows_where_args("approvals"), param("policy_id"), min_rows=3),
+    ),
+    wrong=("collateral_change", "rounding_drift", "unneeded_approval", "reminder_on_cancelled"),
+)
