@@ -86,7 +86,6 @@ from backoffice.envs.registration.tables import (
 )
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, FeatureReader, scale, slots
 from backoffice.training.catalog.registration import CREATE_FIELDS, N_SLOTS, RegistrationCatalog, _member, _squash
-from backoffice.training.rl.train import rollout_on
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
 
@@ -541,8 +540,8 @@ class RegistrationRaw(_TieredRegistration):
     docstring)."""
 
     tier = "raw"
-    #: the 2 envs this tier's runs were made on, with the rollout size of the other tiers
-    hyperparams = rollout_on(_TieredRegistration.hyperparams, 2)
+    #: the 2 envs this tier's runs were made on, with the rollout size of the other tiers (2 x 1024)
+    hyperparams = {**_TieredRegistration.hyperparams, "n_envs": 2, "n_steps": 1024}
     actions = _actions(tuple(ActionDef(
         f"record_consent[guardian][{j}]", "record_consent",
         f"Record the form's treatment consent as given by the current record's {j}-th contact (masked unless it is "

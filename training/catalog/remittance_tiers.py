@@ -103,7 +103,6 @@ from backoffice.training.catalog.remittance import (
     RemittanceCatalog,
     policy_onehots,
 )
-from backoffice.training.rl.train import rollout_on
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
 
@@ -902,8 +901,8 @@ class RemittanceRaw(_RemittanceTier):
     """The ``raw`` tier: per-slot observed values and primitive actions."""
 
     tier = "raw"
-    #: the 2 envs this tier's runs were made on, with the rollout size of the other tiers
-    hyperparams = rollout_on(_RemittanceTier.hyperparams, 2)
+    #: the 2 envs this tier's runs were made on, with the rollout size of the other tiers (2 x 1024)
+    hyperparams = {**_RemittanceTier.hyperparams, "n_envs": 2, "n_steps": 1024}
     actions: ClassVar[tuple[ActionDef, ...]] = RAW_ACTIONS
     features: ClassVar[tuple[FeatureDef, ...]] = RAW_FEATURES
 

@@ -85,7 +85,6 @@ from backoffice.envs.sufficiency.rules import normalise_name
 from backoffice.envs.sufficiency.tables import INTAKE_QUEUE, parse_day
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, scale
 from backoffice.training.catalog.sufficiency import CASE_TYPES, SufficiencyCatalog, _merge
-from backoffice.training.rl.train import rollout_on
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
 
@@ -509,8 +508,8 @@ class SufficiencyRaw(_TieredSufficiency):
     """Sufficiency, ``raw`` tier: per-slot observed values (see the module docstring)."""
 
     tier = "raw"
-    #: the 2 envs this tier's runs were made on, with the rollout size of the other tiers
-    hyperparams = rollout_on(_TieredSufficiency.hyperparams, 2)
+    #: the 2 envs this tier's runs were made on, with the rollout size of the other tiers (2 x 256)
+    hyperparams = {**_TieredSufficiency.hyperparams, "n_envs": 2, "n_steps": 256}
     features = (
         *_CASE_FEATURES,
         *(FeatureDef(f"case.clock[{c}]", f"1 if the case's last reported SLA clock_state is {c}") for c in ("running", "paused")),
