@@ -35,7 +35,7 @@ typecheck: $(STAMP)
 	for d in envs graders training; do ln -sfn $(CURDIR)/$$d $(MYPY_PATH)/backoffice/$$d; done
 	MYPYPATH=$(MYPY_PATH) $(BIN)/mypy -p backoffice.envs -p backoffice.graders -p backoffice.training
 
-## Headless Chromium for the viewer's browser tests (tests/test_view.py): installed from Debian's
+## Headless Chromium for the viewer's browser tests (tests/eval/test_view.py): installed from Debian's
 ## registry when /usr/bin/chromium (or $$CHROMIUM) is missing and we are root; otherwise a note.
 chromium:
 	@if [ -z "$$CHROMIUM" ] && [ ! -x /usr/bin/chromium ]; then \

@@ -1,6 +1,6 @@
 """Package discovery for setuptools: every folder with an ``__init__.py`` under the top-level
 folders below ships in the wheel, so adding a domain (``envs/<name>/``) needs no edit here or in
-``pyproject.toml`` (which holds everything else). ``tests/test_packaging.py`` builds the wheel
+``pyproject.toml`` (which holds everything else). ``tests/project/test_packaging.py`` builds the wheel
 and checks that every domain package is in it."""
 
 from pathlib import Path

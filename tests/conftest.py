@@ -10,7 +10,11 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+#: the suite's root (its helper modules: paging, toy_domain, evaltoy) and the repository's; the
+#: test files live in folders that mirror the package (contract/, integrity/, domains/<d>/ ...)
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+sys.path.insert(0, str(TESTS))
 
 from backoffice.envs import available_domains  # noqa: E402
 

@@ -125,7 +125,7 @@ def _variants(domain: Domain, deal: tuple[int, ...]) -> tuple[int | None, ...]:
     return tuple(out)
 
 
-#: the tree depths of the id attacker the deals are weighed against (``tests/test_integrity.py``)
+#: the tree depths of the id attacker the deals are weighed against (``tests/integrity/test_integrity.py``)
 ID_TREE_DEPTHS = (1, 2, 3, 4, 6)
 
 

@@ -19,7 +19,7 @@ surrogates, numpy scalars, tuples, sets, bytes). It checks, at every step:
 and it replays every episode from the trace file the env wrote (every step's tool, status,
 error code, changed ids and clock, the end hash and the grade must match). The same
 ``(domain, calls, seed)`` gives the same calls, observations and trace bytes: :attr:`FuzzReport.digest`
-hashes them, so two runs can be compared. Used by ``tests/test_fuzz_replay.py`` (a few
+hashes them, so two runs can be compared. Used by ``tests/contract/test_fuzz_replay.py`` (a few
 thousand calls per domain) and ``benchmarks/fuzz_replay.py`` (10^5 and more).
 """
 

@@ -38,7 +38,7 @@ only; ``Annotated`` metadata is dropped by ``get_type_hints``): the keywords
 "nullable": true}`` instead of pydantic's ``{"anyOf": [X, {"type": "null"}]}`` (same meaning).
 ``get_json_schema`` also requires a description for every argument: an argument whose field has
 none gets :func:`fallback_description` (``"Given name."``). Everything else (names, types,
-enums, required, descriptions) equals the native spec; ``tests/test_trl.py`` proves it for
+enums, required, descriptions) equals the native spec; ``tests/agents/test_trl.py`` proves it for
 every tool of every installed domain. The constraints still bind at call time (above); with
 ``constraints_in_descriptions=True`` they are also written into each argument's description
 (``"Request id. [1-64 characters]"``) so that a model trained under TRL sees them.

@@ -8,7 +8,7 @@ NAME, ``Refunds`` -> its title, ``REF`` -> its task-id prefix. Two layouts:
 
 - in this repository (default): ``envs/<name>/{__init__,tables,tools,generator}.py``,
   ``graders/<name>.py``, ``training/domains/<name>/{__init__,policies,catalog}.py``,
-  ``tests/test_<name>.py``, then the release ``seeds/<name>/``;
+  ``tests/domains/<name>/test_<name>.py``, then the release ``seeds/<name>/``;
 - ``--package DIR``: a standalone distribution ``DIR/backoffice-<name>/`` (``pyproject.toml``
   declaring the ``backoffice.domains`` entry point, the package ``backoffice_<name>/`` holding
   every module and its release ``seeds/<name>/``, and ``tests/test_<name>.py``).
@@ -85,7 +85,7 @@ def layout(name: str, kind: str) -> Layout:
                 files[rel] = f"{pkg}/{rel.rsplit('/', 1)[1]}"
             elif rel.startswith("package/"):
                 files[rel] = rel.removeprefix("package/")
-            elif rel == f"tests/test_{t}.py":
+            elif rel == f"tests/domains/{t}/test_{t}.py":
                 files[rel] = f"tests/test_{name}.py"
         modules = {f"backoffice.envs.{t}": pkg, f"backoffice.graders.{t}": f"{pkg}.grader",
                    f"backoffice.training.domains.{t}": pkg, f"backoffice-{t}": f"backoffice-{name.replace('_', '-')}",

@@ -7,7 +7,7 @@ largest outcome and decision classes; how many tasks each documented rule decide
 policy ignoring it fails); what a tree fitted on train predicts of the heldout class from the task
 ids, from the first read, and from everything visible before the judgement, beside the prior;
 where the right entry stands in each list the oracle picks from, and what the position attacker
-passes beside chance. ``tests/test_integrity.py`` and ``tests/test_leakage.py`` assert the
+passes beside chance. ``tests/integrity/test_integrity.py`` and ``tests/integrity/test_leakage.py`` assert the
 bounds; this module measures them for people.
 """
 

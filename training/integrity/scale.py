@@ -1,4 +1,4 @@
-"""What a domain declares for the generic scale tests (``tests/test_scale.py``): its paginated
+"""What a domain declares for the generic scale tests (``tests/integrity/test_scale.py``): its paginated
 list tools and how to check them, and the wrong policies that must still fail at scale.
 
 A domain's policies module defines ``SCALE = Scaled(...)``; the generic tests read it there, so

@@ -598,7 +598,7 @@ _FACTS = {"first_assignment": _FIRST_A, "last_assignment": _LAST_A, "first_deleg
 
 #: every blind family the issue names: a fixed outcome citing the first or last listed fact,
 #: approve under a threshold, the request's rules without the approver's; choosing by position
-#: is ``training.positions.PositionAttacker`` (tests/test_leakage.py)
+#: is ``training.positions.PositionAttacker`` (tests/integrity/test_leakage.py)
 BLIND_POLICIES: dict[str, type[Policy]] = {
     "escalate_everything": EscalateEverything,
     "escalate_citing_requester": EscalateCitingRequester,
@@ -680,7 +680,7 @@ EXPLOITS: dict[str, Any] = {
 }
 
 
-# -- at scale (tests/test_scale.py): each paginated list tool and the unpaged read it must equal
+# -- at scale (tests/integrity/test_scale.py): each paginated list tool and the unpaged read it must equal
 def _busiest_role(env: Any) -> dict[str, Any]:
     store = env.state
     return {"role_id": max(store.ids("roles"), key=lambda r: store.count("role_holders", role_id=r))}

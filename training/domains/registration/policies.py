@@ -547,7 +547,7 @@ EXPLOITS: dict[str, ex.Hook | None] = {
 }
 
 
-# -- scale (tests/test_scale.py): the paginated tools, read in a world ten times the size ---------
+# -- scale (tests/integrity/test_scale.py): the paginated tools, read in a world ten times the size ---------
 def _common_name(env: Any) -> dict[str, Any]:
     """A common family name with the given names most often seen with it: many hits."""
     store = env.state
@@ -595,7 +595,7 @@ SCALE = Scaled(
     renumbered=("targets", "patient_id"),
 )
 
-#: why registration's referrals hold more than a third of a split (``tests/test_leakage.py`` keeps
+#: why registration's referrals hold more than a third of a split (``tests/integrity/test_leakage.py`` keeps
 #: this exception honest: it fails once the bound holds again)
 DECISION_BALANCE_EXCEPTION = (
     "A create needs no judgement beyond the match: the oracle that always creates passes exactly the "

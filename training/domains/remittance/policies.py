@@ -833,7 +833,7 @@ EXPLOITS: dict[str, Hook | None] = {
 }
 
 
-# -- the domain at scale (tests/test_scale.py) --------------------------------------------------------
+# -- the domain at scale (tests/integrity/test_scale.py) --------------------------------------------------------
 def _open_cases(env: Any) -> None:
     """A case on each of the payment's first three lines, and one on the whole payment: cases to
     page through."""

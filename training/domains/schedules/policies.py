@@ -576,7 +576,7 @@ EXPLOITS: dict[str, Hook | None] = {
 }
 
 
-# -- at scale (tests/test_scale.py): each paginated list tool and the unpaged read it must equal
+# -- at scale (tests/integrity/test_scale.py): each paginated list tool and the unpaged read it must equal
 def _three_approvals(env: Any) -> None:
     """Three approval requests on the task's policy: rows to page through."""
     for role in ("finance_controller", "customer_care_lead", "underwriting_manager"):

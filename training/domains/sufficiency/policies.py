@@ -545,7 +545,7 @@ EXPLOITS: dict[str, Hook | None] = {
 }
 
 
-# -- scale (tests/test_scale.py): the paginated tools, read in a world thirty times the size ------
+# -- scale (tests/integrity/test_scale.py): the paginated tools, read in a world thirty times the size ------
 def _held_records(env: Any, args: dict[str, Any]) -> list[Any]:
     case = env.state.get("cases", args["case_id"])
     return [r["id"] for r in env.state.rows("held_records", applicant_id=case["applicant_id"], **{k: v for k, v in args.items() if k != "case_id"})]

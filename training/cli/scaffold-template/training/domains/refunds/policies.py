@@ -94,7 +94,7 @@ WRONG_POLICIES: dict[str, type[Policy]] = {
 }
 
 
-# -- blind policies (tests/test_integrity.py: each passes <= 10 % of heldout) -----------------
+# -- blind policies (tests/integrity/test_integrity.py: each passes <= 10 % of heldout) -----------------
 class _Blind(Oracle):
     """Finds the request as the oracle does, then decides without the desk's rules."""
 
@@ -201,7 +201,7 @@ EXPLOITS: dict[str, Hook | None] = {
 }
 
 
-# -- scale (tests/test_scale.py): the paginated tools, read in a world ten times the size --------
+# -- scale (tests/integrity/test_scale.py): the paginated tools, read in a world ten times the size --------
 def _busiest_customer(env: Any) -> dict[str, Any]:
     customers = sorted({r["customer"] for r in env.state.iter_rows("requests")})
     return {"customer": max(customers, key=lambda c: env.state.count("requests", customer=c))}

@@ -9,9 +9,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import DOMAINS
+from conftest import DOMAINS, REPO
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "quickstart.ipynb"
+NOTEBOOK = REPO / "notebooks" / "quickstart.ipynb"
 
 
 def _text(cell: nbformat.NotebookNode) -> str:

@@ -28,10 +28,8 @@ from backoffice.training.agents.mcp import EpisodeSession, build_server, make_po
 from backoffice.training.agents.session import PUBLIC_GRADE_FIELDS, Attempts  # noqa: E402
 from backoffice.training.eval.rollout import run_episode  # noqa: E402
 from backoffice.training.policies import get_policy  # noqa: E402
-from conftest import DOMAINS, domain_params  # noqa: E402
+from conftest import DOMAINS, TESTS, domain_params  # noqa: E402
 from toy_domain import DOMAIN as TOY, ToyEnv  # noqa: E402
-
-TESTS = Path(__file__).parent
 
 
 @pytest.fixture(scope="module")

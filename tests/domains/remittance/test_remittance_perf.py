@@ -18,8 +18,8 @@ from backoffice.envs.core.store import Store
 from backoffice.envs.remittance import search as search_module
 from backoffice.envs.remittance.search import ItemSearch
 from backoffice.envs.remittance.tables import live_rows_in
-from backoffice.training.eval.rollout import run_episode
 from backoffice.training.domains.remittance.policies import ReversingPolicy
+from backoffice.training.eval.rollout import run_episode
 from conftest import split_envs
 
 DOMAIN = "remittance"

@@ -14,9 +14,9 @@ from backoffice.envs.core.release import load_release
 from backoffice.envs.sufficiency.generator import DEFECT_TAGS, generate
 from backoffice.envs.sufficiency.rules import assess, failed_conditions, normalise_name
 from backoffice.envs.sufficiency.tables import add_days
+from backoffice.training.domains.sufficiency.policies import WRONG_POLICIES, Oracle
 from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
-from backoffice.training.domains.sufficiency.policies import WRONG_POLICIES, Oracle
 from conftest import split_envs
 
 DOMAIN = "sufficiency"

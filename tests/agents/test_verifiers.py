@@ -39,16 +39,17 @@ from urllib.parse import urlparse
 
 import pytest
 
+from conftest import REPO
+
 pytestmark = pytest.mark.xdist_group("verifiers")
 
-ROOT = Path(__file__).resolve().parent.parent
 VERIFIERS = "verifiers==0.4.0"
 CORE = ("gymnasium", "numpy", "pydantic", "pydantic_core", "orjson", "typer", "rich", "matplotlib")
 DOMAINS = {"approvals": 2, "registration": 2}  # domain -> held-out tasks the oracle plays (the no-op: the first)
 
 
 def _core_pins() -> list[str]:
-    pins = [line.strip() for line in (ROOT / "constraints.txt").read_text().splitlines()
+    pins = [line.strip() for line in (REPO / "constraints.txt").read_text().splitlines()
             if line.split("==")[0].strip().replace("-", "_").lower() in CORE]
     assert len(pins) == len(CORE), pins
     return pins
@@ -69,7 +70,7 @@ def verifiers_python() -> Path:
     """The separate venv's python (built on first use; see the module docstring)."""
     pins = _core_pins()
     key = hashlib.sha256("\n".join([VERIFIERS, *pins, sys.version]).encode()).hexdigest()[:12]
-    venv = ROOT / ".venv-extra" / "verifiers"
+    venv = REPO / ".venv-extra" / "verifiers"
     python = venv / "bin" / "python"
     stamp = venv / f".installed-{key}"
     if stamp.exists():
@@ -83,7 +84,7 @@ def verifiers_python() -> Path:
     constraints.write_text("\n".join(pins) + "\n")
     pip = [str(python), "-m", "pip", "install", "-q"]
     subprocess.run([*pip, "-c", str(constraints), VERIFIERS, *(p.split("==")[0] for p in pins)], check=True)
-    subprocess.run([*pip, "--no-deps", "-e", str(ROOT)], check=True)
+    subprocess.run([*pip, "--no-deps", "-e", str(REPO)], check=True)
     stamp.write_text(f"built in {time.monotonic() - started:.0f}s\n")
     return python
 

@@ -2,7 +2,7 @@
 sufficiency: no action decides which record to attach or which items to request, the choices of
 record and items stay valid (legality-only mask) and are the agent's. The tests every domain's
 tiers share (spec, conclusions features, feature policy, mask alone, answer key, random actions)
-are tests/test_catalog_tiers.py's."""
+are tests/catalog/test_catalog_tiers.py's."""
 
 from __future__ import annotations
 

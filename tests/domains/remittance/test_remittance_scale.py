@@ -22,8 +22,8 @@ from backoffice.envs.remittance.generator import DEFECT_TAGS, generate
 from backoffice.envs.remittance.search import ItemSearch, NearIndex, SearchIndex, search_store
 from backoffice.envs.remittance.tables import osa_distance
 from backoffice.training.catalog.remittance import ACTIONS, RemittanceCatalog
-from backoffice.training.policies.base import call
 from backoffice.training.domains.remittance.policies import Oracle, ReversingPolicy
+from backoffice.training.policies.base import call
 from conftest import split_envs
 from paging import no_scans, play, step
 

@@ -6,13 +6,11 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
 
 from backoffice.envs.core.registry import discover
-
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import REPO
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +19,7 @@ def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     # build from a copy: setuptools writes build/ and *.egg-info into the source tree, which
     # other test workers read at the same time
     src = tmp_path_factory.mktemp("src") / "tree"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "runs", "__pycache__", ".*cache"))
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "runs", "__pycache__", ".*cache"))
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(src)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -34,17 +32,17 @@ def test_every_builtin_domain_package_is_in_the_wheel(wheel_names: set[str]) -> 
     builtin = [ref for ref in discover().values() if ref.builtin]
     assert builtin
     for ref in builtin:
-        folder = ROOT / "envs" / ref.name
+        folder = REPO / "envs" / ref.name
         for source in folder.rglob("*.py"):
-            name = "backoffice/envs/" + source.relative_to(ROOT / "envs").as_posix()
+            name = "backoffice/envs/" + source.relative_to(REPO / "envs").as_posix()
             assert name in wheel_names, f"{name} is missing from the wheel"
         assert f"backoffice/seeds/{ref.name}/manifest.json" in wheel_names
 
 
 def test_every_package_folder_is_in_the_wheel(wheel_names: set[str]) -> None:
     for folder, namespace in (("envs", "envs"), ("graders", "graders"), ("training", "training")):
-        for init in (ROOT / folder).rglob("__init__.py"):
-            name = f"backoffice/{namespace}/" + init.relative_to(ROOT / folder).as_posix()
+        for init in (REPO / folder).rglob("__init__.py"):
+            name = f"backoffice/{namespace}/" + init.relative_to(REPO / folder).as_posix()
             assert name in wheel_names, f"{name} is missing from the wheel"
 
 

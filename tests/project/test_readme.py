@@ -26,10 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DOMAINS
+from conftest import DOMAINS, REPO
 
-ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+README = REPO / "README.md"
 
 #: README lines not run here, and why (the test checks each is still in the README)
 NOT_RUN = {
@@ -37,10 +36,10 @@ NOT_RUN = {
     "make test": "the suite itself",
     "make install && source .venv/bin/activate": "the test runs inside the installed venv, activated",
     "make results": "retrains every domain x tier (hours); resumable, measured by itself",
-    "backoffice view runs/x.jsonl --serve": "serves until interrupted; tests/test_view.py serves a page and reads it",
-    "backoffice play --env approvals --trace runs/play.jsonl": "interactive: tests/test_play.py plays it in a pseudo-terminal",
-    "backoffice play --env approvals --split heldout --attempts 1": "interactive: tests/test_play.py plays it in a pseudo-terminal",
-    "backoffice replay runs/play.jsonl": "replays what the person played above; tests/test_play.py replays its traces",
+    "backoffice view runs/x.jsonl --serve": "serves until interrupted; tests/eval/test_view.py serves a page and reads it",
+    "backoffice play --env approvals --trace runs/play.jsonl": "interactive: tests/eval/test_play.py plays it in a pseudo-terminal",
+    "backoffice play --env approvals --split heldout --attempts 1": "interactive: tests/eval/test_play.py plays it in a pseudo-terminal",
+    "backoffice replay runs/play.jsonl": "replays what the person played above; tests/eval/test_play.py replays its traces",
 }
 
 #: (a README command's start, flags appended to shrink its budget, or ``=`` and the start it is
@@ -91,8 +90,8 @@ def make_clone(parent: Path, name: str) -> Path:
     """An empty folder laid out like a fresh clone after ``make install``."""
     root = parent / name
     root.mkdir()
-    (root / ".venv").symlink_to(ROOT / ".venv" if (ROOT / ".venv").exists() else Path(sys.executable).resolve().parent.parent)
-    (root / "models").symlink_to(ROOT / "models")
+    (root / ".venv").symlink_to(REPO / ".venv" if (REPO / ".venv").exists() else Path(sys.executable).resolve().parent.parent)
+    (root / "models").symlink_to(REPO / "models")
     return root
 
 

@@ -23,16 +23,16 @@ from pathlib import Path
 import pytest
 
 from backoffice.training.cli.scaffold import TEMPLATE_NAME, ScaffoldError, check_name, new_domain, render, template_files
+from conftest import REPO
 
 pytestmark = pytest.mark.xdist_group("scaffold")
 
-REPO = Path(__file__).resolve().parent.parent
 NAME = "refunds"
 
 
 def generic_tests() -> list[str]:
     """The suite's generic test files: those that run for every discovered domain."""
-    return sorted(str(p.relative_to(REPO)) for p in (REPO / "tests").glob("test_*.py") if "domain_params()" in p.read_text())
+    return sorted(str(p.relative_to(REPO)) for p in (REPO / "tests").rglob("test_*.py") if "domain_params()" in p.read_text())
 
 
 def _run(args: list[str], **kwargs) -> subprocess.CompletedProcess:
@@ -58,10 +58,12 @@ def installed(tmp_path_factory) -> tuple[Path, Path]:
 
 def test_the_generic_tests_are_discovered() -> None:
     found = generic_tests()
-    for name in ("test_contract", "test_integrity", "test_leakage", "test_agent_surface", "test_catalog", "test_scale",
-                 "test_vector", "test_progress", "test_fuzz_replay"):
+    for name in ("contract/test_contract", "integrity/test_integrity", "integrity/test_leakage", "contract/test_agent_surface",
+                 "catalog/test_catalog", "integrity/test_scale", "contract/test_vector", "engine/test_progress",
+                 "contract/test_fuzz_replay"):
         assert f"tests/{name}.py" in found, (name, found)
-    assert not any(re.search(r"test_(approvals|schedules|remittance|sufficiency|registration)", f) for f in found), found
+    assert not any(f.startswith("tests/domains/") or re.search(r"approvals|schedules|remittance|sufficiency|registration", f)
+                   for f in found), found
 
 
 def test_package_layout_is_complete_and_refuses_to_overwrite(installed, tmp_path) -> None:
@@ -140,7 +142,7 @@ def test_in_repo_layout_renders_imports_and_solves(tmp_path) -> None:
     assert sorted(str(p.relative_to(tmp_path)) for p in written) == sorted([
         "envs/refunds/__init__.py", "envs/refunds/tables.py", "envs/refunds/tools.py", "envs/refunds/generator.py",
         "graders/refunds.py", "training/domains/refunds/__init__.py", "training/domains/refunds/policies.py",
-        "training/domains/refunds/catalog.py", "tests/test_refunds.py"])
+        "training/domains/refunds/catalog.py", "tests/domains/refunds/test_refunds.py"])
     with pytest.raises(ScaffoldError, match="already exist"):
         new_domain(NAME, root=tmp_path, build=False)
     out = _run([sys.executable, "-c", _IN_REPO_SCRIPT, str(tmp_path)]).stdout.split()
@@ -157,7 +159,7 @@ def test_one_template_set_for_both_layouts_and_nothing_of_the_template_left() ->
              "graders/credit_notes.py": "backoffice_credit_notes/grader.py",
              "training/domains/credit_notes/catalog.py": "backoffice_credit_notes/catalog.py",
              "training/domains/credit_notes/policies.py": "backoffice_credit_notes/policies.py",
-             "tests/test_credit_notes.py": "tests/test_credit_notes.py"}
+             "tests/domains/credit_notes/test_credit_notes.py": "tests/test_credit_notes.py"}
     for a, b in pairs.items():
         text = repo[a]
         for old, new in sorted(moves.items(), key=lambda kv: -len(kv[0])):

@@ -2,7 +2,7 @@
 judgements stay valid at the decision points (legality-only mask: the claim to open, the amount
 to allocate, the case to open, the disposition). The tests every domain's tiers share (spec,
 conclusions features, feature policy, mask alone, answer key, random actions) are
-tests/test_catalog_tiers.py's."""
+tests/catalog/test_catalog_tiers.py's."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import gymnasium as gym
 import pytest
 
 import backoffice.envs  # noqa: F401  (registers the ids)
-from conftest import DOMAINS
+from conftest import DOMAINS, REPO
 
 
 @pytest.mark.parametrize("env_id", ["backoffice/Approvals-v0", "backoffice/Approvals-Catalog-v0"])
@@ -137,7 +137,7 @@ def test_replay_on_a_records_file(capsys, tmp_path: Path) -> None:
 
 
 def test_train_refuses_the_tracked_models_folder(capsys) -> None:
-    shipped = Path(__file__).parent.parent / "models" / "approvals" / "conclusions" / "ppo-s0"
+    shipped = REPO / "models" / "approvals" / "conclusions" / "ppo-s0"
     if "approvals" not in DOMAINS or not (shipped / "model.zip").exists():
         pytest.skip("needs the shipped approvals model")
     before = (shipped / "model.zip").stat().st_mtime_ns
@@ -174,7 +174,7 @@ def test_make_clean_deletes_no_tracked_file() -> None:
     import shutil
     import subprocess
 
-    root = Path(__file__).parent.parent
+    root = REPO
     if shutil.which("make") is None or not (root / ".git").exists():
         pytest.skip("needs make and a git checkout")
     recipe = subprocess.run(["make", "-n", "clean"], cwd=root, capture_output=True, text=True, check=True).stdout
@@ -256,7 +256,7 @@ def test_shipped_summaries_point_at_no_missing_file() -> None:
     null and ``records_command`` writes the records again (a ``backoffice eval`` line)."""
     from backoffice.envs.core.canonical import loads
 
-    root = Path(__file__).parent.parent
+    root = REPO
     summaries = sorted((root / "models").glob("*/*/*/summary.json"))
     if not summaries:
         pytest.skip("no shipped models")
@@ -287,7 +287,7 @@ def test_args_as_json_text_are_named_for_what_they_are() -> None:
 def test_readme_names_the_release_the_manifests_carry() -> None:
     import re
 
-    root = Path(__file__).parent.parent
+    root = REPO
     releases = {json.loads(m.read_text())["release"] for m in (root / "seeds").glob("*/manifest.json")}
     readme = (root / "README.md").read_text()
     named = set(re.findall(r"\*\*seeds (v[0-9.]+)\*\*", readme)) | set(re.findall(r"\(seeds (v[0-9.]+),", readme))
@@ -318,7 +318,7 @@ def test_license_citation_and_tag_target() -> None:
 
     yaml = pytest.importorskip("yaml")
 
-    root = Path(__file__).parent.parent
+    root = REPO
     assert "MIT License" in (root / "LICENSE").read_text()
     citation = yaml.safe_load((root / "CITATION.cff").read_text())
     from importlib.metadata import version

@@ -1,7 +1,7 @@
 """Registration catalog tiers ``facts`` and ``raw`` (issue 14), what is particular to
 registration: judgements stay valid at the decision point (legality-only mask) and a referral's
 basis is the agent's. The tests every domain's tiers share (spec, conclusions features, feature
-policy, mask alone, answer key, random actions) are tests/test_catalog_tiers.py's."""
+policy, mask alone, answer key, random actions) are tests/catalog/test_catalog_tiers.py's."""
 
 from __future__ import annotations
 

@@ -17,8 +17,6 @@ from backoffice.envs.core.canonical import loads
 from backoffice.envs.core.release import load_release
 from backoffice.envs.remittance.generator import DEFECT_TAGS, generate
 from backoffice.envs.remittance.tables import item_status, norm, osa_distance, search_items, search_order_key
-from backoffice.training.eval.rollout import EpisodeResult, run_episode
-from backoffice.training.policies import get_policy
 from backoffice.training.domains.remittance.policies import (
     EXPLOITS,
     WRONG_POLICIES,
@@ -27,6 +25,8 @@ from backoffice.training.domains.remittance.policies import (
     QueryShortPaymentsOracle,
     ReversingPolicy,
 )
+from backoffice.training.eval.rollout import EpisodeResult, run_episode
+from backoffice.training.policies import get_policy
 from conftest import split_envs
 
 DOMAIN = "remittance"

@@ -10,9 +10,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import DOMAINS
+from conftest import DOMAINS, REPO
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = REPO / "notebooks"
 
 pytestmark = pytest.mark.skipif(not DOMAINS, reason="the notebooks need an installed domain")
 

@@ -8,7 +8,7 @@ agent reads is ``pass``, ``score`` and ``failure_codes`` only: no check, detail 
 Surfaces: ``backoffice mcp`` over stdio and over streamable HTTP (the shipped commands, as
 subprocesses), the Python :class:`~backoffice.training.agents.session.Session`, and the chat loop
 (``backoffice chat``), whose model never reads a grade at all. The in-process server pool is
-``tests/test_mcp.py``'s.
+``tests/agents/test_mcp.py``'s.
 """
 
 from __future__ import annotations

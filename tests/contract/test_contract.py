@@ -21,7 +21,7 @@ from backoffice.envs.core.release import load_release
 from backoffice.envs.core.replay import replay
 from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
-from conftest import DOMAINS, domain_params, release_ids, split_envs
+from conftest import DOMAINS, REPO, domain_params, release_ids, split_envs
 
 pytestmark = pytest.mark.parametrize("domain", domain_params())
 
@@ -326,14 +326,13 @@ def test_tool_specs_export_in_every_shape(domain: str) -> None:
 
 
 def test_manifest_names_the_release_version_and_the_changelog_has_it(domain: str) -> None:
-    from pathlib import Path
 
     from backoffice.envs.core.build import RELEASE_VERSION
 
     manifest = load_release(domain).manifest
     assert manifest["release"] == RELEASE_VERSION
     assert manifest["generator_version"] == get_domain(domain).generator_version
-    changelog = (Path(__file__).parent.parent / "CHANGELOG.md").read_text()
+    changelog = (REPO / "CHANGELOG.md").read_text()
     assert f"seeds {RELEASE_VERSION}" in changelog
 
 

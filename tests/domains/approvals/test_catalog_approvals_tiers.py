@@ -2,7 +2,7 @@
 approvals: every decision and escalation names what it cites, the decisions are the agent's (the
 mask keeps every well-formed decision and citation valid, the actions cite the slot they name) and
 the choices left to the agent matter. The tests every domain's tiers share (spec, conclusions
-features, feature policy, mask alone, answer key, random actions) are tests/test_catalog_tiers.py's."""
+features, feature policy, mask alone, answer key, random actions) are tests/catalog/test_catalog_tiers.py's."""
 
 from __future__ import annotations
 

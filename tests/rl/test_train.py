@@ -12,6 +12,7 @@ from backoffice.envs.core.canonical import dumps, loads
 from backoffice.envs.core.release import load_release
 from backoffice.training.cli.main import app
 from backoffice.training.rl.config import TrainConfig, validation_ids
+from conftest import REPO
 
 pytestmark = pytest.mark.xdist_group("approvals")
 DOMAIN = "approvals"
@@ -93,7 +94,7 @@ def test_shipped_models_match_the_current_catalogs() -> None:
     trained on; a catalog change without retraining fails here."""
     from backoffice.training.policies import get_policy
 
-    root = Path(__file__).resolve().parents[1] / "models"
+    root = REPO / "models"
     shipped = sorted(root.glob("*/model.zip")) + sorted(root.glob("*/*/*/model.zip"))  # models/<domain>/<tier>/<run>/
     if not shipped:
         pytest.skip("no shipped models in this checkout")

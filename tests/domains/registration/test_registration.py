@@ -29,9 +29,9 @@ from backoffice.envs.registration.tables import (
 from backoffice.envs.registration.tools import search_score
 from backoffice.graders.judge import Judge
 from backoffice.graders.registration_judge import ModelJudge, judge_episode, rubric_judge
+from backoffice.training.domains.registration.policies import WRONG_POLICIES, Oracle
 from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
-from backoffice.training.domains.registration.policies import WRONG_POLICIES, Oracle
 from conftest import split_envs
 
 DOMAIN = "registration"

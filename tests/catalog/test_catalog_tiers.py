@@ -10,7 +10,7 @@ stay in [-1, 1]; random valid actions ground to the tools' own calls and the pol
 what the wrapper sees.
 
 Each test runs once per installed domain x tier of its catalog other than ``conclusions`` (from
-``tier_specs``; the conclusions tier is tests/test_catalog.py's), so a new domain's tiers get them
+``tier_specs``; the conclusions tier is tests/catalog/test_catalog.py's), so a new domain's tiers get them
 without an edit here, except the pinned values below that only a domain's author can give (the
 test says which is missing). What is specific to one domain (its decision points, which choices
 are the agent's) stays in tests/test_catalog_<domain>_tiers.py, which imports the helpers below."""
@@ -78,7 +78,7 @@ def action_index(domain: str, tier: str, name: str) -> int:
 
 def pinned(table: dict[str, Any], name: str, domain: str) -> Any:
     if domain not in table:
-        pytest.fail(f"{domain} has catalog tiers: give its entry in {name} (tests/test_catalog_tiers.py)")
+        pytest.fail(f"{domain} has catalog tiers: give its entry in {name} (tests/catalog/test_catalog_tiers.py)")
     return table[domain]
 
 
