@@ -42,7 +42,7 @@ an episode replayed on the same task pays only for its trace.
 Rule-sharing policy: the grader judges with :mod:`backoffice.envs.approvals.authority` (the
 whole-snapshot verdict, built on the public rule helpers of :mod:`backoffice.envs.approvals.rules`)
 and never imports the oracle's or the catalog's decision code (``training.domains.approvals.policies``,
-``training.catalog.approvals``); the oracle never imports the grader, so the oracle passing checks
+``training.domains.approvals.catalog``); the oracle never imports the grader, so the oracle passing checks
 the grader independently.
 """
 

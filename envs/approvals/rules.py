@@ -7,7 +7,7 @@ fails, which entries give authority and which one an escalation cites.
 
 Rule-sharing policy: these helpers are public. The generator, the grader (through
 :mod:`backoffice.envs.approvals.authority`), the oracle (``training.domains.approvals.policies``) and the
-catalog (``training.catalog.approvals``) all use them, so each rule is written once. The
+catalog (``training.domains.approvals.catalog``) all use them, so each rule is written once. The
 verdicts built on them stay independent: the grader's :func:`authority.assess` over the whole
 snapshot is never called by the oracle or the catalog (they work from tool results alone), and
 the grader never imports the oracle's or the catalog's decision code.

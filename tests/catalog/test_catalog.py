@@ -242,3 +242,23 @@ def test_catalog_policies_run_in_the_common_evaluation_path(domain: str) -> None
     again = {(r["agent"], r["task_id"]): r for r in evaluate(jobs, executor=SerialExecutor(), runner=Runner())}
     assert first == again
     assert all(r["pass"] for (agent, _), r in first.items() if agent == "catalog-features")
+
+
+def test_a_catalog_env_builds_without_the_trainer(domain: str) -> None:
+    """Building and stepping every tier of a catalog env imports nothing of the trainer
+    (``backoffice.training.rl``) nor torch or SB3: a catalog declares its hyperparameters as
+    values. In a fresh interpreter, so what other tests imported does not count."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from backoffice.training.catalog import make_catalog_env, tier_specs\n"
+        f"for tier in tier_specs({domain!r}):\n"
+        f"    env = make_catalog_env({domain!r}, split='train', tier=tier)\n"
+        "    env.reset(seed=0)\n"
+        "    env.step(int(env.action_masks().argmax()))\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('backoffice.training.rl', 'torch', 'stable_baselines3', 'sb3_contrib'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out

@@ -13,24 +13,22 @@ Each test runs once per installed domain x tier of its catalog other than ``conc
 ``tier_specs``; the conclusions tier is tests/catalog/test_catalog.py's), so a new domain's tiers get them
 without an edit here, except the pinned values below that only a domain's author can give (the
 test says which is missing). What is specific to one domain (its decision points, which choices
-are the agent's) stays in tests/test_catalog_<domain>_tiers.py, which imports the helpers below."""
+are the agent's) stays in tests/domains/<domain>/test_catalog_<domain>_tiers.py; both use the helpers of tests/tiers.py."""
 
 from __future__ import annotations
 
 import warnings
-from functools import cache
 from typing import Any
 
 import numpy as np
 import pytest
 from test_catalog import _OtherKeys, assert_keys_unseen
+from tiers import heldout_env, heldout_ids, tier_class
 
 from backoffice.envs import make_native
 from backoffice.envs.core.canonical import loads
 from backoffice.training.catalog import (
     TIERS,
-    CatalogEnv,
-    CatalogSpec,
     catalog_agent,
     catalog_target,
     check_spec,
@@ -54,26 +52,6 @@ def added_tiers(domain: str) -> list[str]:
 #: (domain, tier) for every installed domain and every tier its catalog adds, ids ``approvals-facts``
 DOMAIN_TIERS = [(d, t) for d in DOMAINS for t in added_tiers(d)]
 each_tier = pytest.mark.parametrize(("domain", "tier"), [pytest.param(d, t, id=f"{d}-{t}") for d, t in DOMAIN_TIERS])
-
-
-# -- helpers (the per-domain files use them too) -------------------------------------------------------
-@cache
-def heldout_ids(domain: str) -> tuple[str, ...]:
-    return tuple(make_native(domain, split="heldout").unwrapped.release.split_ids["heldout"])
-
-
-@cache
-def heldout_env(domain: str, tier: str) -> CatalogEnv:
-    """A catalog env on the heldout split, shared by the tests (each resets it to its task)."""
-    return make_catalog_env(domain, split="heldout", tier=tier)
-
-
-def tier_class(domain: str, tier: str) -> type[CatalogSpec]:
-    return spec_class(domain, tier_specs(domain)[tier])
-
-
-def action_index(domain: str, tier: str, name: str) -> int:
-    return next(i for i, a in enumerate(tier_class(domain, tier).actions) if a.name == name)
 
 
 def pinned(table: dict[str, Any], name: str, domain: str) -> Any:
@@ -171,7 +149,6 @@ RAW_COMPARISON_WORDS = {
 TIER_SPECS = {
     domain: {"conclusions": f"{domain}:{title}Catalog", "facts": f"{domain}_tiers:{facts}", "raw": f"{domain}_tiers:{raw}"}
     for domain, title, facts, raw in (
-        ("approvals", "Approvals", "ApprovalsFactsCatalog", "ApprovalsRawCatalog"),
         ("registration", "Registration", "RegistrationFacts", "RegistrationRaw"),
         ("remittance", "Remittance", "RemittanceFacts", "RemittanceRaw"),
         ("schedules", "Schedules", "SchedulesFactsCatalog", "SchedulesRawCatalog"),
@@ -205,7 +182,7 @@ FUZZ_EPISODES = {"approvals": 40}
 @each_tier
 def test_spec_is_well_formed_and_named_by_the_catalog(domain: str, tier: str) -> None:
     specs = tier_specs(domain)
-    assert set(TIERS) <= set(specs) and specs["conclusions"] == catalog_target(domain)
+    assert set(TIERS) <= set(specs) and spec_class(domain, specs["conclusions"]) is spec_class(domain)
     if domain in TIER_SPECS:
         assert specs == {t: f"backoffice.training.catalog.{s}" for t, s in TIER_SPECS[domain].items()}
     cls = tier_class(domain, tier)

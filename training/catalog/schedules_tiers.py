@@ -68,7 +68,6 @@ from backoffice.envs.schedules.tables import (
 )
 from backoffice.training.catalog.base import ActionDef, CatalogAgent, FeatureDef, FeatureReader
 from backoffice.training.catalog.schedules import FREQUENCY, KINDS, READS, TRIGGERS, ScheduleDesk, SchedulesCatalog
-from backoffice.training.rl.train import rollout_on
 
 #: counts a draft can be declared with (every released plan has 1-12 instalments)
 COUNTS = tuple(range(1, 13))
@@ -832,8 +831,8 @@ class SchedulesRawCatalog(_Observed):
 
     tier = "raw"
     max_steps = 60
-    #: the 2 envs this tier's runs were made on, with the rollout size of the other tiers
-    hyperparams = rollout_on(_Observed.hyperparams, 2)
+    #: the 2 envs this tier's runs were made on, with the rollout size of the other tiers (2 x 1024)
+    hyperparams = {**_Observed.hyperparams, "n_envs": 2, "n_steps": 1024}
     actions = (
         *_READ_DEFS,
         *_draft_actions("frequency custom: the catalog claims none"),

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from backoffice.training.catalog.base import CatalogAgent, CatalogSpec
-from backoffice.training.catalog.features import Action, Actions, Desk, Feature, Features, VectorPlan
+from backoffice.training.catalog.features import Action, Actions, Desk, Feature, Features, MaskPlan, VectorPlan
 
 
 @dataclass(frozen=True)
@@ -124,6 +124,7 @@ def tier_spec(catalog: DomainCatalog, tier: Tier) -> type[CatalogSpec]:
     features = catalog.features.select(tier.features)
     actions = catalog.actions.select(tier.actions)
     plan = VectorPlan(features)
+    legality = MaskPlan(actions)
     grounders = [(a.ground, a.legal, a.args) for a in actions]
     names = [a.name for a in actions]
     desk_cls = catalog.desk
@@ -133,10 +134,16 @@ def tier_spec(catalog: DomainCatalog, tier: Tier) -> type[CatalogSpec]:
 
         def __init__(self) -> None:
             self.desk = desk_cls()
+            self._mask: np.ndarray | None = None  # this step's, until the desk changes
+            self._vector: np.ndarray | None = None
 
         def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
             self.desk.reset(brief, info)
+            self._changed()
+
+        def _changed(self) -> None:
             self.desk.changed()
+            self._mask = self._vector = None
 
         def to_call(self, action: int) -> dict[str, Any] | None:
             ground, _, args = grounders[action]
@@ -144,14 +151,19 @@ def tier_spec(catalog: DomainCatalog, tier: Tier) -> type[CatalogSpec]:
 
         def observe(self, action: int, call: dict[str, Any], result: dict[str, Any]) -> None:
             self.desk.observe(names[action], call, result)
-            self.desk.changed()
+            self._changed()
 
         def mask(self) -> np.ndarray:
-            desk = self.desk
-            return np.fromiter((legal(desk, *args) for _, legal, args in grounders), dtype=bool, count=len(grounders))
+            if self._mask is None:
+                self._mask = legality(self.desk)
+                self._mask.setflags(write=False)  # this step's, shared: read-only
+            return self._mask
 
         def feature_vector(self) -> np.ndarray:
-            return plan(self.desk)
+            if self._vector is None:
+                self._vector = plan(self.desk)
+                self._vector.setflags(write=False)
+            return self._vector
 
     TierSpec.tier = tier.name
     TierSpec.actions = tuple(a.definition for a in actions)

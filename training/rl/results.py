@@ -172,7 +172,8 @@ RETIRED_SETTINGS: dict[str, Any] = {"self_imitation": 0}
 def _settings(config: dict[str, Any]) -> dict[str, Any]:
     """What makes two runs the same run, the budget aside (early stopping is judged apart) and the
     vec env kind (it moves the same envs into or out of the learner's process: the same model,
-    tested). A setting missing from an older summary had its default then (it was added later);
+    tested), and the module path of the tier (``spec``; the recorded ``tier`` and
+    ``catalog_hash`` say which tier it was). A setting missing from an older summary had its default then (it was added later);
     a retired setting at its old default (:data:`RETIRED_SETTINGS`) made no difference."""
     from dataclasses import MISSING, fields
 
@@ -180,7 +181,9 @@ def _settings(config: dict[str, Any]) -> dict[str, Any]:
 
     defaults = {f.name: f.default for f in fields(TrainConfig) if f.default is not MISSING}
     config = {k: v for k, v in config.items() if k not in RETIRED_SETTINGS or v != RETIRED_SETTINGS[k]}
-    settings = {k: v for k, v in {**defaults, **config}.items() if k not in ("timesteps", "out", "vec_env", "tensorboard_log")}
+    # the spec is the module the tier lives in (it may move): the tier and the catalog_hash name it
+    ignored = ("timesteps", "out", "vec_env", "tensorboard_log", "spec")
+    settings = {k: v for k, v in {**defaults, **config}.items() if k not in ignored}
     return dict(loads(dumps(settings)))  # as summary.json holds them: a default tuple is a list there
 
 

@@ -11,6 +11,7 @@ algorithm, action and feature names); the policy refuses a model whose catalog n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,21 @@ def model_meta(model_path: str | Path) -> dict[str, Any]:
                                 f"backoffice.training.rl.sb3_policy.save_model(model, {str(path)!r}, domain, spec=tier), "
                                 "which writes it (or train with `backoffice train`)")
     return loads(meta.read_bytes())
+
+
+def recorded_spec(domain: str, meta: Mapping[str, Any]) -> str | None:
+    """The catalog spec a model's ``catalog.json`` (or ``summary.json``) names, resolved from its
+    recorded ``tier`` when that is one of the domain's own tiers: the module a tier lives in may
+    move (the catalog_hash check then proves the tier is the same); a user's tier is found by
+    its recorded ``spec``."""
+    from backoffice.training.catalog import tier_specs
+
+    builtin = tier_specs(domain)
+    tier = meta.get("tier")
+    if isinstance(tier, str) and tier in builtin:
+        return builtin[tier]
+    spec = meta.get("spec")
+    return spec if isinstance(spec, str) else None
 
 
 def write_model_meta(model_path: str | Path, domain: str, spec: str | None = None, algo: str = "maskable-ppo") -> Path:
@@ -100,10 +116,11 @@ class SB3Policy(CatalogPolicy):
         meta = model_meta(model_path)
         if meta["domain"] != domain:
             raise KeyError(f"model {model_path} was trained on {meta['domain']!r}, not {domain!r}")
-        current = catalog_signature(domain, meta.get("spec"))
+        spec = recorded_spec(domain, meta)
+        current = catalog_signature(domain, spec)
         if meta["catalog_hash"] != current["catalog_hash"]:
             raise ValueError(f"model {model_path} was trained on another version of the {domain} catalog; retrain it")
-        super().__init__(domain, spec=meta.get("spec"))
+        super().__init__(domain, spec=spec)
         self.path = str(Path(model_path).resolve())
         self.algo = meta.get("algo", "maskable-ppo")
         self.name = f"sb3:{model_path}"

@@ -51,7 +51,7 @@ from backoffice.training.rl.plots import plot_curve
 if TYPE_CHECKING:
     from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
-# what callers import from here (the catalogs' tiers import ``rollout_on``; it lives in config)
+# what callers import from here (the benchmarks import ``rollout_on``; it lives in config)
 __all__ = ["BC_EPOCHS", "DEMO_GENERATED", "UNREAD_INFO", "TrainConfig", "TrainingEnv", "build_model", "demo_task_ids",
            "ending_actions", "evaluate_heldout", "plot_curve", "records_command", "release_id", "rollout_on", "train",
            "training_env", "training_task_ids", "validation_ids", "warm_start_from_demos"]
@@ -59,8 +59,8 @@ __all__ = ["BC_EPOCHS", "DEMO_GENERATED", "UNREAD_INFO", "TrainConfig", "Trainin
 
 def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Run the whole loop of the module docstring; returns the summary (also ``summary.json``)."""
-    # torch, SB3 and the callback load here, not with the module: the catalogs' tiers import
-    # this module (``rollout_on``) and a catalog env must build without them
+    # torch, SB3 and the callback load here, not with the module: importing the trainer's
+    # helpers (config, evaluation) must not pull them in
     import torch
 
     from backoffice.training.catalog import catalog_env_id, make_catalog_env

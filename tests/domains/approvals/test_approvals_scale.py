@@ -17,7 +17,7 @@ from backoffice.envs.approvals.names import find_people_ids, matches
 from backoffice.envs.core import Snapshot, Store
 from backoffice.envs.core.build import make_task
 from backoffice.envs.core.release import load_release
-from backoffice.training.catalog.approvals import A_FIND, A_HOLDERS, A_ROLES, ApprovalsCatalog
+from backoffice.training.catalog import spec_class
 from backoffice.training.domains.approvals.policies import _find_person
 from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
@@ -90,25 +90,29 @@ def test_the_policies_follow_next_cursor() -> None:
 
 
 def test_the_catalog_reads_every_page_before_it_knows() -> None:
-    spec = ApprovalsCatalog()
+    cls = spec_class("approvals")  # the conclusions tier
+    index = {a.name: i for i, a in enumerate(cls.actions)}
+    A_ROLES, A_FIND, A_HOLDERS = index["list_roles"], index["find_people"], [index["lookup_role_holders[0]"]]
+    spec = cls()
+    desk = spec.desk  # type: ignore[attr-defined]
     spec.reset({"params": {"request_id": "REQ-1", "approver_name": "A B", "approver_department": "Finance"}}, {})
     ok = "ok"
     spec.observe(A_ROLES, spec.to_call(A_ROLES) or {}, {"status": ok, "result": {"roles": [{"id": "R-1"}], "next_cursor": "R-1"}})
-    assert spec.roles is None and spec.mask()[A_ROLES] and spec.to_call(A_ROLES) == {"tool": "list_roles", "args": {"cursor": "R-1"}}
+    assert desk.roles is None and spec.mask()[A_ROLES] and spec.to_call(A_ROLES) == {"tool": "list_roles", "args": {"cursor": "R-1"}}
     spec.observe(A_ROLES, spec.to_call(A_ROLES) or {}, {"status": ok, "result": {"roles": [{"id": "R-2"}], "next_cursor": None}})
-    assert [r["id"] for r in spec.roles or []] == ["R-1", "R-2"] and not spec.mask()[A_ROLES]
+    assert [r["id"] for r in desk.roles or []] == ["R-1", "R-2"] and not spec.mask()[A_ROLES]
     first = {"people": [{"id": "EMP-1", "name": "A B", "department": "Finance"}], "next_cursor": "EMP-1"}
     spec.observe(A_FIND, spec.to_call(A_FIND) or {}, {"status": ok, "result": first})
-    assert spec.approver_id is None and spec.mask()[A_FIND]
+    assert desk.approver_id is None and spec.mask()[A_FIND]
     assert (spec.to_call(A_FIND) or {})["args"] == {"name": "A B", "cursor": "EMP-1"}
     spec.observe(A_FIND, spec.to_call(A_FIND) or {}, {"status": ok, "result": {"people": [], "next_cursor": None}})
-    assert spec.approver_id == "EMP-1" and not spec.mask()[A_FIND]
+    assert desk.approver_id == "EMP-1" and not spec.mask()[A_FIND]
     call = {"tool": "lookup_role_holders", "args": {"role_id": "R-2"}}
     spec.observe(A_HOLDERS[0], call, {"status": ok, "result": {"holders": [{"person_id": "EMP-7"}], "next_cursor": "RH-1"}})
-    assert "R-2" not in spec.holders
+    assert "R-2" not in desk.holders
     spec.observe(A_HOLDERS[0], {**call, "args": {"role_id": "R-2", "cursor": "RH-1"}},
                  {"status": ok, "result": {"holders": [{"person_id": "EMP-8"}], "next_cursor": None}})
-    assert [h["person_id"] for h in spec.holders["R-2"]] == ["EMP-7", "EMP-8"]
+    assert [h["person_id"] for h in desk.holders["R-2"]] == ["EMP-7", "EMP-8"]
 
 
 # -- the indexes answer like the scans they replace ---------------------------------------------------

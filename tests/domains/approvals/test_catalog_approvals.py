@@ -16,7 +16,8 @@ import pytest
 from backoffice.envs import make_native
 from backoffice.envs.core.canonical import loads
 from backoffice.training.catalog import make_catalog_env
-from backoffice.training.catalog.approvals import ApprovalsCatalog, feature_policy
+from backoffice.training.domains.approvals.catalog import CONCLUSIONS
+from backoffice.training.domains.approvals.catalog.feature_policies import conclusions_policy as feature_policy
 from conftest import play_catalog
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
@@ -251,8 +252,8 @@ def test_finished_work_leaves_only_submit(env):
 def test_spaces_are_fixed_across_tasks():
     env = make_catalog_env("approvals", split="train")
     k, n = env.action_space.n, env.observation_space.shape
-    assert k == len(ApprovalsCatalog.actions) <= 40
-    assert len(ApprovalsCatalog.features) <= 80
+    assert k == len(CONCLUSIONS.actions) <= 40
+    assert len(CONCLUSIONS.features) <= 80
     for tid in env.unwrapped.release.split_ids["train"][:6]:
         obs, info = env.reset(options={"task_id": tid})
         assert obs.shape == n and obs.dtype == np.float32

@@ -7,12 +7,14 @@ features, feature policy, mask alone, answer key, random actions) are tests/cata
 from __future__ import annotations
 
 import pytest
-from test_catalog_tiers import heldout_ids
+from tiers import heldout_ids
 
 from backoffice.training.catalog import make_catalog_env
-from backoffice.training.catalog.approvals_tiers import N_ROWS, ApprovalsFactsCatalog, ApprovalsRawCatalog
+from backoffice.training.catalog.tier import tier_spec
+from backoffice.training.domains.approvals.catalog import CATALOG
+from backoffice.training.domains.approvals.catalog.desk import N_ROWS
 
-TIER_CLASSES = {"facts": ApprovalsFactsCatalog, "raw": ApprovalsRawCatalog}
+TIER_CLASSES = {t: tier_spec(CATALOG, CATALOG.tiers[t]) for t in ("facts", "raw")}
 pytestmark = pytest.mark.parametrize("tier", sorted(TIER_CLASSES))
 
 
@@ -46,10 +48,10 @@ def test_decisions_are_the_agents(tier: str) -> None:
                 namesakes += sum(mask[act[f"get_person[{p}]"]] for p in range(3)) > 1
             if name in decisions:
                 seen_outcomes.add(name.split("[")[0])
-                rows = spec._rows()
-                band = spec._band()
-                f = spec._file()
-                assert len(f["assignments"]) + len(f["received"] or []) <= N_ROWS, tid  # every row has a slot
+                rows = spec.desk.rows()
+                band = spec.desk.band()
+                f = spec.desk.file()
+                assert len(f["assignments"]) + len(spec.desk.on_file_delegations() or []) <= N_ROWS, tid  # every row has a slot
                 for n in decisions:
                     call = spec.to_call(act[n])
                     assert bool(mask[act[n]]) == (call is not None), (tid, n)
@@ -58,7 +60,7 @@ def test_decisions_are_the_agents(tier: str) -> None:
                         assert mask[act[n]] == (s < len(rows)), (tid, n)
                         if s < len(rows):
                             assert call["args"]["basis_ids"] == [band["id"], rows[s][1]["id"]]
-                            assert call["args"]["approver_id"] == spec.on_file
+                            assert call["args"]["approver_id"] == spec.desk.on_file
             obs, _, term, trunc, info = env.step(a)
             if term or trunc:
                 break

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_catalog_tiers import action_index, heldout_env, heldout_ids
+from tiers import action_index, heldout_env, heldout_ids
 
 from backoffice.training.catalog.registration import N_SLOTS
 from backoffice.training.catalog.registration_tiers import RegistrationFacts, RegistrationRaw

@@ -7,7 +7,7 @@ tests/catalog/test_catalog_tiers.py's."""
 from __future__ import annotations
 
 import pytest
-from test_catalog_tiers import action_index, heldout_env, heldout_ids
+from tiers import action_index, heldout_env, heldout_ids
 
 from backoffice.training.catalog.remittance_tiers import N_HITS, N_LINES, RemittanceFacts, RemittanceRaw
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_catalog_tiers import action_index, heldout_env, heldout_ids
+from tiers import action_index, heldout_env, heldout_ids
 
 from backoffice.training.catalog import CatalogEnv
 from backoffice.training.catalog.sufficiency_tiers import N_HELD, SUBSETS, SufficiencyFacts, SufficiencyRaw

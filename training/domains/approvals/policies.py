@@ -17,7 +17,7 @@ Each wrong policy overrides one judgement of the oracle and so commits one kind 
 (``WRONG_POLICIES`` maps the failure code to it); each rule policy ignores one rule of the
 rule document as its text states it (``RULE_POLICIES``, keyed by the rule id).
 
-Rule-sharing policy: the oracle and the catalog (``training.catalog.approvals``) share the
+Rule-sharing policy: the oracle and the catalog (``training.domains.approvals.catalog``) share the
 domain's public rule helpers, :mod:`backoffice.envs.approvals.rules` (the band lookup, the
 authority rules of one entry, the missing-field test, ledger types, the blocking fact), each
 computing what the rule document says from rows the tools returned. The oracle never imports
