@@ -87,8 +87,9 @@ class ApprovalsEnv(BackofficeEnv):
     Terminates on ``submit``; truncates at ``max_steps`` (default 40).
 
     ## Arguments
-    ``split`` (train / heldout / generated), ``reward_mode`` (sparse / shaped), ``max_steps``,
-    ``trace_path``.
+    ``split``, ``reward_mode`` (sparse / shaped / progress), ``call_cost``, ``gate_cap``,
+    ``max_steps``, ``trace_path``, ``render_mode``, ``judge``, ``release``: as every backoffice
+    env (:class:`~backoffice.envs.core.env.BackofficeEnv`).
 
     ## Tools
     list_pending, get_request, get_rules, list_roles, find_people, get_person,

@@ -54,6 +54,31 @@ class BackofficeEnv(gym.Env[str, Any]):
     """Base class of every backoffice env; a domain subclass only sets ``domain`` and a docstring.
 
     See the domain classes for the full description (tools, grade, failure codes).
+
+    ## Arguments (every domain)
+    - ``split``: ``"train"``, ``"heldout"`` or ``"generated"``. A named task of another split
+      is refused (``ValueError`` naming both); a heldout env refuses generated tasks too.
+    - ``reward_mode``: ``"sparse"`` (the score at the end), ``"shaped"`` (minus a cost per
+      successful call, plus the domain's terminal shaping of the grade) or ``"progress"``
+      (shaped, plus :data:`PROGRESS_WEIGHT` times the first approach to the answer key's end
+      state; it reads the key at every step, so a heldout env refuses it). No reward mode
+      changes ``pass`` or ``score``.
+    - ``call_cost``: the shaped reward's cost per successful call (``None``: the domain's,
+      ``0.01`` by default), a number in ``[0, 1]``.
+    - ``gate_cap``: ``True`` (default): the terminal shaping reads the score, which a failed
+      gate caps at 0.25; ``False``: the share of work checks passed (the grade is unchanged).
+    - ``max_steps``: the step budget (``None``: the domain's); the episode truncates, graded.
+    - ``trace_path``: a JSONL file receiving one line per step and the terminal line
+      (``backoffice replay`` reads it).
+    - ``render_mode``: ``None``, ``"ansi"`` (``render()`` returns a text view of the last
+      step) or ``"human"`` (prints it).
+    - ``judge``: ``"rubric"`` (default) or ``"model:<name>"``: scores free text (hand-over
+      notes) into ``info["judge"]``, never into ``pass``.
+    - ``release``: a :class:`~backoffice.envs.core.release.Release` to serve instead of the
+      installed one (tests, generated releases).
+
+    ``reset(options=...)``: ``{"task_id": ...}`` (or a domain alias such as ``case_id``),
+    ``{"generate": n}`` on the generated split, or nothing (a task drawn by the seed).
     """
 
     domain: ClassVar[Domain]

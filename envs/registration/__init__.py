@@ -101,7 +101,9 @@ class RegistrationEnv(BackofficeEnv):
     Terminates on ``submit`` or ``refer_to_human``; truncates at ``max_steps`` (default 40).
 
     ## Arguments
-    ``split``, ``reward_mode``, ``max_steps``, ``trace_path``, ``render_mode`` (``"ansi"``).
+    ``split``, ``reward_mode`` (sparse / shaped / progress), ``call_cost``, ``gate_cap``,
+    ``max_steps``, ``trace_path``, ``render_mode``, ``judge``, ``release``: as every backoffice
+    env (:class:`~backoffice.envs.core.env.BackofficeEnv`).
 
     ## Tools
     get_intake_form, search_patients, get_patient, get_name_variants, get_rules, verify_member_id,

@@ -100,8 +100,9 @@ class RemittanceEnv(BackofficeEnv):
     Terminates on ``submit``; truncates at ``max_steps`` (default 60).
 
     ## Arguments
-    ``split`` ("train" | "heldout" | "generated"), ``reward_mode`` ("sparse" | "shaped"),
-    ``max_steps``, ``trace_path``, ``render_mode`` ("ansi").
+    ``split``, ``reward_mode`` (sparse / shaped / progress), ``call_cost``, ``gate_cap``,
+    ``max_steps``, ``trace_path``, ``render_mode``, ``judge``, ``release``: as every backoffice
+    env (:class:`~backoffice.envs.core.env.BackofficeEnv`).
 
     ## Tools
     get_policies, get_payment, list_payments, search_open_items (order fixed by the task's seed,

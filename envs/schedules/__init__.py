@@ -85,8 +85,9 @@ class SchedulesEnv(BackofficeEnv):
     Terminates on a successful ``submit``; truncates at ``max_steps`` (default 60).
 
     ## Arguments
-    ``split`` ("train" | "heldout" | "generated"), ``reward_mode`` ("sparse" | "shaped"),
-    ``max_steps``, ``trace_path`` (JSONL trace), ``render_mode`` ("ansi").
+    ``split``, ``reward_mode`` (sparse / shaped / progress), ``call_cost``, ``gate_cap``,
+    ``max_steps``, ``trace_path``, ``render_mode``, ``judge``, ``release``: as every backoffice
+    env (:class:`~backoffice.envs.core.env.BackofficeEnv`).
 
     ## Tools
     Reads: get_request, get_policy (the policy and its schedule versions), get_rules, get_schedule,

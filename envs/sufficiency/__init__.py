@@ -107,9 +107,11 @@ class SufficiencyEnv(BackofficeEnv):
     Terminates on ``submit``; truncates at ``max_steps`` (default 60).
 
     ## Arguments
-    ``split`` ("train" | "heldout" | "generated"), ``reward_mode`` ("sparse" | "shaped"),
-    ``max_steps``, ``trace_path``, ``render_mode`` (None | "ansi"). ``reset(options=...)`` takes
-    ``task_id`` or ``case_id`` (the case the task is about) to start a named task.
+    ``split``, ``reward_mode`` (sparse / shaped / progress), ``call_cost``, ``gate_cap``,
+    ``max_steps``, ``trace_path``, ``render_mode``, ``judge``, ``release``: as every backoffice
+    env (:class:`~backoffice.envs.core.env.BackofficeEnv`).
+    ``reset(options=...)`` takes ``task_id`` or ``case_id`` (the case the task is about) to start
+    a named task.
 
     ## Tools
     get_case, list_cases, get_requirements, list_documents, search_held_records,
