@@ -80,9 +80,13 @@ def _candidate(desk: ApprovalsDesk, i: int) -> str | None:
     return cands[i] if i < len(cands) else None
 
 
-def _candidate_legal(desk: ApprovalsDesk, i: int) -> bool:
-    role = _candidate(desk, i)
+def _may_look_up(desk: ApprovalsDesk, role: str | None) -> bool:
+    """A role's holders may be looked up: a role is known and its holders are not yet."""
     return not desk.finished() and role is not None and role not in desk.holders
+
+
+def _candidate_legal(desk: ApprovalsDesk, i: int) -> bool:
+    return _may_look_up(desk, _candidate(desk, i))
 
 
 @ACTIONS.family("lookup_candidate_holders[{i}]", N_CANDIDATES, "lookup_role_holders",
@@ -165,8 +169,7 @@ def lookup_delegations(desk: ApprovalsDesk) -> Call:
 
 
 def _row_role_legal(desk: ApprovalsDesk, s: int) -> bool:
-    role = desk.row_role(s)
-    return not desk.finished() and role is not None and role not in desk.holders
+    return _may_look_up(desk, desk.row_role(s))
 
 
 @ACTIONS.family("lookup_row_holders[{i}]", N_ROWS, "lookup_role_holders",
@@ -176,8 +179,7 @@ def lookup_row_holders(desk: ApprovalsDesk, s: int) -> Call:
 
 
 def _role_slot_legal(desk: ApprovalsDesk, i: int) -> bool:
-    role = desk.role_slot(i)
-    return not desk.finished() and role is not None and role not in desk.holders
+    return _may_look_up(desk, desk.role_slot(i))
 
 
 @ACTIONS.family("lookup_role_holders[{i}]", N_ROLES, "lookup_role_holders",
