@@ -254,3 +254,15 @@ def test_train_options_are_the_config_fields(tmp_path: Path, monkeypatch: pytest
     assert refused.exit_code == 2 and "--n-envs" in refused.output
     refused = CliRunner().invoke(app, ["train", "--env", DOMAIN, "--out", str(tmp_path / "m"), "--task-sampling", "failures"])
     assert refused.exit_code == 2 and "task_sampling" in " ".join(refused.output.split())
+
+
+def test_a_model_finds_a_builtin_tier_by_its_recorded_name() -> None:
+    """A tier's module may move (approvals' catalog did): a model's ``catalog.json`` names a
+    built-in tier by ``tier``; a user's tier is found by its recorded ``spec``."""
+    from backoffice.training.catalog import tier_specs
+    from backoffice.training.rl.sb3_policy import recorded_spec
+
+    moved = {"tier": "facts", "spec": "backoffice.training.catalog.approvals_tiers:ApprovalsFactsCatalog"}
+    assert recorded_spec("approvals", moved) == tier_specs("approvals")["facts"]
+    assert recorded_spec("approvals", {"tier": "no_verdict", "spec": "my_tiers:NO_VERDICT"}) == "my_tiers:NO_VERDICT"
+    assert recorded_spec("approvals", {"tier": "no_verdict"}) is None
