@@ -11,13 +11,17 @@ what the wrapper sees.
 
 Each test runs once per installed domain x tier of its catalog other than ``conclusions`` (from
 ``tier_specs``; the conclusions tier is tests/catalog/test_catalog.py's), so a new domain's tiers get them
-without an edit here, except the pinned values below that only a domain's author can give (the
-test says which is missing). What is specific to one domain (its decision points, which choices
-are the agent's) stays in tests/domains/<domain>/test_catalog_<domain>_tiers.py; both use the helpers of tests/tiers.py."""
+without an edit here, except the values only a domain's author can give, pinned in its
+tests/domains/<domain>/tier_pins.py (the test says which is missing). What is specific to one
+domain (its decision points, which choices are the agent's) stays in
+tests/domains/<domain>/test_catalog_<domain>_tiers.py; both use the helpers of tests/tiers.py.
+This file names no domain."""
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -37,11 +41,9 @@ from backoffice.training.catalog import (
     spec_class,
     tier_specs,
 )
-from backoffice.training.catalog.registration import N_SLOTS
-from backoffice.training.catalog.remittance import N_ADJ
 from backoffice.training.eval.rollout import run_episode
 from backoffice.training.policies import get_policy
-from conftest import DOMAINS, play_catalog
+from conftest import DOMAINS, TESTS, play_catalog
 
 
 def added_tiers(domain: str) -> list[str]:
@@ -49,133 +51,35 @@ def added_tiers(domain: str) -> list[str]:
     return [t for t in tier_specs(domain) if t != "conclusions"] if catalog_target(domain) else []
 
 
-#: (domain, tier) for every installed domain and every tier its catalog adds, ids ``approvals-facts``
+#: (domain, tier) for every installed domain and every tier its catalog adds, ids ``<domain>-<tier>``
 DOMAIN_TIERS = [(d, t) for d in DOMAINS for t in added_tiers(d)]
 each_tier = pytest.mark.parametrize(("domain", "tier"), [pytest.param(d, t, id=f"{d}-{t}") for d, t in DOMAIN_TIERS])
 
 
-def pinned(table: dict[str, Any], name: str, domain: str) -> Any:
-    if domain not in table:
-        pytest.fail(f"{domain} has catalog tiers: give its entry in {name} (tests/catalog/test_catalog_tiers.py)")
-    return table[domain]
+# -- per-domain values: tests/domains/<domain>/tier_pins.py ------------------------------------------
+def pins(domain: str) -> ModuleType | None:
+    """The values a domain pins for these tests (its ``tier_pins.py``), or ``None``."""
+    path = TESTS / "domains" / domain / "tier_pins.py"
+    if not path.exists():
+        return None
+    spec = importlib.util.spec_from_file_location(f"tier_pins_{domain}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-# -- per-domain values ---------------------------------------------------------------------------------
-#: the conclusions tier's catalog hash: adding the tiers must not change it (required of every
-#: domain with tiers; approvals' is the hash its shipped results/approvals/conclusions.json was made with)
-CONCLUSIONS_HASH = {
-    "approvals": "f1dfe2398538e49492d593160617f454",
-    "registration": "ee8a37d113652ba2e1a58e77cc3c2216",
-    "remittance": "b65fa04dcc95ad4398c98f9af640119d",
-    "schedules": "45e70bb6af80f08ecd286b301e4f0feb",
-    "sufficiency": "d1c0b5b7b42c2b760b8a5c829e946161",
-}
+def pinned(name: str, domain: str) -> Any:
+    """A value the domain must pin (required of every domain with tiers)."""
+    value = getattr(pins(domain), name, None)
+    if value is None:
+        pytest.fail(f"{domain} has catalog tiers: give {name} in tests/domains/{domain}/tier_pins.py")
+    return value
 
-#: the conclusions tier's features that carry the procedure's conclusions or say that something is
-#: due / done / left: none of them may be a feature of another tier (required of every domain with
-#: tiers; each list must name features the conclusions tier does have, so it cannot go stale)
-CONCLUSION_FEATURES = {
-    # the named approver resolved, a breach, the authority found, the outcome
-    "approvals": frozenset({
-        "approver_resolved", "approver_not_found",
-        "over_hard_limit", "amount_over_hard_limit_ratio", "missing_required_field", "n_missing_fields",
-        "line_breach", "sod_breach", "sod_checked", "sod_clear",
-        "assignment_candidate_now", "blocking_fact_found",
-        "n_candidate_roles", "candidates_checked", "candidates_unchecked", "all_candidates_checked",
-        "holds_candidate_role", "delegation_candidate_role", "delegation_capped_below", "delegation_unconfirmed",
-        "delegation_usable", "authority_found", "authority_search_complete", "no_usable_authority",
-        "procedure_reject", "procedure_hold", "procedure_escalate", "procedure_proceed", "procedure_open",
-        "downstream_due",
-    }),
-    # the matching rule's verdicts, R-VERIFIED-FIELD, the card's and the roster's acceptance, the minor's age limit
-    "registration": frozenset({
-        "variants_pending", *(f"slot[{i}].match" for i in range(N_SLOTS)), "match_none", "match_one", "match_many",
-        "match_deceased", "identifier_conflict", "current_is_match", "minor", "phone_differs", "address_differs",
-        "address_update_allowed", "card_ok", "roster_ok", "coverage_missing", "gp_missing", "guardian_missing",
-        "guardian_contact_known", "kin_missing", "items_open", "registration_complete",
-    }),
-    # the match rule's and the duplicate rule's verdicts, the projection of a line once applied
-    "remittance": frozenset({
-        "facts_read", "dup_found", "no_dup", "dup_case_due", "dup_refund_case_due", "dup_hold_due", "dup_return_due",
-        "dup_apply_due", "credit_alloc_due",
-        "lines_unsearched", "cur_needs_name_search", "cur_matched", "cur_ambiguous", "cur_no_claim", "cur_recoup",
-        *(f"adj{j}_pending" for j in range(N_ADJ)), *(f"wo_adj{j}_due" for j in range(N_ADJ)),
-        *(f"tr_adj{j}_due" for j in range(N_ADJ)), "cur_alloc_due", "cur_excess", "cur_rest_zero", "cur_rest_within_tol",
-        "cur_rest_beyond_tol", "unidentified_case_due", "query_due", "refund_case_due", "underpayment_case_due",
-        "small_write_off_due", "cur_line_handled", "next_line_due", "post_apply_due", "lines_handled_fraction",
-    }),
-    # the computed plan, the approval trigger that applies first, what is needed, due or complete
-    "schedules": frozenset({
-        "plan_facts_read", "plan_count", "rows_remaining", "draft_complete",
-        "approval_needed", "first_trigger_deferral", "first_trigger_instalment_count", "first_trigger_short_notice",
-        "applies_deferral", "applies_instalment_count", "applies_short_notice",
-        "needed_approval_requested", "needed_approval_granted", "approval_outstanding",
-        "new_reminder_late", "new_reminder_needed", "mandate_change_needed", "work_complete",
-        "notice_days", "uneven_split", "month_end_hit", "outstanding",
-    }),
-    # the clerk's assessment (items satisfied, satisfiable from a held record or missing, the case
-    # sufficient, the conditions uncovered items fail), the reads done; and the routing comparison
-    # and ratio (``facts`` keeps the comparison under its own name, case.amount_ge_senior_threshold)
-    "sufficiency": frozenset({
-        "assessed", "any_missing", "n_missing", "any_satisfiable", "n_satisfiable", "n_satisfied", "sufficient",
-        "fail_presence", "fail_age", "fail_signature", "fail_name_match", "fail_legibility",
-        "amount_vs_threshold", "amount_ratio",
-    }),
-}
-#: words that name a conclusion or a due item: no feature of the tier's own may contain one
-CONCLUSION_WORDS = {
-    "approvals": ("procedure", "due", "needed", "complete", "authority", "usable", "candidate", "breach", "blocking",
-                  "resolved", "sod_clear", "sod_checked"),
-    "registration": ("match", "conflict", "due", "need", "missing", "complete", "pending", "allowed", "_ok", "minor", "open_"),
-    "remittance": ("due", "need", "match", "ambiguous", "handled", "complete", "pending", "dup_", "excess", "rest_",
-                   "no_claim", "unsearched", "found", "left"),
-    "schedules": ("needed", "complete", "remaining", "plan_", "applies", "first_trigger", "outstanding"),
-    "sufficiency": ("missing", "satisf", "sufficient", "assess", "fail", "due", "need", "complete", "valid",
-                    "cover", "gap", "pending", "expected"),
-}
-#: parts of feature names that hold a conclusion word but name an observed field, read as the
-#: replacement before the words are looked for (remittance: ``amount_due`` is what the claim was billed at)
-FACT_NAMES = {"remittance": {"amount_due": "amount"}}
-#: raw: values, one-hot categories and same-entity flags only, none of these words of a comparison
-#: of two observed values (a check-digit verdict, a count of the agent's progress); only the
-#: domains listed have the test
-RAW_COMPARISON_WORDS = {
-    "registration": ("equal", "agree", "equivalent", "differ", "swapped", "identifier_valid", "age_years"),
-    "remittance": ("equal", "near", "_gt_", "_le_", "tolerance]", "fraction", "lines.searched", "positive"),
-    "sufficiency": ("equal", "within", "_ge_", "by_review_date", "vs", "ratio", "older", "expired"),
-}
 
-#: the spec each tier resolves to, as the five domains' own tests pinned it (optional)
-TIER_SPECS = {
-    domain: {"conclusions": f"{domain}:{title}Catalog", "facts": f"{domain}_tiers:{facts}", "raw": f"{domain}_tiers:{raw}"}
-    for domain, title, facts, raw in (
-        ("registration", "Registration", "RegistrationFacts", "RegistrationRaw"),
-        ("remittance", "Remittance", "RemittanceFacts", "RemittanceRaw"),
-        ("schedules", "Schedules", "SchedulesFactsCatalog", "SchedulesRawCatalog"),
-        ("sufficiency", "Sufficiency", "SufficiencyFacts", "SufficiencyRaw"),
-    )
-}
-#: at most this many actions (default 64; schedules' raw tier has 68)
-MAX_ACTIONS = {"schedules": 70}
-
-#: tools that may refuse a valid action (a structured error) in random play; ``frozenset()``: the
-#: mask is the tools' preconditions, every valid action is accepted; a domain not listed: any
-#: tool, with a structured error (schedules: only the commit's checks, approval, due dates, minimum)
-REFUSED_BY: dict[str, frozenset[str]] = {"remittance": frozenset(), "schedules": frozenset({"commit_schedule"})}
-
-#: the heldout tasks (a slice), the baselines' seed and whether the native env gets the tier's own
-#: step limit (else the task's) for the mask-alone test, as each domain's tests had them; default: all
-#: heldout tasks, seed 0, the task's limit
-MASK_ALONE = {
-    "approvals": (slice(120), 0, False),
-    "sufficiency": (slice(None, None, 2), 0, False),  # every other task (120: every defect tag; the time budget)
-    "schedules": (slice(None, None, 42), 3, True),  # 10 tasks
-}
-#: heldout tasks for the catalog env's feature-policy episodes and random valid play (default: every 8th / 20th)
-VALID_PLAY_IDS = {"registration": slice(None, None, 6), "remittance": slice(None, None, 10), "sufficiency": slice(None, None, 8)}
-RANDOM_PLAY_IDS = {"registration": slice(60), "remittance": slice(1, None, 5), "sufficiency": slice(None, None, 6)}
-#: episodes (train split, reset by seed) of the random-actions fuzz (default 16)
-FUZZ_EPISODES = {"approvals": 40}
+def pin(name: str, domain: str, default: Any) -> Any:
+    """A value the domain may pin (``default`` otherwise)."""
+    return getattr(pins(domain), name, default)
 
 
 # -- the spec ---------------------------------------------------------------------------------------
@@ -183,14 +87,12 @@ FUZZ_EPISODES = {"approvals": 40}
 def test_spec_is_well_formed_and_named_by_the_catalog(domain: str, tier: str) -> None:
     specs = tier_specs(domain)
     assert set(TIERS) <= set(specs) and spec_class(domain, specs["conclusions"]) is spec_class(domain)
-    if domain in TIER_SPECS:
-        assert specs == {t: f"backoffice.training.catalog.{s}" for t, s in TIER_SPECS[domain].items()}
     cls = tier_class(domain, tier)
     check_spec(cls)
     assert cls.tier == tier and cls.domain == domain and spec_class(domain).tier == "conclusions"
     assert spec_class(domain, resolve_spec(domain, tier=tier)) is cls
     agent = catalog_agent(domain, tier=tier)
-    assert agent.n_actions == len(cls.actions) <= MAX_ACTIONS.get(domain, 64) and agent.n_features <= 300
+    assert agent.n_actions == len(cls.actions) <= pin("MAX_ACTIONS", domain, 64) and agent.n_features <= 300
     assert agent.n_features == 2 + agent.n_actions + len(cls.features)
     assert all(f["doc"] for f in agent.describe()["features"]) and all(a["doc"] for a in agent.describe()["actions"])
     assert all(a.doc for a in cls.actions) and all(f.doc for f in cls.features)
@@ -217,27 +119,28 @@ def test_conclusions_tier_is_unchanged(domain: str, tier: str) -> None:
     from backoffice.training.rl.sb3_policy import catalog_signature
 
     signature = catalog_signature(domain)
-    assert signature["tier"] == "conclusions" and signature["catalog_hash"] == pinned(CONCLUSIONS_HASH, "CONCLUSIONS_HASH", domain)
+    assert signature["tier"] == "conclusions" and signature["catalog_hash"] == pinned("CONCLUSIONS_HASH", domain)
     assert catalog_signature(domain, tier_specs(domain)[tier])["tier"] == tier
 
 
 @each_tier
 def test_no_conclusion_or_due_features(domain: str, tier: str) -> None:
-    conclusions = pinned(CONCLUSION_FEATURES, "CONCLUSION_FEATURES", domain)
-    words = pinned(CONCLUSION_WORDS, "CONCLUSION_WORDS", domain)
+    conclusions = pinned("CONCLUSION_FEATURES", domain)
+    words = pinned("CONCLUSION_WORDS", domain)
     # the conclusions tier does have them (the list is not stale)
     assert conclusions <= {f.name for f in spec_class(domain).features}
     assert not {f.name for f in catalog_agent(domain, tier=tier).feature_defs} & conclusions
     own = [f.name for f in tier_class(domain, tier).features]
-    for fact, plain in FACT_NAMES.get(domain, {}).items():
+    for fact, plain in pin("FACT_NAMES", domain, {}).items():
         own = [n.replace(fact, plain) for n in own]
     assert not [n for n in own if any(w in n for w in words)]
 
 
-@pytest.mark.parametrize("domain", [pytest.param(d, id=f"{d}-raw") for d in RAW_COMPARISON_WORDS if "raw" in added_tiers(d)])
+@pytest.mark.parametrize("domain", [pytest.param(d, id=f"{d}-raw") for d in DOMAINS
+                                    if "raw" in added_tiers(d) and pin("RAW_COMPARISON_WORDS", d, None)])
 def test_raw_has_no_comparison_of_values(domain: str) -> None:
     own = [f.name for f in tier_class(domain, "raw").features]
-    assert not [n for n in own if any(w in n for w in RAW_COMPARISON_WORDS[domain])]
+    assert not [n for n in own if any(w in n for w in pinned("RAW_COMPARISON_WORDS", domain))]
 
 
 # -- the tier suffices, the mask alone does not --------------------------------------------------------
@@ -271,7 +174,7 @@ def test_feature_policy_passes_every_heldout_task(domain: str, tier: str) -> Non
 def test_feature_policy_picks_valid_actions_on_the_catalog_env(domain: str, tier: str) -> None:
     env = heldout_env(domain, tier)
     policy = tier_class(domain, tier).feature_policy(env.agent)
-    for tid in heldout_ids(domain)[VALID_PLAY_IDS.get(domain, slice(None, None, 8))]:
+    for tid in heldout_ids(domain)[pin("VALID_PLAY_IDS", domain, slice(None, None, 8))]:
         info, seen = play_catalog(env, policy, tid)  # asserts every chosen action is valid, every observation in the space
         assert info["is_success"] and len(seen) - 1 <= env.agent.spec.max_steps, tid
 
@@ -280,7 +183,7 @@ def test_feature_policy_picks_valid_actions_on_the_catalog_env(domain: str, tier
 @pytest.mark.parametrize("baseline", ["catalog-mask-only", "catalog-random"])
 def test_mask_alone_stays_far_below(domain: str, tier: str, baseline: str) -> None:
     """The mask alone solves almost nothing: the judgement is the agent's."""
-    ids, seed, tier_limit = MASK_ALONE.get(domain, (slice(None), 0, False))
+    ids, seed, tier_limit = pin("MASK_ALONE", domain, (slice(None), 0, False))
     env = make_native(domain, split="heldout", max_steps=tier_class(domain, tier).max_steps if tier_limit else None)
     policy = get_policy(domain, f"{baseline}@{tier}", seed=seed)
     tasks = heldout_ids(domain)[ids]
@@ -312,7 +215,7 @@ def test_random_actions_never_crash(domain: str, tier: str) -> None:
     spec, finish = env.agent.spec, env.agent.finish
     rng = np.random.default_rng(7)
     refused = set()
-    for episode in range(FUZZ_EPISODES.get(domain, 16)):
+    for episode in range(pin("FUZZ_EPISODES", domain, 16)):
         obs, info = env.reset(seed=episode)
         anything = episode % 4 == 3
         steps = 0
@@ -339,8 +242,9 @@ def test_random_actions_never_crash(domain: str, tier: str) -> None:
             if term or trunc:
                 assert "grade" in info and np.all(np.abs(obs) <= 1.0)
                 break
-    if domain in REFUSED_BY:
-        assert {tool for tool, _ in refused} <= REFUSED_BY[domain], refused
+    refused_by = pin("REFUSED_BY", domain, None)
+    if refused_by is not None:
+        assert {tool for tool, _ in refused} <= refused_by, refused
 
 
 @each_tier
@@ -353,9 +257,9 @@ def test_random_valid_actions_ground_to_their_tools(domain: str, tier: str) -> N
     env = make_catalog_env(domain, split="heldout", tier=tier)
     native = make_native(domain, split="heldout", max_steps=cls.max_steps)
     agent = catalog_agent(domain, tier=tier)
-    allowed = REFUSED_BY.get(domain)
+    allowed = pin("REFUSED_BY", domain, None)
     rng = np.random.default_rng(0)
-    for tid in heldout_ids(domain)[RANDOM_PLAY_IDS.get(domain, slice(None, None, 20))]:
+    for tid in heldout_ids(domain)[pin("RANDOM_PLAY_IDS", domain, slice(None, None, 20))]:
         obs, info = env.reset(options={"task_id": tid})
         nobs, ninfo = native.reset(options={"task_id": tid})
         agent.reset(nobs, ninfo)
@@ -394,10 +298,11 @@ def test_catalog_command_lists_a_tier() -> None:
 
     from backoffice.training.cli.main import app
 
-    result = CliRunner().invoke(app, ["catalog", "--env", "approvals", "--tier", "facts", "--json"])
+    domain, tier = DOMAIN_TIERS[0]
+    result = CliRunner().invoke(app, ["catalog", "--env", domain, "--tier", tier, "--json"])
     assert result.exit_code == 0, result.output
     listed = [f["name"] for f in loads(result.output.encode())["features"]]
-    assert listed == [f.name for f in catalog_agent("approvals", tier="facts").feature_defs]
-    assert listed != [f.name for f in catalog_agent("approvals").feature_defs]
-    result = CliRunner().invoke(app, ["catalog", "--env", "approvals", "--tier", "nope"])
-    assert result.exit_code != 0 and "conclusions, facts, raw" in result.output
+    assert listed == [f.name for f in catalog_agent(domain, tier=tier).feature_defs]
+    assert listed != [f.name for f in catalog_agent(domain).feature_defs]
+    result = CliRunner().invoke(app, ["catalog", "--env", domain, "--tier", "nope"])
+    assert result.exit_code != 0 and ", ".join(tier_specs(domain)) in result.output
