@@ -57,6 +57,29 @@ each_tier = pytest.mark.parametrize(("domain", "tier"), [pytest.param(d, t, id=f
 
 
 # -- per-domain values: tests/domains/<domain>/tier_pins.py ------------------------------------------
+#: what a domain pins (required ones: every domain with tiers gives them; the others have defaults)
+PINS = {
+    "CONCLUSIONS_HASH": "required: the conclusions tier's catalog_hash; adding tiers must not change it",
+    "CONCLUSION_FEATURES": "required: the conclusions tier's features that carry the procedure's conclusions or say "
+                           "that something is due / done / left; none may be a feature of another tier, and each "
+                           "must be one of the conclusions tier's (the list cannot go stale)",
+    "CONCLUSION_WORDS": "required: words that name a conclusion or a due item; no feature of another tier's own "
+                        "may contain one",
+    "FACT_NAMES": "parts of feature names that hold a conclusion word but name an observed field, replaced before "
+                  "the words are looked for (default: none)",
+    "RAW_COMPARISON_WORDS": "words of a comparison of two observed values that no raw feature's name may contain "
+                            "(default: the test is not run)",
+    "MAX_ACTIONS": "at most this many actions in a tier (default 64)",
+    "REFUSED_BY": "tools that may refuse a valid action in random play (frozenset(): none, the mask is the tools' "
+                  "preconditions; default: any tool, with a structured error)",
+    "MASK_ALONE": "(heldout slice, the baselines' seed, whether the native env gets the tier's own step limit) of "
+                  "the mask-alone test (default: every task, seed 0, the task's limit)",
+    "VALID_PLAY_IDS": "heldout tasks of the feature-policy episodes through the catalog env (default every 8th)",
+    "RANDOM_PLAY_IDS": "heldout tasks of random valid play (default every 20th)",
+    "FUZZ_EPISODES": "episodes of the random-actions fuzz (default 16)",
+}
+
+
 def pins(domain: str) -> ModuleType | None:
     """The values a domain pins for these tests (its ``tier_pins.py``), or ``None``."""
     path = TESTS / "domains" / domain / "tier_pins.py"
@@ -66,6 +89,9 @@ def pins(domain: str) -> ModuleType | None:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    unknown = sorted(n for n in vars(module) if n.isupper() and n not in PINS)
+    if unknown:
+        pytest.fail(f"{path}: {unknown} are not pins of these tests ({', '.join(PINS)})")
     return module
 
 
