@@ -80,12 +80,20 @@ def _call(tool: str, args: dict[str, Any] | None) -> Call:
     return None if args is None else {"tool": tool, "args": args}
 
 
-def register(name: str, tool: str, doc: str, ground: Callable[..., Call], legal: Callable[..., bool], *args: Any) -> None:
-    """Register an action whose legality also needs ``tool`` in the task's ``allowed_tools``."""
-    def allowed_and_legal(desk: ScheduleDesk, *a: Any) -> bool:
-        return (not desk.allowed or tool in desk.allowed) and legal(desk, *a)
+def register(name: str, tool: str, doc: str, ground: Callable[..., Call], legal: Callable[..., bool], *args: Any,
+             checks_tool: bool = False) -> None:
+    """Register an action whose legality also needs ``tool`` in the task's ``allowed_tools``
+    (``checks_tool``: ``legal`` looks itself, as the families do on the hot path)."""
+    ACTIONS.add(Action(name, tool, doc, ground, legal if checks_tool else _if_allowed(tool, legal, len(args)), args))
 
-    ACTIONS.add(Action(name, tool, doc, ground, allowed_and_legal, args))
+
+def _if_allowed(tool: str, legal: Callable[..., bool], arity: int) -> Callable[..., bool]:
+    """``legal`` and ``tool`` allowed (the mask is built every step: no ``*args`` for the usual arities)."""
+    if arity == 0:
+        return lambda desk: (not desk.allowed or tool in desk.allowed) and legal(desk)
+    if arity == 1:
+        return lambda desk, a: (not desk.allowed or tool in desk.allowed) and legal(desk, a)
+    return lambda desk, *a: (not desk.allowed or tool in desk.allowed) and legal(desk, *a)
 
 
 # -- the six reads, alike in every tier -----------------------------------------------------------------
@@ -121,21 +129,22 @@ def _custom_draft(desk: ScheduleDesk, n: int) -> Call:
 
 
 def _draft_legal(desk: ScheduleDesk, *n: int) -> bool:
-    return desk.draft_args(None) is not None
+    return desk.settled("draft_legal", lambda: desk.allows("create_draft_schedule") and desk.can_draft())
 
 
 register("create_draft", "create_draft_schedule",
-         "create a draft of the next version (frequency from the request kind, change_type = kind)", _draft, _draft_legal)
+         "create a draft of the next version (frequency from the request kind, change_type = kind)", _draft, _draft_legal,
+         checks_tool=True)
 for _n in COUNTS:
     _rows = f"{_n} instalment{'s' if _n > 1 else ''}"
     register(f"create_draft[{_n}]", "create_draft_schedule",
              f"create the draft of the next version (frequency from the request's kind, as the conclusions tier; change_type = "
              f"the request's kind), declaring {_rows}: the add actions' shares split the due total by {_n}",
-             _draft, _draft_legal, _n)
+             _draft, _draft_legal, _n, checks_tool=True)
     register(f"create_custom_draft[{_n}]", "create_draft_schedule",
              f"create the draft of the next version (frequency custom: the catalog claims none; change_type = the request's "
              f"kind), declaring {_rows}: the add actions' shares split the due total by {_n}",
-             _custom_draft, _draft_legal, _n)
+             _custom_draft, _draft_legal, _n, checks_tool=True)
 
 
 def _next_planned(desk: ScheduleDesk) -> Call:
@@ -162,11 +171,15 @@ def _fact_row(desk: ScheduleDesk, share: str, end: str) -> Call:
     return _call("add_instalment", desk.row_args(period, desk.collection_day(), end, _fact_amount(desk, share, period)))
 
 
+def _fact_rows_formable(desk: ScheduleDesk) -> dict[str, bool]:
+    """Per share: the facts tier's next row can be added (whatever ``end``)."""
+    period = desk.next_period() if desk.allows("add_instalment") else None
+    day = desk.collection_day()
+    return {share: period is not None and desk.row_formable(period, day, _fact_amount(desk, share, period)) for share in FACT_SHARES}
+
+
 def _fact_row_legal(desk: ScheduleDesk, share: str, end: str) -> bool:
-    if desk.draft_id is None:
-        return False
-    period = desk.next_period()
-    return period is not None and desk.row_formable(period, desk.collection_day(), _fact_amount(desk, share, period))
+    return desk.draft_id is not None and desk.memo("fact_rows_formable", lambda: _fact_rows_formable(desk))[share]
 
 
 for _share in FACT_SHARES:
@@ -175,7 +188,7 @@ for _share in FACT_SHARES:
                  f"add the request's next month (its start period stepped by its frequency, or the next still-due instalment's "
                  f"month for a collection-day change) on the request's collection day or the mandate's ({_end}: a day past the "
                  f"month's end goes to {ENDS[_end].replace('_', ' ')}); amount {SHARE_DOC[_share]}",
-                 _fact_row, _fact_row_legal, _share, _end)
+                 _fact_row, _fact_row_legal, _share, _end, checks_tool=True)
 
 
 def _raw_amount(desk: ScheduleDesk, share: str, period: str | None) -> int | None:
@@ -189,11 +202,20 @@ def _raw_row(desk: ScheduleDesk, src: str, end: str, share: str) -> Call:
     return _call("add_instalment", desk.row_args(period, desk.mandate_day, end, _raw_amount(desk, share, period)))
 
 
+def _raw_rows_formable(desk: ScheduleDesk) -> dict[tuple[str, str], bool]:
+    """Per (month source, share): a raw row can be added (whatever ``end``)."""
+    if not desk.allows("add_instalment"):
+        return {}
+    out = {}
+    for src in SOURCES:
+        period = desk.source_period(src)
+        for share in RAW_SHARES:
+            out[src, share] = period is not None and desk.row_formable(period, desk.mandate_day, _raw_amount(desk, share, period))
+    return out
+
+
 def _raw_row_legal(desk: ScheduleDesk, src: str, end: str, share: str) -> bool:
-    if desk.draft_id is None:
-        return False
-    period = desk.source_period(src)
-    return period is not None and desk.row_formable(period, desk.mandate_day, _raw_amount(desk, share, period))
+    return desk.draft_id is not None and desk.memo("raw_rows_formable", lambda: _raw_rows_formable(desk)).get((src, share), False)
 
 
 _SOURCE_DOC = {"start": "the request start_period (or, when it names none, the month of the first due slot: slots go by due date)",
@@ -204,7 +226,7 @@ for _src in SOURCES:
             register(f"add_instalment[{_src},{_end},{_share}]", "add_instalment",
                      f"add a row for {_SOURCE_DOC[_src]} on the mandate's collection day as last observed ({_end}: a day past the "
                      f"month's end goes to {ENDS[_end].replace('_', ' ')}); amount {SHARE_DOC[_share]}",
-                     _raw_row, _raw_row_legal, _src, _end, _share)
+                     _raw_row, _raw_row_legal, _src, _end, _share, checks_tool=True)
 
 
 # -- approvals --------------------------------------------------------------------------------------------
@@ -291,13 +313,19 @@ def _cancel_slot(desk: ScheduleDesk, i: int) -> Call:
 
 
 def _cancel_slot_legal(desk: ScheduleDesk, i: int) -> bool:
-    # due and paid rows can be cancelled (a paid one is refunded); a cancelled one is final
     slots = desk.slot_rows
-    return i < len(slots) and desk.status.get(slots[i]["id"]) in ("due", "paid")
+    return i < len(slots) and desk.settled("cancel_slot_legal", lambda: _cancellable(desk))[i]
+
+
+def _cancellable(desk: ScheduleDesk) -> list[bool]:
+    # due and paid rows can be cancelled (a paid one is refunded); a cancelled one is final
+    allowed = desk.allows("cancel_instalments")
+    return [allowed and desk.status.get(r["id"]) in ("due", "paid") for r in desk.slot_rows]
 
 
 for _i in range(INSTALMENT_SLOTS):
-    register(f"cancel_instalment[{_i}]", "cancel_instalments", f"cancel instalment slot {_i} (one id)", _cancel_slot, _cancel_slot_legal, _i)
+    register(f"cancel_instalment[{_i}]", "cancel_instalments", f"cancel instalment slot {_i} (one id)", _cancel_slot, _cancel_slot_legal, _i,
+             checks_tool=True)
 
 
 # -- the reminders and the mandate ------------------------------------------------------------------------

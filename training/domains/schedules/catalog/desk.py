@@ -8,8 +8,9 @@ mutated (the native env may hand out live rows): statuses changed by the episode
 kept beside them (:attr:`ScheduleDesk.status`, :attr:`ScheduleDesk.version_status`).
 
 Two caches: :meth:`~backoffice.training.catalog.features.Desk.memo` (until the next
-observation) and :meth:`ScheduleDesk.settled` (until the next read, mandate update or wait: what
-is computed from the reads alone, such as the conclusions tier's plan).
+observation) and :meth:`ScheduleDesk.settled` (until the next read, wait, or write that changes
+what was read: what is computed from the reads and their statuses, such as the conclusions
+tier's plan or the raw tier's slots).
 """
 
 from __future__ import annotations
@@ -65,8 +66,11 @@ DAYS_SCALE = 64.0
 EPOCH = date(2024, 1, 1)
 EPOCH_MONTH = 2024 * 12
 
-#: tools whose ok result changes what :meth:`ScheduleDesk.settled` values are computed from
-SETTLING_TOOLS = frozenset({*READS, "update_instruction", "wait"})
+#: tools whose ok result changes what :meth:`ScheduleDesk.settled` values are computed from: the
+#: reads, the approvals and the clock, and the writes that change what was read (a status, the
+#: mandate's day)
+SETTLING_TOOLS = frozenset({*READS, "request_approval", "wait", "update_instruction", "supersede_schedule", "cancel_instalments",
+                            "cancel_reminder"})
 
 
 # -- scales ---------------------------------------------------------------------------------------
@@ -108,7 +112,9 @@ def day_count(n: Any) -> float:
     return min(1.0, int(n) / DAYS_SCALE) if n is not None else 0.0
 
 
+@lru_cache(maxsize=1024)
 def month_days(period: str) -> int:
+    """The days of a ``YYYY-MM`` month."""
     return calendar.monthrange(int(period[:4]), int(period[5:7]))[1]
 
 
@@ -154,6 +160,7 @@ class ScheduleDesk(Desk):
         self.versions: list[Mapping[str, Any]] = []          # get_policy's schedule versions, in version order
         self.version_status: dict[str, str] = {}             # their status, as our writes changed it
         self.version_slots: list[Mapping[str, Any]] = []     # the last VERSION_SLOTS versions that are not drafts
+        self.active_version: Mapping[str, Any] | None = None  # the one listed active (the change replaces it)
         self.rules: Mapping[str, Any] | None = None
         self.mandate: Mapping[str, Any] | None = None        # get_instruction's answer
         self.mandate_day: int | None = None                  # the mandate's collection day as last observed
@@ -189,8 +196,8 @@ class ScheduleDesk(Desk):
         self._settled: dict[Any, Any] = {}
 
     def settled(self, key: Any, compute: Callable[[], Any]) -> Any:
-        """``compute()``, cached until the next ok read, mandate update or wait
-        (:data:`SETTLING_TOOLS`): for values computed from the reads alone."""
+        """``compute()``, cached until the next ok read, wait or write that changes what was read
+        (:data:`SETTLING_TOOLS`): for values computed from the reads and their statuses."""
         try:
             return self._settled[key]
         except KeyError:
@@ -276,6 +283,7 @@ class ScheduleDesk(Desk):
         self.version_status = {s["id"]: str(s.get("status")) for s in self.versions}
         # an abandoned draft is never the version a change replaces
         self.version_slots = [s for s in self.versions if s.get("status") != "draft"][-VERSION_SLOTS:]
+        self.active_version = next((s for s in self.versions if s.get("status") == "active"), None)
 
     def _take_listing(self, rows: list[Mapping[str, Any]]) -> None:
         """The complete instalment listing and what it gives (statuses, due rows and total, months)."""
@@ -300,6 +308,9 @@ class ScheduleDesk(Desk):
 
     def read_known(self) -> tuple[bool, ...]:
         """Whether each read's answer is known, in :data:`READS` order."""
+        return self.settled("read_known", self._read_known)
+
+    def _read_known(self) -> tuple[bool, ...]:
         return (self.request is not None, self.policy is not None, self.rules is not None,
                 self.instalments is not None, self.mandate is not None, self.reminders is not None)
 
@@ -309,7 +320,11 @@ class ScheduleDesk(Desk):
 
     def active(self) -> Mapping[str, Any] | None:
         """The version get_policy listed as active: the one the change replaces."""
-        return next((s for s in self.versions if s.get("status") == "active"), None)
+        return self.active_version
+
+    def can_draft(self) -> bool:
+        """A draft of the next version can be formed: the request, the policy and its active version are known."""
+        return self.request is not None and self.policy is not None and self.active_version is not None
 
     def rule(self, key: str, default: Any = None) -> Any:
         return (self.rules or {}).get(key, default)
@@ -336,8 +351,8 @@ class ScheduleDesk(Desk):
 
     def remaining_reminders(self) -> list[str]:
         """The listed scheduled reminders not cancelled yet."""
-        return self.memo("remaining_reminders",
-                         lambda: [r["id"] for r in self.reminders or () if r["id"] not in self.cancelled_reminders])
+        return self.settled("remaining_reminders",
+                            lambda: [r["id"] for r in self.reminders or () if r["id"] not in self.cancelled_reminders])
 
     def paid_rows(self) -> list[Mapping[str, Any]]:
         """Listed instalments whose listed status is paid."""
@@ -374,6 +389,11 @@ class ScheduleDesk(Desk):
                 return None
             return int(self.policy["annual_premium"]) - sum(int(r["amount"]) for r in self.instalments if r.get("status") == "paid")
         return self.settled("outstanding", compute)
+
+    def policy_year_end(self) -> str | None:
+        """The policy year's last month (term_start + 11)."""
+        term = (self.policy or {}).get("term_start")
+        return self.settled("policy_year_end", lambda: add_months(str(term)[:7], 11) if term else None)
 
     def new_day(self) -> int | None:
         """The request's new collection day."""
@@ -538,7 +558,7 @@ class ScheduleDesk(Desk):
 
     def draft_args(self, frequency: str | None) -> dict[str, Any] | None:
         """A draft of the next version (``frequency``: the request kind's when ``None``)."""
-        active = self.active()
+        active = self.active_version
         if self.request is None or self.policy is None or active is None:
             return None
         kind = self.request.get("kind")

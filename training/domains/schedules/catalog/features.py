@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 from backoffice.envs.schedules.tables import (
@@ -22,7 +23,6 @@ from backoffice.envs.schedules.tables import (
     MONTH_END_RULES,
     ROLES,
     ROUNDING_RULES,
-    add_months,
     days_between,
     months_between,
     parse_date,
@@ -143,10 +143,10 @@ def request_received_on(desk: ScheduleDesk) -> float:
 @FEATURES.feature("months_left_from_start", "months from the request's start_period to the policy year's last month "
                   "(term_start + 11), both included, / 12")
 def months_left_from_start(desk: ScheduleDesk) -> float:
-    start, term = (desk.request or {}).get("start_period"), (desk.policy or {}).get("term_start")
-    if not (valid_period(start) and term):
+    start, year_end = (desk.request or {}).get("start_period"), desk.policy_year_end()
+    if not (valid_period(start) and year_end):
         return 0.0
-    return ratio(months_between(str(start), add_months(str(term)[:7], 11)) + 1, 12)
+    return desk.settled("months_left_from_start", lambda: ratio(months_between(str(start), str(year_end)) + 1, 12))
 
 
 # -- the policy and its versions ------------------------------------------------------------------------
@@ -166,7 +166,7 @@ def policy_term_start(desk: ScheduleDesk) -> float:
 @FEATURES.block([(f"prior_frequency_{f}", f"1 if the active version (get_policy) is {f}") for f in PRIOR_FREQUENCIES])
 def prior_frequency(desk: ScheduleDesk) -> list[float]:
     active = desk.active()
-    return [float(active is not None and active.get("frequency") == f) for f in PRIOR_FREQUENCIES]
+    return desk.settled("prior_frequency", lambda: [float(active is not None and active.get("frequency") == f) for f in PRIOR_FREQUENCIES])
 
 
 @FEATURES.block_family([
@@ -178,6 +178,10 @@ def prior_frequency(desk: ScheduleDesk) -> list[float]:
     )
 ], VERSION_SLOTS)
 def version_slot(desk: ScheduleDesk, v: int) -> list[float]:
+    return desk.settled("version_slots", lambda: [_version_slot_values(desk, w) for w in range(VERSION_SLOTS)])[v]
+
+
+def _version_slot_values(desk: ScheduleDesk, v: int) -> list[float]:
     s = desk.version_slots[v] if v < len(desk.version_slots) else None
     status = desk.version_status.get(s["id"]) if s else None
     return [float(s is not None), *(float(status == x) for x in VERSION_STATUSES),
@@ -195,7 +199,7 @@ alias("paid_instalments", "listed instalments with status paid, / 12", paid_coun
 
 @FEATURES.feature("paid_total", "the paid instalments' total, / 2^19 cents")
 def paid_total(desk: ScheduleDesk) -> float:
-    return amount(sum(int(r["amount"]) for r in desk.paid_rows()))
+    return desk.settled("paid_total", lambda: amount(sum(int(r["amount"]) for r in desk.paid_rows())))
 
 
 @FEATURES.feature("due_instalments", "listed instalments with status due, / 12")
@@ -223,15 +227,15 @@ def share_meets_minimum(desk: ScheduleDesk) -> list[float]:
 
 # -- the rules --------------------------------------------------------------------------------------------
 def rounding(desk: ScheduleDesk) -> list[float]:
-    return [float(desk.rule("rounding") == r) for r in ROUNDING_RULES]
+    return desk.settled("rounding", lambda: [float(desk.rule("rounding") == r) for r in ROUNDING_RULES])
 
 
 def month_end(desk: ScheduleDesk) -> list[float]:
-    return [float(desk.rule("month_end") == m) for m in MONTH_END_RULES]
+    return desk.settled("month_end", lambda: [float(desk.rule("month_end") == m) for m in MONTH_END_RULES])
 
 
 def late_reminder(desk: ScheduleDesk) -> list[float]:
-    return [float(desk.rule("late_reminder") == x) for x in LATE_REMINDER_RULES]
+    return desk.settled("late_reminder", lambda: [float(desk.rule("late_reminder") == x) for x in LATE_REMINDER_RULES])
 
 
 def approval_order(desk: ScheduleDesk) -> list[float]:
@@ -385,8 +389,14 @@ def next_row_month_has_due_instalment(desk: ScheduleDesk) -> float:
 
 @FEATURES.feature("next_row_after_policy_year", "1 if the next row's month is after the policy year's last month")
 def next_row_after_policy_year(desk: ScheduleDesk) -> float:
-    period, term = desk.next_period(), (desk.policy or {}).get("term_start")
-    return float(period is not None and bool(term) and period > add_months(str(term)[:7], 11))
+    period, year_end = desk.next_period(), desk.policy_year_end()
+    return float(period is not None and year_end is not None and period > year_end)
+
+
+@lru_cache(maxsize=4096)
+def days_apart(a: str, b: str) -> int:
+    """Days from date ``a`` to date ``b``."""
+    return (parse_date(b) - parse_date(a)).days
 
 
 def first_draft_due(desk: ScheduleDesk) -> str | None:
@@ -423,7 +433,7 @@ def draft_first_due_within_min_notice(desk: ScheduleDesk) -> float:
     first, received = first_draft_due(desk), (desk.request or {}).get("received_on")
     if not (first and received) or desk.rules is None:
         return 0.0
-    return float((parse_date(first) - parse_date(received)).days < int(desk.rules.get("min_notice_days", 0)))
+    return float(days_apart(received, first) < int(desk.rules.get("min_notice_days", 0)))
 
 
 # -- the approvals ------------------------------------------------------------------------------------------
@@ -447,16 +457,18 @@ alias("approval_pending_any", "1 while any of our approval requests is pending",
                    ("granted", "1 once a wait result showed the role the rules name for {t} granted"))
 ])
 def trigger_approvals(desk: ScheduleDesk) -> list[float]:
-    out = []
-    for t in TRIGGERS:
-        status = desk.approvals.get(desk.role(t) or "")
-        out += [float(status == "pending"), float(status == "granted")]
-    return out
+    def compute() -> list[float]:
+        out = []
+        for t in TRIGGERS:
+            status = desk.approvals.get(desk.role(t) or "")
+            out += [float(status == "pending"), float(status == "granted")]
+        return out
+    return desk.settled("trigger_approvals", compute)
 
 
 @FEATURES.block([(f"approval[{r}]_{s}", f"1 if our request to {r} is {s} (as last observed)") for r in ROLES for s in APPROVAL_STATUSES])
 def role_approvals(desk: ScheduleDesk) -> list[float]:
-    return [float(desk.approvals.get(r) == s) for r in ROLES for s in APPROVAL_STATUSES]
+    return desk.settled("role_approvals", lambda: [float(desk.approvals.get(r) == s) for r in ROLES for s in APPROVAL_STATUSES])
 
 
 @FEATURES.feature("commit_refused", "1 if commit_schedule answered approval_required and no approval was granted since")
@@ -681,24 +693,22 @@ def month_end_hit(desk: ScheduleDesk) -> float:
     )
 ], INSTALMENT_SLOTS)
 def instalment_slot(desk: ScheduleDesk, i: int) -> list[float]:
-    slots = desk.settled("instalment_slots", lambda: _instalment_slot_values(desk))
-    if i >= len(slots):
-        return _EMPTY_INSTALMENT
-    iid, listed = slots[i]
-    status = desk.status.get(iid)
-    return [1.0, *(float(status == s) for s in INSTALMENT_STATUSES), *listed]
+    return desk.settled("instalment_slots", lambda: _instalment_slot_values(desk))[i]
 
 
 _EMPTY_INSTALMENT = [0.0] * (1 + len(INSTALMENT_STATUSES) + 3 + VERSION_SLOTS)
 
 
-def _instalment_slot_values(desk: ScheduleDesk) -> list[tuple[str, list[float]]]:
-    """Per instalment slot: its id and what only a read changes (amount, period, due date, version slot)."""
+def _instalment_slot_values(desk: ScheduleDesk) -> list[list[float]]:
+    """Every instalment slot's values (empty slots zero)."""
     version_ids: list[str | None] = [s["id"] for s in desk.version_slots]
     version_ids += [None] * (VERSION_SLOTS - len(version_ids))
-    return [(row["id"], [amount(row.get("amount")), month(row.get("period")), days(row.get("due_date")),
-                         *(float(vid is not None and row.get("schedule_id") == vid) for vid in version_ids)])
-            for row in desk.slot_rows]
+    out = []
+    for row in desk.slot_rows:
+        status = desk.status.get(row["id"])
+        out.append([1.0, *(float(status == s) for s in INSTALMENT_STATUSES), amount(row.get("amount")), month(row.get("period")),
+                     days(row.get("due_date")), *(float(vid is not None and row.get("schedule_id") == vid) for vid in version_ids)])
+    return out + [_EMPTY_INSTALMENT] * (INSTALMENT_SLOTS - len(out))
 
 
 @FEATURES.block_family([
@@ -708,6 +718,10 @@ def _instalment_slot_values(desk: ScheduleDesk) -> list[tuple[str, list[float]]]
     ("rem[{i}]_amount", "slot {i}'s amount, / 2^19 cents"),
 ], REMINDER_SLOTS)
 def reminder_slot(desk: ScheduleDesk, j: int) -> list[float]:
+    return desk.settled("reminder_slots", lambda: [_reminder_slot_values(desk, k) for k in range(REMINDER_SLOTS)])[j]
+
+
+def _reminder_slot_values(desk: ScheduleDesk, j: int) -> list[float]:
     slots = desk.reminder_slots()
     if j >= len(slots):
         return [0.0] * 4
