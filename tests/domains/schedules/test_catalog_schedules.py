@@ -13,7 +13,9 @@ import pytest
 
 from backoffice.training.catalog import make_catalog_env
 from backoffice.training.catalog.base import CatalogAgent
-from backoffice.training.catalog.schedules import TRIGGERS, SchedulesCatalog, feature_policy
+from backoffice.training.domains.schedules.catalog import CONCLUSIONS
+from backoffice.training.domains.schedules.catalog.desk import TRIGGERS
+from backoffice.training.domains.schedules.catalog.feature_policies import conclusions_policy as feature_policy
 from conftest import play_catalog
 
 D = "schedules"
@@ -134,7 +136,7 @@ def test_feature_policy_passes_every_heldout_task():
     results = run_all(feature_policy)
     failed = {t: info["grade"]["failure_codes"] for t, (info, _) in results.items() if not info["is_success"]}
     assert not failed
-    assert max(len(seen) - 1 for _, seen in results.values()) <= SchedulesCatalog.max_steps
+    assert max(len(seen) - 1 for _, seen in results.values()) <= CONCLUSIONS.max_steps
 
 
 def test_eager_commit_fails_exactly_the_approval_tasks_with_commit_before_approval():
@@ -239,13 +241,14 @@ def test_mask_leaves_the_judgements_to_the_agent():
     env = env_of("heldout")
     f, a = indices(env.agent)
     spec = env.agent.spec
+    desk = spec.desk  # type: ignore[attr-defined]
     policy = feature_policy(env.agent)
     seen_points = {"commit_partial": 0, "commit_unapproved": 0, "approval_unneeded": 0, "remind_skip": 0, "mandate": 0}
     for t in heldout_ids():
         obs, _ = env.reset(options={"task_id": t})
         while True:
             mask = env.action_masks()
-            allowed = spec.allowed
+            allowed = desk.allowed
             if obs[f["plan_facts_read"]] > 0.5 and obs[f["taken[list_reminders]"]] > 0.5:
                 # after the reads: the draft can always be (re)created
                 assert mask[a["create_draft"]]
@@ -253,11 +256,11 @@ def test_mask_leaves_the_judgements_to_the_agent():
                     assert mask[a["cancel_prior_due"]]
                 assert mask[a["cancel_old_reminder"]] == (obs[f["old_reminders_remaining"]] > 0)
                 for tr in TRIGGERS:
-                    role_asked = spec.approvals.get(spec.rules[f"approval_role_{tr}"]) in ("pending", "granted")
+                    role_asked = desk.approvals.get(desk.rules[f"approval_role_{tr}"]) in ("pending", "granted")
                     assert mask[a[f"request_approval[{tr}]"]] == ("request_approval" in allowed and not role_asked), tr
-                if obs[f["approval_needed"]] < 0.5 and "request_approval" in allowed and not spec.approvals:
+                if obs[f["approval_needed"]] < 0.5 and "request_approval" in allowed and not desk.approvals:
                     seen_points["approval_unneeded"] += 1
-                if spec.request.get("new_collection_day") is not None and obs[f["mandate_updated"]] < 0.5:
+                if desk.request.get("new_collection_day") is not None and obs[f["mandate_updated"]] < 0.5:
                     assert mask[a["update_mandate"]]
                     seen_points["mandate"] += 1
             if obs[f["draft_open"]] > 0.5 and obs[f["draft_rows"]] > 0 and obs[f["commit_refused"]] < 0.5:
@@ -273,7 +276,7 @@ def test_mask_leaves_the_judgements_to_the_agent():
             if term or trunc:
                 break
     assert all(seen_points.values()), seen_points
-    assert not hasattr(SchedulesCatalog, "finish_gated")
+    assert not hasattr(type(env.agent.spec), "finish_gated")
 
 
 def test_catalog_and_features_are_fixed_and_in_range():
@@ -284,8 +287,8 @@ def test_catalog_and_features_are_fixed_and_in_range():
         obs, info = env.reset(options={"task_id": t})
         shapes.add((env.action_space.n, obs.shape, env.agent.n_features, len(info["action_mask"])))
         assert obs.dtype == np.float32 and np.all(np.abs(obs) <= 1.0)
-    assert shapes == {(len(SchedulesCatalog.actions), (env.agent.n_features,), env.agent.n_features, len(SchedulesCatalog.actions))}
-    assert len(SchedulesCatalog.actions) <= 40 and len(SchedulesCatalog.features) <= 80
+    assert shapes == {(len(CONCLUSIONS.actions), (env.agent.n_features,), env.agent.n_features, len(CONCLUSIONS.actions))}
+    assert len(CONCLUSIONS.actions) <= 40 and len(CONCLUSIONS.features) <= 80
     names = [d.name for d in env.agent.feature_defs]
     assert len(names) == len(set(names))
 

@@ -24,7 +24,8 @@ role to ask for approval, waiting for the decision before committing, adding eve
 committing (commit is offered as soon as the draft holds one), not creating a second draft,
 superseding and cancelling the prior version, replacing the reminder only when the rules give a
 send date (the conclusions tier's ``create_reminder`` is offered even when the rules say skip: it
-then sends today), moving the mandate, and when to submit (``submit`` is always valid).
+then sends today), moving the mandate, and when to submit (``submit`` is left to the wrapper,
+which forces it on: it is always valid).
 
 How an amount is grounded (``facts``, ``raw``). A new instalment's amount is not a value any
 tool returns, and ``Discrete(K)`` cannot name an integer of cents, so the agent **declares** the
@@ -48,7 +49,7 @@ from collections.abc import Callable
 from typing import Any
 
 from backoffice.envs.schedules.tables import ROLES
-from backoffice.training.catalog.features import Action, Actions, always
+from backoffice.training.catalog.features import Action, Actions
 from backoffice.training.domains.schedules.catalog.desk import (
     COUNTS,
     ENDS,
@@ -375,6 +376,11 @@ register("create_reminder[today]", "create_reminder", "remind of the new first i
 register("update_mandate", "update_instruction", "set the mandate's collection day to the request's new_collection_day",
          lambda desk: _call("update_instruction", desk.mandate_args()),
          lambda desk: desk.mandate_args() is not None and not desk.mandate_updated)
-register("submit", "submit", "finish the task", lambda desk: {"tool": "submit", "args": {}}, always)
+def _forced_by_the_wrapper(desk: ScheduleDesk) -> bool:
+    """``submit`` is left to the wrapper, which forces the finishing action on."""
+    return False
+
+
+ACTIONS.add(Action("submit", "submit", "finish the task", lambda desk: {"tool": "submit", "args": {}}, _forced_by_the_wrapper))
 
 __all__ = ["ACTIONS", "FACT_SHARES", "RAW_SHARES", "SOURCES"]
