@@ -59,6 +59,7 @@ from backoffice.training.domains.schedules.catalog.desk import (
     TRIGGERS,
     VERSION_SLOTS,
     ScheduleDesk,
+    settles,
 )
 
 ACTIONS: Actions[ScheduleDesk] = Actions()
@@ -130,7 +131,12 @@ def _custom_draft(desk: ScheduleDesk, n: int) -> Call:
 
 
 def _draft_legal(desk: ScheduleDesk, *n: int) -> bool:
-    return desk.settled("draft_legal", lambda: desk.allows("create_draft_schedule") and desk.can_draft())
+    return _may_draft(desk)
+
+
+@settles
+def _may_draft(desk: ScheduleDesk) -> bool:
+    return desk.allows("create_draft_schedule") and desk.can_draft()
 
 
 register("create_draft", "create_draft_schedule",
@@ -315,9 +321,10 @@ def _cancel_slot(desk: ScheduleDesk, i: int) -> Call:
 
 def _cancel_slot_legal(desk: ScheduleDesk, i: int) -> bool:
     slots = desk.slot_rows
-    return i < len(slots) and desk.settled("cancel_slot_legal", lambda: _cancellable(desk))[i]
+    return i < len(slots) and _cancellable(desk)[i]
 
 
+@settles
 def _cancellable(desk: ScheduleDesk) -> list[bool]:
     # due and paid rows can be cancelled (a paid one is refunded); a cancelled one is final
     allowed = desk.allows("cancel_instalments")

@@ -8,7 +8,7 @@ mutated (the native env may hand out live rows): statuses changed by the episode
 kept beside them (:attr:`ScheduleDesk.status`, :attr:`ScheduleDesk.version_status`).
 
 Two caches: :meth:`~backoffice.training.catalog.features.Desk.memo` (until the next
-observation) and :meth:`ScheduleDesk.settled` (until the next read, wait, or write that changes
+observation) and :func:`settles` (until the next read, wait, or write that changes
 what was read: what is computed from the reads and their statuses, such as the conclusions
 tier's plan or the raw tier's slots).
 """
@@ -19,8 +19,8 @@ import calendar
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from functools import lru_cache
-from typing import Any
+from functools import lru_cache, wraps
+from typing import Any, TypeVar
 
 from backoffice.envs.schedules.tables import (
     add_months,
@@ -66,11 +66,31 @@ DAYS_SCALE = 64.0
 EPOCH = date(2024, 1, 1)
 EPOCH_MONTH = 2024 * 12
 
-#: tools whose ok result changes what :meth:`ScheduleDesk.settled` values are computed from: the
+#: tools whose ok result changes what :func:`settles` values are computed from: the
 #: reads, the approvals and the clock, and the writes that change what was read (a status, the
 #: mandate's day)
 SETTLING_TOOLS = frozenset({*READS, "request_approval", "wait", "update_instruction", "supersede_schedule", "cancel_instalments",
                             "cancel_reminder"})
+
+
+T = TypeVar("T")
+
+
+def settles(fn: Callable[[Any], T]) -> Callable[[Any], T]:
+    """A value of the desk computed from the reads and their statuses: cached (under the
+    function's qualified name) until the next ok call of :data:`SETTLING_TOOLS`."""
+    key = f"{fn.__module__}.{fn.__qualname__}"
+
+    @wraps(fn)
+    def get(desk: Any) -> T:
+        cache = desk._settled
+        if key in cache:
+            return cache[key]  # type: ignore[no-any-return]
+        value: T = fn(desk)
+        cache[key] = value
+        return value
+
+    return get
 
 
 # -- scales ---------------------------------------------------------------------------------------
@@ -193,16 +213,7 @@ class ScheduleDesk(Desk):
         self.due_cancelled = False
         self.reminder_created: Mapping[str, Any] | None = None
         self.mandate_updated = False
-        self._settled: dict[Any, Any] = {}
-
-    def settled(self, key: Any, compute: Callable[[], Any]) -> Any:
-        """``compute()``, cached until the next ok read, wait or write that changes what was read
-        (:data:`SETTLING_TOOLS`): for values computed from the reads and their statuses."""
-        try:
-            return self._settled[key]
-        except KeyError:
-            value = self._settled[key] = compute()
-            return value
+        self._settled: dict[str, Any] = {}  # the values of :func:`settles`
 
     # -- reading results -------------------------------------------------------------------------
     def observe(self, action: str, call: dict[str, Any], result: dict[str, Any]) -> None:
@@ -306,11 +317,9 @@ class ScheduleDesk(Desk):
         """``tool`` is in the task's ``allowed_tools`` (every tool when the brief names none)."""
         return not self.allowed or tool in self.allowed
 
+    @settles
     def read_known(self) -> tuple[bool, ...]:
         """Whether each read's answer is known, in :data:`READS` order."""
-        return self.settled("read_known", self._read_known)
-
-    def _read_known(self) -> tuple[bool, ...]:
         return (self.request is not None, self.policy is not None, self.rules is not None,
                 self.instalments is not None, self.mandate is not None, self.reminders is not None)
 
@@ -349,28 +358,28 @@ class ScheduleDesk(Desk):
         """The committed version's first instalment."""
         return self.new_rows[0] if self.new_rows else None
 
+    @settles
     def remaining_reminders(self) -> list[str]:
         """The listed scheduled reminders not cancelled yet."""
-        return self.settled("remaining_reminders",
-                            lambda: [r["id"] for r in self.reminders or () if r["id"] not in self.cancelled_reminders])
+        return [r["id"] for r in self.reminders or () if r["id"] not in self.cancelled_reminders]
 
+    @settles
     def paid_rows(self) -> list[Mapping[str, Any]]:
         """Listed instalments whose listed status is paid."""
-        return self.settled("paid_rows", lambda: [r for r in self.instalments or () if self.listed_status.get(r["id"]) == "paid"])
+        return [r for r in self.instalments or () if self.listed_status.get(r["id"]) == "paid"]
 
     def same_month_amount(self, period: str, due_only: bool) -> int | None:
         """The amount of the one listed (due, or ``due_only=False``: due or paid) instalment of ``period``."""
         return (self._month_due if due_only else self._month_any).get(period)
 
+    @settles
     def prior_due_listed(self) -> list[Mapping[str, Any]]:
         """The active version's instalments listed as due, by due date: what the change replaces."""
-        def compute() -> list[Mapping[str, Any]]:
-            active = self.active()
-            if active is None or self.instalments is None:
-                return []
-            rows = [r for r in self.instalments if r.get("schedule_id") == active["id"] and r.get("status") == "due"]
-            return sorted(rows, key=lambda r: (r["due_date"], r["id"]))
-        return self.settled("prior_due_listed", compute)
+        active = self.active()
+        if active is None or self.instalments is None:
+            return []
+        rows = [r for r in self.instalments if r.get("schedule_id") == active["id"] and r.get("status") == "due"]
+        return sorted(rows, key=lambda r: (r["due_date"], r["id"]))
 
     def prior_due_now(self) -> list[Mapping[str, Any]]:
         """The active version's instalments still due after our cancellations, by due date."""
@@ -382,18 +391,18 @@ class ScheduleDesk(Desk):
             return sorted(rows, key=lambda r: (r["due_date"], r["id"]))
         return self.memo("prior_due_now", compute)
 
+    @settles
     def outstanding(self) -> int | None:
         """The annual premium minus every paid instalment (any version)."""
-        def compute() -> int | None:
-            if self.policy is None or self.instalments is None:
-                return None
-            return int(self.policy["annual_premium"]) - sum(int(r["amount"]) for r in self.instalments if r.get("status") == "paid")
-        return self.settled("outstanding", compute)
+        if self.policy is None or self.instalments is None:
+            return None
+        return int(self.policy["annual_premium"]) - sum(int(r["amount"]) for r in self.instalments if r.get("status") == "paid")
 
+    @settles
     def policy_year_end(self) -> str | None:
         """The policy year's last month (term_start + 11)."""
         term = (self.policy or {}).get("term_start")
-        return self.settled("policy_year_end", lambda: add_months(str(term)[:7], 11) if term else None)
+        return add_months(str(term)[:7], 11) if term else None
 
     def new_day(self) -> int | None:
         """The request's new collection day."""
@@ -401,11 +410,9 @@ class ScheduleDesk(Desk):
         return int(day) if day is not None else None
 
     # -- the conclusions tier's computation --------------------------------------------------------
+    @settles
     def plan(self) -> Plan:
         """The new schedule under the rules, once the plan's facts are read (:data:`NO_PLAN` before)."""
-        return self.settled("plan", self._compute_plan)
-
-    def _compute_plan(self) -> Plan:
         if not self.facts_read():
             return NO_PLAN
         req, rules, policy, mandate = self.request, self.rules, self.policy, self.mandate

@@ -45,6 +45,7 @@ from backoffice.training.domains.schedules.catalog.desk import (
     month,
     month_days,
     ratio,
+    settles,
     small,
     valid_period,
 )
@@ -81,13 +82,15 @@ alias("old_reminders_listed", "1 once list_reminders (policy, scheduled) answere
 
 
 @FEATURES.feature("plan_facts_read", "1 once request, policy, rules, instalments and mandate have all been read (the plan is computable)")
+@settles
 def plan_facts_read(desk: ScheduleDesk) -> float:
     return float(desk.facts_read())
 
 
 # -- the request -----------------------------------------------------------------------------------------
+@settles
 def request_kind(desk: ScheduleDesk) -> list[float]:
-    return desk.settled("request_kind", lambda: [float((desk.request or {}).get("kind") == k) for k in KINDS])
+    return [float((desk.request or {}).get("kind") == k) for k in KINDS]
 
 
 FEATURES.block([(f"kind_{k}", f"1 if the request's kind (get_request) is {k}") for k in KINDS])(request_kind)
@@ -95,62 +98,73 @@ FEATURES.block([(f"request_kind_{k}", f"1 if the request's kind (get_request) is
 
 
 @FEATURES.feature("request_parts", "the request's parts (split), / 12")
+@settles
 def request_parts(desk: ScheduleDesk) -> float:
     return ratio((desk.request or {}).get("parts"), 12)
 
 
 @FEATURES.feature("request_parts/32", "the request's parts, / 32")
+@settles
 def request_parts_exact(desk: ScheduleDesk) -> float:
     return small((desk.request or {}).get("parts"))
 
 
 @FEATURES.feature("request_pause_months", "the request's pause_months (deferral), / 12")
+@settles
 def request_pause_months(desk: ScheduleDesk) -> float:
     return ratio((desk.request or {}).get("pause_months"), 12)
 
 
 @FEATURES.feature("request_pause_months/32", "the request's pause_months, / 32")
+@settles
 def request_pause_months_exact(desk: ScheduleDesk) -> float:
     return small((desk.request or {}).get("pause_months"))
 
 
 @FEATURES.feature("request_names_collection_day", "1 if the request names a new_collection_day")
+@settles
 def request_names_collection_day(desk: ScheduleDesk) -> float:
     return float((desk.request or {}).get("new_collection_day") is not None)
 
 
 @FEATURES.feature("request_new_collection_day", "the request's new_collection_day, / 32")
+@settles
 def request_new_collection_day(desk: ScheduleDesk) -> float:
     return small((desk.request or {}).get("new_collection_day"))
 
 
 @FEATURES.feature("request_day_differs_from_mandate", "1 if the request's new_collection_day differs from the mandate's day as observed")
+@settles
 def request_day_differs_from_mandate(desk: ScheduleDesk) -> float:
     new_day = (desk.request or {}).get("new_collection_day")
     return float(new_day is not None and desk.mandate_day is not None and int(new_day) != int(desk.mandate_day))
 
 
 @FEATURES.feature("request_start_period", "the request's start_period, months since 2024-01 / 128")
+@settles
 def request_start_period(desk: ScheduleDesk) -> float:
     return month((desk.request or {}).get("start_period"))
 
 
 @FEATURES.feature("request_received_on", "the request's received_on, days since 2024-01-01 / 2048")
+@settles
 def request_received_on(desk: ScheduleDesk) -> float:
     return days((desk.request or {}).get("received_on"))
 
 
 @FEATURES.feature("months_left_from_start", "months from the request's start_period to the policy year's last month "
                   "(term_start + 11), both included, / 12")
+@settles
 def months_left_from_start(desk: ScheduleDesk) -> float:
     start, year_end = (desk.request or {}).get("start_period"), desk.policy_year_end()
     if not (valid_period(start) and year_end):
         return 0.0
-    return desk.settled("months_left_from_start", lambda: ratio(months_between(str(start), str(year_end)) + 1, 12))
+    return ratio(months_between(str(start), str(year_end)) + 1, 12)
 
 
 # -- the policy and its versions ------------------------------------------------------------------------
 @FEATURES.feature("premium", "the policy's annual premium (get_policy), / 2^19 cents")
+@settles
 def premium(desk: ScheduleDesk) -> float:
     return amount((desk.policy or {}).get("annual_premium"))
 
@@ -159,14 +173,16 @@ alias("policy_premium", "the annual premium, / 2^19 cents", premium)
 
 
 @FEATURES.feature("policy_term_start", "the policy's term_start month, months since 2024-01 / 128")
+@settles
 def policy_term_start(desk: ScheduleDesk) -> float:
     return month(str((desk.policy or {}).get("term_start") or "")[:7] or None)
 
 
 @FEATURES.block([(f"prior_frequency_{f}", f"1 if the active version (get_policy) is {f}") for f in PRIOR_FREQUENCIES])
+@settles
 def prior_frequency(desk: ScheduleDesk) -> list[float]:
     active = desk.active()
-    return desk.settled("prior_frequency", lambda: [float(active is not None and active.get("frequency") == f) for f in PRIOR_FREQUENCIES])
+    return [float(active is not None and active.get("frequency") == f) for f in PRIOR_FREQUENCIES]
 
 
 @FEATURES.block_family([
@@ -178,18 +194,23 @@ def prior_frequency(desk: ScheduleDesk) -> list[float]:
     )
 ], VERSION_SLOTS)
 def version_slot(desk: ScheduleDesk, v: int) -> list[float]:
-    return desk.settled("version_slots", lambda: [_version_slot_values(desk, w) for w in range(VERSION_SLOTS)])[v]
+    return _version_slots(desk)[v]
 
 
-def _version_slot_values(desk: ScheduleDesk, v: int) -> list[float]:
-    s = desk.version_slots[v] if v < len(desk.version_slots) else None
-    status = desk.version_status.get(s["id"]) if s else None
-    return [float(s is not None), *(float(status == x) for x in VERSION_STATUSES),
-            *(float(s is not None and s.get("frequency") == q) for q in PRIOR_FREQUENCIES)]
+@settles
+def _version_slots(desk: ScheduleDesk) -> list[list[float]]:
+    out = []
+    for v in range(VERSION_SLOTS):
+        s = desk.version_slots[v] if v < len(desk.version_slots) else None
+        status = desk.version_status.get(s["id"]) if s else None
+        out.append([float(s is not None), *(float(status == x) for x in VERSION_STATUSES),
+                    *(float(s is not None and s.get("frequency") == q) for q in PRIOR_FREQUENCIES)])
+    return out
 
 
 # -- the instalment listing ------------------------------------------------------------------------------
 @FEATURES.feature("paid_count", "paid instalments of the policy (list_instalments), / 12")
+@settles
 def paid_count(desk: ScheduleDesk) -> float:
     return ratio(len(desk.paid_rows()), 12)
 
@@ -198,51 +219,56 @@ alias("paid_instalments", "listed instalments with status paid, / 12", paid_coun
 
 
 @FEATURES.feature("paid_total", "the paid instalments' total, / 2^19 cents")
+@settles
 def paid_total(desk: ScheduleDesk) -> float:
-    return desk.settled("paid_total", lambda: amount(sum(int(r["amount"]) for r in desk.paid_rows())))
+    return amount(sum(int(r["amount"]) for r in desk.paid_rows()))
 
 
 @FEATURES.feature("due_instalments", "listed instalments with status due, / 12")
+@settles
 def due_instalments(desk: ScheduleDesk) -> float:
     return ratio(len(desk.listed_due), 12)
 
 
 @FEATURES.feature("due_total", "their amounts' total D, / 2^19 cents")
+@settles
 def due_total(desk: ScheduleDesk) -> float:
     return amount(desk.due_total)
 
 
 @FEATURES.feature("prior_due_count", "instalments still due in the active version (get_policy + list_instalments), / 12")
+@settles
 def prior_due_count(desk: ScheduleDesk) -> float:
     return ratio(len(desk.prior_due_listed()), 12)
 
 
 @FEATURES.block([(f"share_meets_minimum[{k}]", f"1 if floor(due_total / {k}) >= minimum_instalment_cents") for k in COUNTS])
+@settles
 def share_meets_minimum(desk: ScheduleDesk) -> list[float]:
-    def compute() -> list[float]:
-        total, minimum = desk.due_total, int(desk.rule("minimum_instalment_cents", 0) or 0)
-        return [float(total is not None and desk.rules is not None and total // k >= minimum) for k in COUNTS]
-    return desk.settled("share_meets_minimum", compute)
+    total, minimum = desk.due_total, int(desk.rule("minimum_instalment_cents", 0) or 0)
+    return [float(total is not None and desk.rules is not None and total // k >= minimum) for k in COUNTS]
 
 
 # -- the rules --------------------------------------------------------------------------------------------
+@settles
 def rounding(desk: ScheduleDesk) -> list[float]:
-    return desk.settled("rounding", lambda: [float(desk.rule("rounding") == r) for r in ROUNDING_RULES])
+    return [float(desk.rule("rounding") == r) for r in ROUNDING_RULES]
 
 
+@settles
 def month_end(desk: ScheduleDesk) -> list[float]:
-    return desk.settled("month_end", lambda: [float(desk.rule("month_end") == m) for m in MONTH_END_RULES])
+    return [float(desk.rule("month_end") == m) for m in MONTH_END_RULES]
 
 
+@settles
 def late_reminder(desk: ScheduleDesk) -> list[float]:
-    return desk.settled("late_reminder", lambda: [float(desk.rule("late_reminder") == x) for x in LATE_REMINDER_RULES])
+    return [float(desk.rule("late_reminder") == x) for x in LATE_REMINDER_RULES]
 
 
+@settles
 def approval_order(desk: ScheduleDesk) -> list[float]:
-    def compute() -> list[float]:
-        order = list(desk.rule("approval_order") or ())
-        return [float(t in order and order.index(t) == p - 1) for t in TRIGGERS for p in (1, 2, 3)]
-    return desk.settled("approval_order", compute)
+    order = list(desk.rule("approval_order") or ())
+    return [float(t in order and order.index(t) == p - 1) for t in TRIGGERS for p in (1, 2, 3)]
 
 
 for prefix in ("", "rules_"):
@@ -256,11 +282,13 @@ alias("late_rule_send_today", "1 if the rules' late_reminder is send_today (0 if
 
 
 @FEATURES.block([(f"rules_role[{t}]={r}", f"1 if approval_role_{t} is {r}") for t in TRIGGERS for r in ROLES])
+@settles
 def approval_roles(desk: ScheduleDesk) -> list[float]:
-    return desk.settled("approval_roles", lambda: [float(desk.role(t) == r) for t in TRIGGERS for r in ROLES])
+    return [float(desk.role(t) == r) for t in TRIGGERS for r in ROLES]
 
 
 @FEATURES.feature("minimum_instalment", "the rules' minimum_instalment_cents, / 2^16")
+@settles
 def minimum_instalment(desk: ScheduleDesk) -> float:
     return min(1.0, int(desk.rule("minimum_instalment_cents", 0) or 0) / MINIMUM_SCALE)
 
@@ -269,6 +297,7 @@ alias("rules_minimum_instalment", "minimum_instalment_cents, / 2^16", minimum_in
 
 
 @FEATURES.feature("reminder_lead_days", "the rules' reminder_lead_days, / 64")
+@settles
 def reminder_lead_days(desk: ScheduleDesk) -> float:
     return day_count(desk.rule("reminder_lead_days"))
 
@@ -277,6 +306,7 @@ alias("rules_reminder_lead_days", "reminder_lead_days, / 64", reminder_lead_days
 
 
 @FEATURES.feature("min_notice_days", "the rules' min_notice_days, / 64")
+@settles
 def min_notice_days(desk: ScheduleDesk) -> float:
     return day_count(desk.rule("min_notice_days"))
 
@@ -285,27 +315,32 @@ alias("rules_min_notice_days", "min_notice_days, / 64", min_notice_days)
 
 
 @FEATURES.feature("max_instalments_without_approval", "the rules' max_instalments_without_approval, / 12")
+@settles
 def max_instalments_without_approval(desk: ScheduleDesk) -> float:
     return ratio(desk.rule("max_instalments_without_approval"), 12)
 
 
 @FEATURES.feature("rules_max_instalments_without_approval", "max_instalments_without_approval, / 32")
+@settles
 def max_instalments_without_approval_exact(desk: ScheduleDesk) -> float:
     return small(desk.rule("max_instalments_without_approval"))
 
 
 @FEATURES.feature("rules_deferral_needs_approval", "the rules' deferral_needs_approval")
+@settles
 def rules_deferral_needs_approval(desk: ScheduleDesk) -> float:
     return float(bool(desk.rule("deferral_needs_approval")))
 
 
 # -- the mandate and the clock ------------------------------------------------------------------------------
 @FEATURES.feature("mandate_collection_day", "the mandate's collection day as last observed (get_instruction, update_instruction), / 32")
+@settles
 def mandate_collection_day(desk: ScheduleDesk) -> float:
     return small(desk.mandate_day)
 
 
 @FEATURES.feature("today", "today (the brief, wait), days since 2024-01-01 / 2048")
+@settles
 def today(desk: ScheduleDesk) -> float:
     return days(desk.today)
 
@@ -438,11 +473,13 @@ def draft_first_due_within_min_notice(desk: ScheduleDesk) -> float:
 
 # -- the approvals ------------------------------------------------------------------------------------------
 @FEATURES.feature("approval_requested", "1 once any request_approval answered ok")
+@settles
 def approval_requested(desk: ScheduleDesk) -> float:
     return float(bool(desk.approvals))
 
 
 @FEATURES.feature("approval_pending", "1 while one of our approval requests is pending (request_approval / wait results)")
+@settles
 def approval_pending(desk: ScheduleDesk) -> float:
     return float(desk.pending())
 
@@ -456,19 +493,19 @@ alias("approval_pending_any", "1 while any of our approval requests is pending",
     for s, doc in (("pending", "1 while our request to the role the rules name for {t} is pending"),
                    ("granted", "1 once a wait result showed the role the rules name for {t} granted"))
 ])
+@settles
 def trigger_approvals(desk: ScheduleDesk) -> list[float]:
-    def compute() -> list[float]:
-        out = []
-        for t in TRIGGERS:
-            status = desk.approvals.get(desk.role(t) or "")
-            out += [float(status == "pending"), float(status == "granted")]
-        return out
-    return desk.settled("trigger_approvals", compute)
+    out = []
+    for t in TRIGGERS:
+        status = desk.approvals.get(desk.role(t) or "")
+        out += [float(status == "pending"), float(status == "granted")]
+    return out
 
 
 @FEATURES.block([(f"approval[{r}]_{s}", f"1 if our request to {r} is {s} (as last observed)") for r in ROLES for s in APPROVAL_STATUSES])
+@settles
 def role_approvals(desk: ScheduleDesk) -> list[float]:
-    return desk.settled("role_approvals", lambda: [float(desk.approvals.get(r) == s) for r in ROLES for s in APPROVAL_STATUSES])
+    return [float(desk.approvals.get(r) == s) for r in ROLES for s in APPROVAL_STATUSES]
 
 
 @FEATURES.feature("commit_refused", "1 if commit_schedule answered approval_required and no approval was granted since")
@@ -522,6 +559,7 @@ def new_first_lead_date_before_today(desk: ScheduleDesk) -> float:
 
 
 @FEATURES.feature("prior_superseded", "1 once supersede_schedule of the prior version answered ok")
+@settles
 def prior_superseded(desk: ScheduleDesk) -> float:
     return float(desk.superseded)
 
@@ -530,6 +568,7 @@ alias("prior_version_superseded", "1 once supersede_schedule answered ok", prior
 
 
 @FEATURES.feature("prior_due_cancelled", "1 once cancel_instalments of the prior due instalments answered ok")
+@settles
 def prior_due_cancelled(desk: ScheduleDesk) -> float:
     return float(desk.due_cancelled)
 
@@ -538,6 +577,7 @@ alias("prior_due_instalments_cancelled", "1 once cancel_instalments answered ok"
 
 
 @FEATURES.feature("old_reminders_remaining", "listed scheduled reminders not yet cancelled, / 3")
+@settles
 def old_reminders_remaining(desk: ScheduleDesk) -> float:
     return ratio(len(desk.remaining_reminders()), 3)
 
@@ -560,6 +600,7 @@ def new_reminder_send_on(desk: ScheduleDesk) -> float:
 
 
 @FEATURES.feature("mandate_updated", "1 once update_instruction answered ok")
+@settles
 def mandate_updated(desk: ScheduleDesk) -> float:
     return float(desk.mandate_updated)
 
@@ -568,22 +609,26 @@ alias("mandate_day_updated", "1 once update_instruction answered ok", mandate_up
 
 
 @FEATURES.feature("approval_tools_allowed", "1 if request_approval and wait are in the task's allowed tools (always, since seeds v1)")
+@settles
 def approval_tools_allowed(desk: ScheduleDesk) -> float:
     return float(desk.allows("request_approval") and desk.allows("wait"))
 
 
 @FEATURES.feature("mandate_tool_allowed", "1 if update_instruction is in the task's allowed tools (always, since seeds v1)")
+@settles
 def mandate_tool_allowed(desk: ScheduleDesk) -> float:
     return float(desk.allows("update_instruction"))
 
 
 # -- the conclusions tier's conclusions ---------------------------------------------------------------------
 @FEATURES.feature("outstanding", "annual premium (get_policy) minus every paid instalment (list_instalments, any version), / 500000 cents")
+@settles
 def outstanding(desk: ScheduleDesk) -> float:
     return scale(desk.outstanding(), 500_000)
 
 
 @FEATURES.feature("plan_count", "instalments of the computed new schedule, / 12")
+@settles
 def plan_count(desk: ScheduleDesk) -> float:
     return ratio(len(desk.plan().rows), 12)
 
@@ -600,33 +645,39 @@ def draft_complete(desk: ScheduleDesk) -> float:
 
 
 @FEATURES.feature("approval_needed", "1 if an approval trigger of the rules (in approval_order) applies to the computed plan")
+@settles
 def approval_needed(desk: ScheduleDesk) -> float:
     return float(desk.plan().need is not None)
 
 
 @FEATURES.block([(f"first_trigger_{t}", f"1 if the first applying approval trigger (approval_order) is {t}") for t in TRIGGERS])
+@settles
 def first_trigger(desk: ScheduleDesk) -> list[float]:
     need = desk.plan().need
     return [float(need is not None and need[0] == t) for t in TRIGGERS]
 
 
 @FEATURES.block([(f"applies_{t}", f"1 if the {t} approval trigger applies to the computed plan (rules, request)") for t in TRIGGERS])
+@settles
 def applies(desk: ScheduleDesk) -> list[float]:
     applying = desk.plan().applies
     return [float(applying.get(t, False)) for t in TRIGGERS]
 
 
 @FEATURES.feature("needed_approval_requested", "1 once the role of the first applying trigger was asked (request_approval ok)")
+@settles
 def needed_approval_requested(desk: ScheduleDesk) -> float:
     return float(desk.needed_status() is not None)
 
 
 @FEATURES.feature("needed_approval_granted", "1 once a wait result showed the role of the first applying trigger granted")
+@settles
 def needed_approval_granted(desk: ScheduleDesk) -> float:
     return float(desk.needed_status() == "granted")
 
 
 @FEATURES.feature("approval_outstanding", "approval_needed and not needed_approval_granted")
+@settles
 def approval_outstanding(desk: ScheduleDesk) -> float:
     return float(desk.plan().need is not None and desk.needed_status() != "granted")
 
@@ -644,6 +695,7 @@ def new_reminder_needed(desk: ScheduleDesk) -> float:
 
 @FEATURES.feature("mandate_change_needed", "1 if the request is a collection-day change to a day other than the mandate's "
                   "(get_request, get_instruction)")
+@settles
 def mandate_change_needed(desk: ScheduleDesk) -> float:
     return float(desk.mandate_change())
 
@@ -658,6 +710,7 @@ def work_complete(desk: ScheduleDesk) -> float:
 
 
 @FEATURES.feature("notice_days", "days from the request's received_on to the plan's first due date, / 60")
+@settles
 def notice_days(desk: ScheduleDesk) -> float:
     rows = desk.plan().rows
     if not rows or desk.request is None:
@@ -666,6 +719,7 @@ def notice_days(desk: ScheduleDesk) -> float:
 
 
 @FEATURES.feature("uneven_split", "1 if the plan re-splits and outstanding is not a multiple of the instalment count")
+@settles
 def uneven_split(desk: ScheduleDesk) -> float:
     rows, total = desk.plan().rows, desk.outstanding()
     kind = desk.request.get("kind") if desk.request else None
@@ -673,6 +727,7 @@ def uneven_split(desk: ScheduleDesk) -> float:
 
 
 @FEATURES.feature("month_end_hit", "1 if a planned due date is not on the collection day (month-end rule applied)")
+@settles
 def month_end_hit(desk: ScheduleDesk) -> float:
     rows = desk.plan().rows
     kind = desk.request.get("kind") if desk.request else None
@@ -693,12 +748,13 @@ def month_end_hit(desk: ScheduleDesk) -> float:
     )
 ], INSTALMENT_SLOTS)
 def instalment_slot(desk: ScheduleDesk, i: int) -> list[float]:
-    return desk.settled("instalment_slots", lambda: _instalment_slot_values(desk))[i]
+    return _instalment_slot_values(desk)[i]
 
 
 _EMPTY_INSTALMENT = [0.0] * (1 + len(INSTALMENT_STATUSES) + 3 + VERSION_SLOTS)
 
 
+@settles
 def _instalment_slot_values(desk: ScheduleDesk) -> list[list[float]]:
     """Every instalment slot's values (empty slots zero)."""
     version_ids: list[str | None] = [s["id"] for s in desk.version_slots]
@@ -718,15 +774,14 @@ def _instalment_slot_values(desk: ScheduleDesk) -> list[list[float]]:
     ("rem[{i}]_amount", "slot {i}'s amount, / 2^19 cents"),
 ], REMINDER_SLOTS)
 def reminder_slot(desk: ScheduleDesk, j: int) -> list[float]:
-    return desk.settled("reminder_slots", lambda: [_reminder_slot_values(desk, k) for k in range(REMINDER_SLOTS)])[j]
+    return _reminder_slot_values(desk)[j]
 
 
-def _reminder_slot_values(desk: ScheduleDesk, j: int) -> list[float]:
+@settles
+def _reminder_slot_values(desk: ScheduleDesk) -> list[list[float]]:
     slots = desk.reminder_slots()
-    if j >= len(slots):
-        return [0.0] * 4
-    rem = slots[j]
-    return [1.0, float(rem["id"] in desk.cancelled_reminders), days(rem.get("due_date")), amount(rem.get("amount"))]
+    out = [[1.0, float(rem["id"] in desk.cancelled_reminders), days(rem.get("due_date")), amount(rem.get("amount"))] for rem in slots]
+    return out + [[0.0] * 4] * (REMINDER_SLOTS - len(out))
 
 
 __all__ = ["FEATURES"]
