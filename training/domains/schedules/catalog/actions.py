@@ -114,11 +114,18 @@ def _read(desk: ScheduleDesk, k: int) -> Call:
 
 
 def _read_legal(desk: ScheduleDesk, k: int) -> bool:
-    return not desk.read_known()[k] and desk.read_args(READS[k]) is not None
+    return _reads_open(desk)[k]
+
+
+@settles
+def _reads_open(desk: ScheduleDesk) -> list[bool]:
+    """Per read: allowed, its call formable and its answer not known yet."""
+    known = desk.read_known()
+    return [desk.allows(tool) and not known[k] and desk.read_args(tool) is not None for k, tool in enumerate(READS)]
 
 
 for _k, _tool in enumerate(READS):
-    register(_tool, _tool, READ_DOCS[_tool], _read, _read_legal, _k)
+    register(_tool, _tool, READ_DOCS[_tool], _read, _read_legal, _k, checks_tool=True)
 
 
 # -- the draft --------------------------------------------------------------------------------------------
@@ -262,12 +269,20 @@ def _role_approval(desk: ScheduleDesk, role: str) -> Call:
 
 
 def _role_approval_legal(desk: ScheduleDesk, role: str) -> bool:
-    return desk.approval_args(_named_role(desk, role), "") is not None and not desk.asked(role)
+    return role in _askable_roles(desk)
+
+
+@settles
+def _askable_roles(desk: ScheduleDesk) -> frozenset[str]:
+    """The roles the rules name for a trigger, not asked yet (pending or granted), when asking is allowed."""
+    if not desk.allows("request_approval") or desk.rules is None or not desk.policy_id:
+        return frozenset()
+    return frozenset(r for r in ROLES if _named_role(desk, r) is not None and not desk.asked(r))
 
 
 for _role in ROLES:
     register(f"request_approval[{_role}]", "request_approval", f"ask the role {_role} to approve the change",
-             _role_approval, _role_approval_legal, _role)
+             _role_approval, _role_approval_legal, _role, checks_tool=True)
 
 register("wait", "wait", "advance the clock to the pending approver's decision", lambda desk: {"tool": "wait", "args": {}},
          ScheduleDesk.pending)
