@@ -85,7 +85,7 @@ def settles(fn: Callable[[Any], T]) -> Callable[[Any], T]:
     def get(desk: Any) -> T:
         cache = desk._settled
         if key in cache:
-            return cache[key]  # type: ignore[no-any-return]
+            return cache[key]
         value: T = fn(desk)
         cache[key] = value
         return value

@@ -64,8 +64,8 @@ _ORDER = tuple(f"[{t}]={p}" for t in TRIGGERS for p in (1, 2, 3))
 #: shared by every tier
 _HYPER = {
     "finish_bias": Hyper(-5.0, "a strong prior against submit for a long procedure: a weaker one collapses to an early submit"),
-    "n_steps": Hyper(256, "rollouts long enough to hold whole 15-25 step episodes"),
-    "gamma": Hyper(0.995, "the reward comes at the end of a long procedure"),
+    "n_steps": Hyper(256, "longer rollouts for a long procedure (about 19 calls a solved task)"),
+    "gamma": Hyper(0.995, "a longer horizon: the reward comes at the end of a long procedure"),
     "reward_mode": Hyper("progress", "under the shaped reward MaskablePPO settles on submitting at once"),
 }
 
