@@ -195,16 +195,16 @@ class VectorPlan:
         calls: dict[tuple[Any, tuple[Any, ...]], list[tuple[int, int]]] = {}
         for position, f in enumerate(features):
             calls.setdefault((f.producer, f.args), []).append((f.slot, position))
-        namespace: dict[str, Any] = {"_array": np.array, "_float32": np.float32}
+        namespace: dict[str, Any] = {"_array": np.array, "_float32": np.float32, "_min": np.minimum, "_max": np.maximum}
         lines, values = ["def plan(desk):"], [""] * self.size
         for k, ((producer, args), targets) in enumerate(calls.items()):
             namespace[f"p{k}"], namespace[f"a{k}"] = producer, args
             lines.append(f"    r{k} = p{k}(desk{', *a' + str(k) if args else ''})")
             for slot, position in targets:
-                lines.append(f"    v = r{k}{'' if slot < 0 else f'[{slot}]'}")
-                lines.append(f"    x{position} = -1.0 if v < -1.0 else 1.0 if v > 1.0 else v")
-                values[position] = f"x{position}"
-        lines.append(f"    return _array([{', '.join(values)}], dtype=_float32)")
+                values[position] = f"r{k}" if slot < 0 else f"r{k}[{slot}]"
+        # clipped once, in place, as float32 (the same values as clipping each one first)
+        lines.append(f"    out = _array([{', '.join(values)}], dtype=_float32)")
+        lines.append("    return _min(_max(out, -1.0, out=out), 1.0, out=out)")
         self.source = "\n".join(lines) + "\n"
         exec(compile(self.source, f"<VectorPlan of {self.size} features>", "exec"), namespace)  # noqa: S102
         self._plan: Callable[[Any], np.ndarray] = namespace["plan"]
