@@ -17,8 +17,10 @@ from backoffice.training.cli.main import app
 from backoffice.training.rl.config import TrainConfig
 from backoffice.training.rl.slot_policy import slot_layout
 from backoffice.training.rl.train import build_model
+from conftest import DOMAINS
 
-SLOTTED = [(d, t) for d in ("approvals", "registration", "remittance") for t in ("facts",)]
+#: every tier that names slot actions (what ``policy="slots"`` shares between the slots)
+SLOTTED = [(d, t) for d in DOMAINS for t, s in tier_specs(d).items() if spec_class(d, s).slot_actions]
 
 
 def _names(domain: str, tier: str) -> tuple[list[str], list[str], type]:

@@ -1,5 +1,6 @@
 """Every trace replays: the fuzz of the env boundary (invariants and replay of its traces), the
-tagged encoding of what an agent sent, and the regression cases of issue 37."""
+tagged encoding of what an agent sent (each domain's own regression cases:
+``tests/domains/<d>/test_<d>_replay.py``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import types
 
 import numpy as np
 import pytest
+from traced import SUBMIT, traced
 from typer.testing import CliRunner
 
 from backoffice.envs import make_native
@@ -24,22 +26,6 @@ from conftest import DOMAINS, domain_params, release_ids
 
 #: calls per domain of the suite's fuzz (the benchmark, benchmarks/fuzz_replay.py, runs 10^5)
 FUZZ_CALLS = 4000
-SUBMIT = {"tool": "submit", "args": {}}
-
-
-def _traced(domain: str, tmp_path, actions, split: str = "train", **reset):
-    """Play ``actions`` in a traced env of ``split``; returns ``(live infos, trace lines)``."""
-    path = tmp_path / f"{domain}.jsonl"
-    env = make_native(domain, split=split, trace_path=str(path))
-    env.reset(**(reset or {"seed": 1}))
-    infos = []
-    for action in actions:
-        *_, terminated, truncated, info = env.step(action)
-        infos.append(info)
-        if terminated or truncated:
-            break
-    env.close()
-    return infos, read_trace(path)
 
 
 def _cli_replay(path) -> str:
@@ -135,98 +121,11 @@ def test_is_plain_json_flags_what_orjson_reads_lossily() -> None:
 # -- issue 37's minimal cases ----------------------------------------------------------------------
 @pytest.mark.parametrize("domain", domain_params())
 def test_a_malformed_call_replays_with_its_tool_name(domain: str, tmp_path) -> None:
-    infos, lines = _traced(domain, tmp_path, [{"tool": "get_rules", "args": "x"}, SUBMIT])
+    infos, lines = traced(domain, tmp_path, [{"tool": "get_rules", "args": "x"}, SUBMIT])
     assert lines[0]["tool"] == "get_rules" and lines[0]["args"] is None and lines[0]["error_code"] == "invalid_action"
     assert lines[0]["sent"] == {"tool": "get_rules", "args": "x"}
     assert infos[-1]["grade"]["process_metrics"]["tool_calls"].get("get_rules") == 1
     assert "1/1 episodes reproduced" in _cli_replay(tmp_path / f"{domain}.jsonl")
-
-
-def test_schedules_commit_with_an_int_key_replays(tmp_path) -> None:
-    infos, lines = _traced("schedules", tmp_path, [{"tool": "commit_schedule", "args": {1: "int key"}}, SUBMIT])
-    assert lines[0]["tool"] == "commit_schedule" and lines[0]["sent"] == {"tool": "commit_schedule", "args": {"$map": [[1, "int key"]]}}
-    assert decode_sent(lines[0]["sent"]) == {"tool": "commit_schedule", "args": {1: "int key"}}
-    res = replay(lines)
-    assert [r.ok for r in res] == [True] and res[0].grade == infos[-1]["grade"]
-
-
-def _world_with(patient_id: str, payer_id: str = "PAY-MER") -> str:
-    """The first heldout registration task whose world holds ``patient_id`` and ``payer_id`` (the
-    issue's case was REG-H0128 of seeds v1.1)."""
-    from backoffice.envs.core.release import load_release
-
-    rel = load_release("registration")
-    return next(t for t in rel.split_ids["heldout"] if rel.snapshot(rel.task(t).snapshot_id).table("patients").get(patient_id)
-                is not None and payer_id in rel.snapshot(rel.task(t).snapshot_id).table("payers"))
-
-
-def test_registration_consent_with_an_infinite_contact_id_replays(tmp_path) -> None:
-    call = {"tool": "record_consent", "args": {"patient_id": "PAT-0010", "given_by": "self", "contact_id": math.inf}}
-    infos, lines = _traced("registration", tmp_path, [call, SUBMIT], split="heldout", options={"task_id": _world_with("PAT-0010")})
-    assert infos[0]["error_code"] == "invalid_args"
-    assert lines[0]["args"]["contact_id"] is None  # orjson's reading, as before
-    assert lines[0]["sent"]["args"]["contact_id"] == {"$float": "inf"}
-    res = replay(lines)
-    assert res[0].ok, res[0].divergences
-    assert res[0].end_state_hash == infos[-1]["end_state_hash"] and res[0].grade == infos[-1]["grade"]
-
-
-def _oracle_actions(domain: str, task_id: str) -> list[dict]:
-    env = make_native(domain)
-    run_episode(env, get_policy(domain, "oracle", seed=0), task_id=task_id)
-    return [{"tool": r["tool"], "args": r["args"]} for r in env.trace]
-
-
-def _first_oracle_run_with(domain: str, tool: str) -> tuple[str, list[dict]]:
-    """The first released task whose oracle calls ``tool``, and the oracle's calls."""
-    for task_id in release_ids(domain):
-        actions = _oracle_actions(domain, task_id)
-        if any(a["tool"] == tool for a in actions):
-            return task_id, actions
-    raise AssertionError(f"no {domain} oracle run calls {tool}")
-
-
-def test_sufficiency_request_with_a_nan_message_replays(tmp_path) -> None:
-    task_id, actions = _first_oracle_run_with("sufficiency", "request_items")
-    i = next(i for i, a in enumerate(actions) if a["tool"] == "request_items")
-    actions[i] = {"tool": "request_items", "args": {**actions[i]["args"], "message": math.nan}}
-    infos, lines = _traced("sufficiency", tmp_path, actions, options={"task_id": task_id})
-    assert infos[i]["error_code"] == "invalid_args"
-    res = replay(lines)
-    assert res[0].ok, res[0].divergences
-    assert res[0].grade == infos[-1]["grade"]
-
-
-def test_schedules_period_in_other_digits_is_invalid_args(tmp_path) -> None:
-    task_id, actions = _first_oracle_run_with("schedules", "add_instalment")
-    i = next(i for i, a in enumerate(actions) if a["tool"] == "add_instalment")
-    env = make_native("schedules")
-    env.reset(options={"task_id": task_id})
-    for a in actions[:i]:
-        env.step(a)
-    for period in ("③0③⑦-①③", "٢٠٢٦-٠٣", "２０２６-０３", "2026-0³", "2026-1٢"):
-        before = env.state.content_hash()
-        _, _, _, _, info = env.step({"tool": "add_instalment", "args": {**actions[i]["args"], "period": period}})
-        assert info["error_code"] == "invalid_args", period
-        assert env.state.content_hash() == before
-    _, _, _, _, info = env.step(actions[i])  # the ASCII call still works
-    assert info["result_status"] == "ok"
-
-
-def test_registration_member_id_and_identifier_in_other_digits_are_refused() -> None:
-    env = make_native("registration", split="heldout")
-    env.reset(options={"task_id": _world_with("PAT-0010")})
-    for member_id in ("MR32³1²⁸⁹⁴", "MR٣٢٣١٢٨٩٤", "MR３２３１２８９４"):
-        _, _, _, _, info = env.step({"tool": "verify_member_id", "args": {"payer_id": "PAY-MER", "member_id": member_id}})
-        assert info["result_status"] == "ok", member_id
-        assert env.last_result["result"]["valid"] is False and env.last_result["result"]["reason"] == "wrong_format"
-    from backoffice.envs.registration.tables import identifier_check_digit, identifier_valid, member_id_valid
-
-    first9 = "943476591"
-    ident = first9 + str(identifier_check_digit(first9))
-    assert identifier_valid(ident)
-    assert not identifier_valid(ident.translate(str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")))
-    assert not member_id_valid("MR32³1²⁸⁹⁴", "MR")
 
 
 # -- old traces ------------------------------------------------------------------------------------

@@ -46,6 +46,11 @@ def _step(env, tool: str, **args: Any) -> dict[str, Any]:
 
 
 # -- reset: identical seeds give identical state (the first test) -------------------------------
+def test_a_case_id_names_a_task() -> None:
+    """``case_id`` is a task alias (the contract tests check it looks in the env's split alone)."""
+    assert "case_id" in get_domain("sufficiency").task_aliases
+
+
 def test_reset_with_same_seed_restores_identical_state() -> None:
     env_a, env_b = make_native(DOMAIN), make_native(DOMAIN)
     task_id = _first(lambda k: k["outcome_class"] == "release_after_reply" and k["expected"]["satisfiable_from_records"])
