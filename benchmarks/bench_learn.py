@@ -1,25 +1,29 @@
-"""The env's share of MaskablePPO ``learn`` wall time, per worker, against a trivial env in the same run.
+"""The env's share of MaskablePPO ``learn`` wall time, against a trivial env in the same run.
 
-Per domain, the vec env is built as ``training/rl/train.py`` builds it with ``vec_env="subproc"``: a ``SubprocVecEnv``
-of ``training_env(domain, split="train", reward_mode="shaped", task_ids=<train minus validation>)``
-(``fork`` where the platform has it), ``n_envs=2``, MaskablePPO ``MlpPolicy`` 64x64 with the
-domain's tuned hyperparameters (``TrainConfig.for_domain``: ``n_steps``, ``batch_size``, ``gamma``
-...), the finishing actions' logit bias, one torch thread. It learns a fixed number of timesteps
-(no validation callback), then each worker's ``env_seconds`` (time inside ``reset``/``step`` of its
-``TrainingEnv``) is read and divided by the learn wall time. (Training's default is 8 envs in the
-learner's process, which has no workers to measure; ``bench_vec.py`` compares the two layouts.) The workers run in parallel, so the
-share is per worker, never summed; the figure to read is the largest worker's share.
+Two layouts, labelled in the table:
 
-Baseline, same run, same sizes: the same learn on a trivial env with the domain's observation and
-action sizes (zeros, an all-true mask, fixed-length episodes) inside the same ``TrainingEnv``. Its
-wall time is the PPO floor (rollout collection, IPC, updates); ``learn / trivial`` is what the real
-env adds on top. ``CPUs busy`` is (learner + workers' CPU seconds) / learn wall: far below the cores
-free on the machine means the learner waited for workers that were not scheduled (a loaded machine),
-which inflates ``learn / trivial`` but not the per-worker shares (worker CPU ~= its env seconds).
+- ``--layout train`` (default): exactly what ``backoffice train`` runs: the learner's envs built
+  by ``training/rl/envs.py``'s ``learner_envs`` from ``TrainConfig.for_domain`` (the default
+  tier, the catalog's tuned reward and hyperparameters, ``n_envs`` envs stepped in the learner's
+  process). The share is the time inside every env's ``reset``, ``step`` and ``action_masks``
+  (``TrainingEnv.env_seconds``) **summed over the envs**, divided by the learn wall time: with
+  in-process envs the learner waits for each of them in turn.
+- ``--layout subproc2``: the layout this benchmark measured before issue 34 (2 ``SubprocVecEnv``
+  workers, ``fork``, the shaped reward, the tuned rollout size): each worker's share of the wall
+  time, read per worker (workers run in parallel, so shares are not added). Not what training
+  runs; kept to compare with the figures of issues 15-31.
 
-Goal (issue 15): env <= 10 % of ``learn`` wall time per worker, in every domain.
+MaskablePPO ``MlpPolicy`` with the domain's tuned hyperparameters, the finishing actions' logit
+bias, one torch thread; a fixed number of timesteps (no validation callback).
 
-Run: ``python benchmarks/bench_learn.py [--quick] [--timesteps N] [--seeds 0,1] [--domains a,b] [--json PATH]``.
+Baseline, same run, same layout and sizes: the same learn on a trivial env with the domain's
+observation and action sizes (zeros, an all-true mask, fixed-length episodes) inside the same
+``TrainingEnv``. Its wall time is the PPO floor; ``learn / trivial`` is what the real env adds.
+``CPUs busy`` is (learner + workers' CPU seconds) / learn wall.
+
+Goal (issue 34): env <= 10 % of ``backoffice train``'s learn wall time, in every domain.
+
+Run: ``python benchmarks/bench_learn.py [--quick] [--layout train|subproc2] [--timesteps N] [--seeds 0,1] [--domains a,b] [--json PATH]``.
 """
 
 from __future__ import annotations
@@ -44,9 +48,9 @@ from rich.console import Console
 from rich.table import Table
 
 from backoffice.envs import available_domains
-from backoffice.envs.core.release import load_release
 from backoffice.training.catalog import make_catalog_env
-from backoffice.training.rl.train import TrainConfig, TrainingEnv, ending_actions, rollout_on, training_env, validation_ids
+from backoffice.training.rl.config import training_task_ids
+from backoffice.training.rl.train import TrainConfig, TrainingEnv, ending_actions, rollout_on, training_env
 
 console = Console(width=None if sys.stdout.isatty() else 200)
 GOAL = 0.10
@@ -110,26 +114,31 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def learn(config: TrainConfig, make: Any, bias_actions: list[int]) -> dict[str, Any]:
-    """MaskablePPO over ``SubprocVecEnv([make] * n_envs)`` as train.py sets it up; timings."""
+def learn(config: TrainConfig, make: Any, bias_actions: list[int], layout: str) -> dict[str, Any]:
+    """MaskablePPO over ``config.n_envs`` envs from ``make``, in the learner's process
+    (``layout="train"``, as train.py's default) or one worker process each; timings."""
     import torch
     from sb3_contrib import MaskablePPO
-    from stable_baselines3.common.vec_env import SubprocVecEnv
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     torch.set_num_threads(config.torch_threads)
-    start = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-    venv = SubprocVecEnv([make] * config.n_envs, start_method=start)
+    if layout == "train":
+        venv: Any = DummyVecEnv([make] * config.n_envs)
+    else:
+        start = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        venv = SubprocVecEnv([make] * config.n_envs, start_method=start)
     try:
         venv.seed(config.seed)
         model = MaskablePPO("MlpPolicy", venv, n_steps=config.n_steps, batch_size=config.batch_size, n_epochs=config.n_epochs,
-                            learning_rate=config.learning_rate, gamma=config.gamma, ent_coef=config.ent_coef,
+                            learning_rate=config.learning_rate, gamma=config.gamma, gae_lambda=config.gae_lambda,
+                            clip_range=config.clip_range, ent_coef=config.ent_coef,
                             policy_kwargs={"net_arch": list(config.net_arch)}, seed=config.seed, device="cpu", verbose=0)
         if bias_actions:
             head: Any = model.policy.action_net  # an nn.Linear for a Discrete action space
             with torch.no_grad():
                 head.bias[bias_actions] += config.finish_bias
         before = [float(x) for x in venv.get_attr("env_seconds")]
-        pids = [p.pid for p in venv.processes]
+        pids = [p.pid for p in venv.processes] if layout != "train" else []
         cpu_before = [cpu_seconds(p) for p in pids]
         timer = _rollout_timer()
         main_cpu, t0 = time.process_time(), time.perf_counter()
@@ -140,44 +149,53 @@ def learn(config: TrainConfig, make: Any, bias_actions: list[int]) -> dict[str, 
     finally:
         venv.close()
     steps = int(model.num_timesteps)
+    # in-process envs: the learner waits for each in turn, so their times add up; workers run
+    # in parallel, so the figure is the slowest worker's
+    share = sum(seconds) / wall if layout == "train" else max(seconds) / wall
     return {"timesteps": steps, "wall_s": wall, "collect_s": timer.seconds, "env_s": seconds, "shares": [s / wall for s in seconds],
-            "max_share": max(seconds) / wall,
-            "learner_cpu_s": main_cpu, "worker_cpu_s": worker_cpu, "cpus_busy": (main_cpu + sum(worker_cpu)) / wall,
-            "env_us_per_step": sum(seconds) / max(1, steps) * 1e6}
+            "share": share, "learner_cpu_s": main_cpu, "worker_cpu_s": worker_cpu,
+            "cpus_busy": (main_cpu + sum(worker_cpu)) / wall, "env_us_per_step": sum(seconds) / max(1, steps) * 1e6}
 
 
-def bench_domain(domain: str, timesteps: int, seed: int) -> dict[str, Any]:
-    """The domain's learn and the trivial baseline's, with the same hyperparameters and sizes."""
+def bench_domain(domain: str, timesteps: int, seed: int, layout: str) -> dict[str, Any]:
+    """The domain's learn and the trivial baseline's, with the same hyperparameters, sizes and layout."""
     with tempfile.TemporaryDirectory() as tmp:
         tuned = TrainConfig.for_domain(domain, tmp, timesteps=timesteps, seed=seed)
-        # the per-worker share needs workers: 2 of them with the tuned rollout size (training
-        # itself now steps 8 envs in the learner's process; benchmarks/bench_vec.py compares)
+    if layout == "train":
+        config, reward = tuned, tuned.reward_mode
+    else:  # 2 workers with the tuned rollout size and the shaped reward (the layout before issue 34)
         config = replace(tuned, vec_env="subproc", **rollout_on({"n_envs": tuned.n_envs, "n_steps": tuned.n_steps}, 2))
-    held = set(validation_ids(domain, config.validation_size))
-    train_ids = [t for t in load_release(domain).split_ids["train"] if t not in held]
+        reward = "shaped"
+    train_ids = training_task_ids(config)
     probe: Any = make_catalog_env(domain, split="train", spec=config.spec)
     n_features, n_actions = int(probe.observation_space.shape[0]), int(probe.action_space.n)
     bias = ending_actions(probe, config.finish_tools)
-    make = functools.partial(training_env, domain, split=config.train_split, reward_mode="shaped", task_ids=train_ids, spec=config.spec)
-    env_run = learn(config, make, bias)
-    base_run = learn(config, functools.partial(trivial_env, n_features, n_actions), [])
-    return {"domain": domain, "seed": seed, "n_steps": config.n_steps, "batch_size": config.batch_size,
+    make = functools.partial(training_env, domain, split=config.train_split, reward_mode=reward, call_cost=config.call_cost,
+                             gate_cap=config.gate_cap, task_ids=train_ids, task_sampling=config.task_sampling, spec=config.spec)
+    env_run = learn(config, make, bias, layout)
+    base_run = learn(config, functools.partial(trivial_env, n_features, n_actions), [], layout)
+    return {"domain": domain, "seed": seed, "layout": layout, "reward": reward, "n_envs": config.n_envs,
+            "n_steps": config.n_steps, "batch_size": config.batch_size,
             "n_features": n_features, "n_actions": n_actions, "env": env_run, "trivial": base_run,
             "wall_vs_trivial": env_run["wall_s"] / base_run["wall_s"]}
 
 
-def render(rows: list[dict[str, Any]], timesteps: int) -> Table:
-    table = Table(title=f"Env share of MaskablePPO learn wall time per worker ({timesteps:,} timesteps, 2 workers; "
-                        f"goal: max share <= {GOAL:.0%})")
-    for col in ("domain", "seed", "n_steps/batch", "learn s", "collect s", "worker shares", "max share", "env us/step",
-                "CPUs busy", "trivial learn s", "trivial collect s", "trivial max share", "learn / trivial", "1 - trivial/learn"):
+#: what each layout's share is
+LAYOUTS = {"train": "every env summed: what `backoffice train` runs", "subproc2": "largest of 2 worker processes, shaped reward"}
+
+
+def render(rows: list[dict[str, Any]], timesteps: int, layout: str) -> Table:
+    table = Table(title=f"Env share of MaskablePPO learn wall time ({timesteps:,} timesteps; layout {layout}: "
+                        f"{LAYOUTS[layout]}; goal <= {GOAL:.0%})")
+    for col in ("domain", "seed", "envs / reward", "n_steps/batch", "learn s", "collect s", "env share", "env us/step",
+                "CPUs busy", "trivial learn s", "trivial share", "learn / trivial", "1 - trivial/learn"):
         table.add_column(col, justify="left" if col == "domain" else "right")
     for r in rows:
         e, b = r["env"], r["trivial"]
-        share = f"{e['max_share']:.1%}"
-        table.add_row(r["domain"], str(r["seed"]), f"{r['n_steps']}/{r['batch_size']}", f"{e['wall_s']:.2f}", f"{e['collect_s']:.2f}",
-                      " ".join(f"{s:.1%}" for s in e["shares"]), share if e["max_share"] <= GOAL else f"[red]{share}[/]",
-                      f"{e['env_us_per_step']:.0f}", f"{e['cpus_busy']:.2f}", f"{b['wall_s']:.2f}", f"{b['collect_s']:.2f}", f"{b['max_share']:.1%}",
+        share = f"{e['share']:.1%}"
+        table.add_row(r["domain"], str(r["seed"]), f"{r['n_envs']} / {r['reward']}", f"{r['n_steps']}/{r['batch_size']}",
+                      f"{e['wall_s']:.2f}", f"{e['collect_s']:.2f}", share if e["share"] <= GOAL else f"[red]{share}[/]",
+                      f"{e['env_us_per_step']:.0f}", f"{e['cpus_busy']:.2f}", f"{b['wall_s']:.2f}", f"{b['share']:.1%}",
                       f"{r['wall_vs_trivial']:.2f}x", f"{1 - 1 / r['wall_vs_trivial']:.0%}")
     return table
 
@@ -188,6 +206,7 @@ def main() -> None:
     parser.add_argument("--timesteps", type=int, default=0, help="timesteps per learn (default 8192, quick 2048)")
     parser.add_argument("--seeds", default="0", help="comma-separated seeds (a row per domain and seed)")
     parser.add_argument("--domains", default="", help="comma-separated (default: every installed domain)")
+    parser.add_argument("--layout", choices=sorted(LAYOUTS), default="train", help="train (as shipped) or subproc2 (the old layout)")
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     args = parser.parse_args()
     timesteps = args.timesteps or (2048 if args.quick else 8192)
@@ -197,16 +216,17 @@ def main() -> None:
     rows = []
     for domain in domains:
         for seed in seeds:
-            rows.append(bench_domain(domain, timesteps, seed))
-            console.print(f"{domain} seed {seed}: max worker share {rows[-1]['env']['max_share']:.1%}")
-    console.print(render(rows, timesteps))
+            rows.append(bench_domain(domain, timesteps, seed, args.layout))
+            console.print(f"{domain} seed {seed}: env share {rows[-1]['env']['share']:.1%} ({args.layout})")
+    console.print(render(rows, timesteps, args.layout))
     if len(seeds) > 1:
         for domain in domains:
-            shares = [r["env"]["max_share"] for r in rows if r["domain"] == domain]
-            console.print(f"{domain}: median max share over {len(shares)} seeds {statistics.median(shares):.1%}")
+            shares = [r["env"]["share"] for r in rows if r["domain"] == domain]
+            console.print(f"{domain}: median env share over {len(shares)} seeds {statistics.median(shares):.1%} "
+                          f"({min(shares):.1%}-{max(shares):.1%})")
     console.print(f"{os.cpu_count()} CPUs; 1-minute load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after")
     if args.json:
-        args.json.write_text(json.dumps({"timesteps": timesteps, "goal_max_share": GOAL, "load_before": load_before,
+        args.json.write_text(json.dumps({"timesteps": timesteps, "layout": args.layout, "goal_share": GOAL, "load_before": load_before,
                                          "rows": rows}, indent=1))
 
 

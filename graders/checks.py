@@ -67,15 +67,54 @@ def result(
 
 
 def run_checks(specs: Sequence[Mapping[str, Any]], episode: Episode) -> list[dict[str, Any]]:
+    """One result per check spec, in order. With ``episode.memo`` (one episode's grades share
+    it), a generic kind's result is kept until a table it reads is written or a call of a tool
+    it reads is appended to the trace (:func:`reads`): later grades of the episode pay for the
+    checks a step touched only. The results are shared between those grades: never mutate one."""
+    memo = episode.memo
+    state, trace = episode.state, episode.trace
     out = []
     for spec in specs:
-        fn = CHECKS.get(spec["kind"])
+        kind = spec["kind"]
+        fn = CHECKS.get(kind)
         if fn is None:
-            raise ValueError(f"unknown check kind {spec['kind']!r}")
+            raise ValueError(f"unknown check kind {kind!r}")
+        deps = reads(spec) if memo is not None else None
+        if deps is not None and memo is not None:
+            tables, tools = deps
+            versions = tuple(state.version(t) for t in tables)
+            kept = memo.get(("check", id(spec)))
+            if (kept is not None and kept[0] is spec and kept[1] == versions and kept[2] <= len(trace)
+                    and not any(r["tool"] in tools for r in trace[kept[2]:])):
+                out.append(kept[3])
+                continue
         passed, detail = fn(spec, episode)
-        out.append(result(spec.get("id", spec["kind"]), spec["kind"], passed, spec.get("failure_code"), detail,
-                          gate=bool(spec.get("gate", False))))
+        res = result(spec.get("id", kind), kind, passed, spec.get("failure_code"), detail, gate=bool(spec.get("gate", False)))
+        if deps is not None and memo is not None:
+            memo[("check", id(spec))] = (spec, versions, len(trace), res)  # the spec kept: its id stays its own
+        out.append(res)
     return out
+
+
+def reads(spec: Mapping[str, Any]) -> tuple[tuple[str, ...], frozenset[Any]] | None:
+    """What a generic check reads: the tables whose rows (and diff) it selects and the tools whose
+    trace records it matches; ``None`` for a kind a domain registered (never kept)."""
+    kind = spec["kind"]
+    if kind in _TABLE_KINDS:
+        return (spec["table"],), frozenset()
+    if kind == "no_change":
+        return tuple(spec.get("tables") or [spec["table"]]), frozenset()
+    if kind == "tool_called":
+        return (), frozenset((spec["tool"],))
+    if kind == "tool_not_called":
+        before = spec.get("before") or {}
+        after = before.get("after") or {}
+        return (), frozenset(t for t in (spec["tool"], before.get("tool"), after.get("tool")) if t is not None)
+    return None
+
+
+#: the kinds that read the rows of ``spec["table"]`` (and its diff) only
+_TABLE_KINDS = frozenset(("row_equals", "field_equals", "status_is", "count_is"))
 
 
 # -- selectors -----------------------------------------------------------------------------

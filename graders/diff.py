@@ -40,34 +40,42 @@ def diff_overlay(
     """
     out: Diff = {}
     for table in sorted(overlay):
-        base = base_table(table)
-        created: list[str] = []
-        deleted: list[str] = []
-        created_rows: dict[str, dict[str, Any]] = {}
-        deleted_rows: dict[str, dict[str, Any]] = {}
-        updated: dict[str, dict[str, dict[str, Any]]] = {}
-        for rid in sorted(overlay[table]):
-            after = overlay[table][rid]
-            before = base.get(rid)
-            if before is None:
-                if after is None:
-                    continue
-                created.append(rid)
-                created_rows[rid] = _plain_row(after)
-            elif after is None:
-                deleted.append(rid)
-                deleted_rows[rid] = _plain_row(before)
-            elif after != before:
-                fields = {}
-                for key in sorted(before.keys() | after.keys()):
-                    old, new = before.get(key), after.get(key)
-                    if old != new:
-                        fields[key] = {"before": _plain(old), "after": _plain(new)}
-                updated[rid] = fields
-        if created or deleted or updated:
-            out[table] = {"created": created, "updated": updated, "deleted": deleted,
-                          "created_rows": created_rows, "deleted_rows": deleted_rows}
+        d = diff_table(base_table(table), overlay[table])
+        if d is not None:
+            out[table] = d
     return out
+
+
+def diff_table(base: Mapping[str, Mapping[str, Any]], written: Mapping[str, Mapping[str, Any] | None]) -> TableDiff | None:
+    """One table's part of :func:`diff_overlay`: ``written`` (id -> row, ``None`` for deleted)
+    against ``base``; ``None`` when nothing differs."""
+    created: list[str] = []
+    deleted: list[str] = []
+    created_rows: dict[str, dict[str, Any]] = {}
+    deleted_rows: dict[str, dict[str, Any]] = {}
+    updated: dict[str, dict[str, dict[str, Any]]] = {}
+    for rid in sorted(written):
+        after = written[rid]
+        before = base.get(rid)
+        if before is None:
+            if after is None:
+                continue
+            created.append(rid)
+            created_rows[rid] = _plain_row(after)
+        elif after is None:
+            deleted.append(rid)
+            deleted_rows[rid] = _plain_row(before)
+        elif after != before:
+            fields = {}
+            for key in sorted(before.keys() | after.keys()):
+                old, new = before.get(key), after.get(key)
+                if old != new:
+                    fields[key] = {"before": _plain(old), "after": _plain(new)}
+            updated[rid] = fields
+    if created or deleted or updated:
+        return {"created": created, "updated": updated, "deleted": deleted,
+                "created_rows": created_rows, "deleted_rows": deleted_rows}
+    return None
 
 
 _FLAT = frozenset((str, int, float, bool, type(None)))

@@ -107,7 +107,10 @@ def finalize(
 ) -> dict[str, Any]:
     """The grade dict: ``pass``, ``score``, ``checks``, ``failure_codes``, domain ``fields``,
     ``process_metrics``. ``pass`` needs every check (guardrail included); ``score`` is
-    :func:`score_of` the checks (work done, gated by the guardrails)."""
+    :func:`score_of` the checks (work done, gated by the guardrails). With
+    ``episode.checks_only`` the dict holds ``checks`` alone."""
+    if episode.checks_only:  # the progress reward's distance reads the checks alone
+        return {"checks": [*checks, guardrail(episode, guardrail_code)]}
     results = [dict(c) for c in checks] + [guardrail(episode, guardrail_code)]
     passed = all(c["pass"] for c in results)
     codes = sorted({c["failure_code"] for c in results if not c["pass"] and c["failure_code"]})

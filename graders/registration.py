@@ -437,6 +437,8 @@ def grade(ep: Episode) -> dict[str, Any]:
     dups = _duplicates(ep, set(touched) | set(t.created), t.end)
     checks.append(result("no_duplicate_entries", "trail", not dups, "duplicate_entry", dups or None, gate=True))
     checks += _referral_checks(ep, referred, cited)
+    if ep.checks_only:
+        return finalize(ep, checks, {}, guardrail_code=GUARDRAIL_CODE)
 
     failed = {c["id"] for c in checks if not c["pass"]}
     bad_writes, written = _writes(ep, key.get("targets", ()))

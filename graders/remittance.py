@@ -262,6 +262,8 @@ def grade(ep: Episode) -> dict[str, Any]:
     trail = _trail(ep, payment_allocs, cases)
     d = _compare(ep, actual, best, trail)
     checks = _work_checks(actual, best, d, trail, matched, mism) + _gates(actual, d, bool(key.get("duplicate_of")))
+    if ep.checks_only:
+        return finalize(ep, checks, {}, guardrail_code=GUARDRAIL_CODE)
     counts = Counter(r["tool"] for r in ep.trace if r["result_status"] == "ok")
     fields = {
         "matched_alternative": matched,

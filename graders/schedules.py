@@ -186,6 +186,8 @@ def grade(ep: Episode) -> dict[str, Any]:
     still_due_failure(ep, checks, new_rows, left)
     checks.insert(2, outstanding_check(ep, new_rows, left))
     checks += [approvals_check(ep), versions_check(ep), live_reminders_check(ep, scheduled)]
+    if ep.checks_only:
+        return finalize(ep, checks, {}, guardrail_code=GUARDRAIL_CODE)
     fields = {
         "request_kind": exp["kind"],
         "approval_required": exp["approval_role"] is not None,

@@ -34,7 +34,13 @@ class Generated:
 
 @dataclass(frozen=True)
 class Episode:
-    """Everything a pure grader may read: the grade is a function of this alone."""
+    """Everything a pure grader may read: the grade is a function of this alone.
+
+    Two fields change what a grade costs, never what it says: ``memo``, a cache one episode's
+    grades share (:func:`~backoffice.graders.checks.run_checks` keeps a declarative check's
+    result there until a table or trace record it reads changes), and ``checks_only``, set when
+    only the checks are read (the progress reward's distance): the grade may then leave out its
+    fields, score and process metrics."""
 
     task: Task
     key: Mapping[str, Any]
@@ -42,6 +48,8 @@ class Episode:
     state: Store
     diff: Diff
     trace: Sequence[Mapping[str, Any]]
+    memo: dict[Any, Any] | None = None
+    checks_only: bool = False
 
 
 Grader = Callable[[Episode], dict[str, Any]]

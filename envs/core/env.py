@@ -340,6 +340,9 @@ class BackofficeEnv(gym.Env[str, Any]):
         self._trace: list[dict[str, Any]] = []
         self._shaped_total = 0.0
         self._done = False
+        #: what one episode's grades share (the progress reward grades after every write)
+        self._grade_memo: dict[Any, Any] = {}
+        self._distance_memo: dict[int, tuple[Any, int]] = {}
         if self.reward_mode == "progress":
             # the untouched start state of a task is always the same: its distance is graded once
             start_key = (task.task_id, self._scale)
@@ -478,7 +481,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         assert self._store is not None and self._task is not None
         diff = self._store.diff()
         key = self._key if self._key is not None else self.release.answer_key(self._task.task_id)
-        episode = Episode(self._task, key, self._snapshot, self._store, diff, self._trace)
+        episode = Episode(self._task, key, self._snapshot, self._store, diff, self._trace, memo=self._grade_memo)
         grade = loads(dumps(self.domain.grade(episode)))
         judged = None
         if judge and self.domain.judge is not None:
@@ -487,12 +490,15 @@ class BackofficeEnv(gym.Env[str, Any]):
         return grade, diff, self._store.content_hash(), judged  # the diff is fresh plain data already
 
     def _distance(self, grade: Mapping[str, Any] | None = None) -> int:
-        """The end-state distance (rows) of the current state to the accepted end state."""
+        """The end-state distance (rows) of the current state to the accepted end state: from
+        ``grade``, or from the checks alone, re-evaluating only those a step touched (the
+        episode's ``_grade_memo``)."""
         if grade is None:
             assert self._store is not None and self._task is not None
             key = self._key if self._key is not None else self.release.answer_key(self._task.task_id)
-            grade = self.domain.grade(Episode(self._task, key, self._snapshot, self._store, self._store.diff(), self._trace))
-        return distance(grade, self.domain.progress_exclude)
+            grade = self.domain.grade(Episode(self._task, key, self._snapshot, self._store, self._store.shared_diff(), self._trace,
+                                              memo=self._grade_memo, checks_only=True))
+        return distance(grade, self.domain.progress_exclude, self._distance_memo)
 
     def _progress_reward(self, shaping: float) -> float:
         """``reward_mode="progress"``: the shaped reward, plus ``PROGRESS_WEIGHT`` times the
