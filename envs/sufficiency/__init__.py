@@ -43,7 +43,7 @@ def terminal_shaping(grade: Mapping[str, Any]) -> float:
 DOMAIN = Domain(
     name="sufficiency",
     policies="backoffice.training.domains.sufficiency.policies",
-    catalog="backoffice.training.catalog.sufficiency:SufficiencyCatalog",
+    catalog="backoffice.training.domains.sufficiency.catalog:CATALOG",
     title="Sufficiency",
     prefix="SUF",
     toolkit=toolkit,

@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 
 from backoffice.envs.core.canonical import loads
-from backoffice.training.catalog import make_catalog_env
-from backoffice.training.catalog.sufficiency import SufficiencyCatalog, feature_policy
+from backoffice.training.catalog import make_catalog_env, spec_class, tier_specs
+from backoffice.training.domains.sufficiency.catalog.feature_policies import conclusions_policy as feature_policy
 from conftest import play_catalog
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
+SufficiencyCatalog = spec_class("sufficiency", tier_specs("sufficiency")["conclusions"])
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +149,7 @@ def test_allowed_actions_ground_to_answered_calls(env):
                 name = env.agent.spec.actions[action].name
                 if name == "wait":  # the one call whose answer the agent cannot foresee
                     assert loads(obs_native).get("code") in (None, "precondition_failed")
-                elif env.agent.spec.case is not None:  # once the case state is known, no rejection
+                elif env.agent.spec.desk.case is not None:  # once the case state is known, no rejection
                     assert loads(obs_native)["status"] == "ok", (tid, name, obs_native)
             env.reset(options={"task_id": tid})
             for a in prefix:
@@ -189,22 +190,22 @@ def test_mask_leaves_the_judgements_to_the_agent(env):
     request, release and both routes after the reads (a case with a held record and a gap);
     wait, attach and both routes while a reply is awaited; resume, release and both routes
     after the reply; both routes after the release."""
-    spec = env.agent.spec
+    desk = env.agent.spec.desk
     seen = set()
     for tid in heldout(env):
         env.reset(options={"task_id": tid})
         for name in ("get_case", "get_requirements", "search_held_records", "list_documents"):
             _step(env, name)
-        a = spec.assessment()
+        a = desk.assessment()
         if not (a.missing_items and a.satisfiable_from_records):
             continue
         assert {"attach_held_record", "request_missing", "release_case", "route_standard", "route_senior"} <= _names(env.action_masks())
         _step(env, "request_missing")
-        assert spec.status == "awaiting_info"
+        assert desk.status == "awaiting_info"
         assert {"wait", "attach_held_record", "route_standard", "route_senior"} <= _names(env.action_masks())
         assert "request_missing" in _names(env.action_masks())  # legal: repeating it is the agent's mistake
         _, _, _, _, info = _step(env, "wait")
-        if spec.status != "in_review":
+        if desk.status != "in_review":
             continue
         assert {"resume_clock", "release_case", "route_standard", "route_senior"} <= _names(env.action_masks())
         _step(env, "release_case")

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tiers import action_index, heldout_env, heldout_ids
+from tiers import action_index, heldout_env, heldout_ids, tier_class
 
 from backoffice.training.catalog import CatalogEnv
-from backoffice.training.catalog.sufficiency_tiers import N_HELD, SUBSETS, SufficiencyFacts, SufficiencyRaw
+from backoffice.training.domains.sufficiency.catalog.desk import N_HELD, SUBSETS
 
 DOMAIN = "sufficiency"
-TIERS = {"facts": SufficiencyFacts, "raw": SufficiencyRaw}
+TIERS = {t: tier_class("sufficiency", t) for t in ("facts", "raw")}
 each_tier = pytest.mark.parametrize("tier", list(TIERS))
 READS = ("get_case", "get_requirements", "search_held_records", "list_documents")
 
@@ -44,11 +44,11 @@ def test_judgements_stay_valid_at_the_decision_point(tier: str) -> None:
     names = [a.name for a in TIERS[tier].actions]
     for tid in heldout_ids(DOMAIN)[:40]:
         read_everything(env, tier, tid)
-        spec = env.agent.spec
+        desk = env.agent.spec.desk
         valid = {names[a] for a in np.flatnonzero(env.action_masks())}
         expected = {"release_case", "route_standard", "route_senior", "submit",
                     *(f"request_items[{','.join(map(str, s))}]" for s in SUBSETS),
-                    *(f"attach_held_record[{h}]" for h, r in enumerate(spec.held[:N_HELD]) if r["id"] not in spec.attached)}
+                    *(f"attach_held_record[{h}]" for h, r in enumerate(desk.held[:N_HELD]) if r["id"] not in desk.attached)}
         assert expected <= valid, (tid, expected - valid)
 
 
@@ -62,10 +62,10 @@ def test_actions_ground_the_agents_choice(tier: str) -> None:
     wrong = 0
     for tid in heldout_ids(DOMAIN)[:24]:
         read_everything(env, tier, tid)
-        spec = env.agent.spec
+        desk = env.agent.spec.desk
         call = env.agent.native_action(everything)
-        assert call["args"]["items"] == [r["item_type"] for r in spec.requirements]
-        for h, record in enumerate(spec.held[:N_HELD]):
+        assert call["args"]["items"] == [r["item_type"] for r in desk.requirements]
+        for h, record in enumerate(desk.held[:N_HELD]):
             assert env.agent.native_action(action_index(DOMAIN, tier, f"attach_held_record[{h}]"))["args"]["record_id"] == record["id"]
         env.step(everything)
         *_, info = env.step(env.agent.finish)
