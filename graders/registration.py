@@ -30,7 +30,7 @@ Rule sharing: the grader reads the answer key and the episode; from the domain i
 only the public rule helpers of :mod:`backoffice.envs.registration.tables` (normalisation:
 ``digits``, ``fold``, ``phone_key``) and the failure codes of :mod:`backoffice.envs.registration`.
 It never imports the oracle's or the catalog's decision code
-(:mod:`backoffice.training.domains.registration.policies`, :mod:`backoffice.training.catalog.registration`),
+(:mod:`backoffice.training.domains.registration.policies`, :mod:`backoffice.training.domains.registration.catalog`),
 and the oracle never imports the grader, so each checks the other.
 """
 

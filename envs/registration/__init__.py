@@ -36,7 +36,7 @@ def terminal_shaping(grade: Mapping[str, Any]) -> float:
 DOMAIN = Domain(
     name="registration",
     policies="backoffice.training.domains.registration.policies",
-    catalog="backoffice.training.catalog.registration:RegistrationCatalog",
+    catalog="backoffice.training.domains.registration.catalog:CATALOG",
     title="Registration",
     prefix="REG",
     toolkit=toolkit,

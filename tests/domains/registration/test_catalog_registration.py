@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 
 from backoffice.envs.core.canonical import loads
-from backoffice.training.catalog import CatalogEnv, make_catalog_env
-from backoffice.training.catalog.registration import RegistrationCatalog, feature_policy
+from backoffice.training.catalog import CatalogEnv, make_catalog_env, spec_class, tier_specs
+from backoffice.training.domains.registration.catalog.feature_policies import conclusions_policy as feature_policy
 from conftest import play_catalog
+
+RegistrationCatalog = spec_class("registration", tier_specs("registration")["conclusions"])
 
 DOMAIN = "registration"
 Policy = Callable[[np.ndarray, np.ndarray], int]
@@ -207,7 +209,7 @@ def test_mask_leaves_judgements_to_the_agent():
         env.reset(options={"task_id": tid})
         for read in reads:
             env.step(action(read))
-        spec = env.agent.spec
+        spec = env.agent.spec.desk
         mask = env.action_masks()
         opens = {f"get_patient[{i}]" for i in range(len(spec.results))}
         assert decisions | opens <= names(mask), tid
@@ -249,7 +251,7 @@ def test_writes_to_a_deceased_record_are_masked():
         env.reset(options={"task_id": tid})
         for read in ("get_intake_form", "search_patients"):
             env.step(action(read))
-        spec = env.agent.spec
+        spec = env.agent.spec.desk
         dead = [i for i, r in enumerate(spec.results) if r["status"] != "active"]
         if not dead:
             continue

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tiers import action_index, heldout_env, heldout_ids
+from tiers import action_index, heldout_env, heldout_ids, tier_class
 
-from backoffice.training.catalog.registration import N_SLOTS
-from backoffice.training.catalog.registration_tiers import RegistrationFacts, RegistrationRaw
+from backoffice.training.domains.registration.catalog.desk import N_SLOTS
 
 DOMAIN = "registration"
-TIERS = {"facts": RegistrationFacts, "raw": RegistrationRaw}
+TIERS = {t: tier_class("registration", t) for t in ("facts", "raw")}
 each_tier = pytest.mark.parametrize("tier", list(TIERS))
 
 
@@ -30,7 +29,7 @@ def test_judgements_stay_valid_at_the_decision_point(tier: str) -> None:
         env.reset(options={"task_id": tid})
         for read in reads:
             env.step(action_index(DOMAIN, tier, read))
-        spec = env.agent.spec
+        spec = env.agent.spec.desk
         valid = {names[a] for a in np.flatnonzero(env.action_masks())}
         expected = {"create_patient[without_identifier]", *(f"refer_to_human[{r}]" for r in
                     ("ambiguous_match", "deceased_match", "identity_conflict")),
@@ -52,7 +51,7 @@ def test_referral_basis_is_the_agents(tier: str) -> None:
     for tid in heldout_ids(DOMAIN)[:40]:
         obs, _ = env.reset(options={"task_id": tid})
         a = policy(obs, env.action_masks())
-        while a not in opens | refers and a != env.agent.finish and not env.agent.spec.created:
+        while a not in opens | refers and a != env.agent.finish and not env.agent.spec.desk.created:
             obs, *_ = env.step(a)
             a = policy(obs, env.action_masks())
         while a in opens:  # the feature policy opens the records it will cite, then refers

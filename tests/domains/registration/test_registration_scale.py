@@ -18,11 +18,12 @@ from backoffice.envs.registration import DOMAIN as REGISTRATION
 from backoffice.envs.registration.generator import generate
 from backoffice.envs.registration.tables import name_variants
 from backoffice.envs.registration.tools import search_hits, search_order, search_score, swapped_dates
-from backoffice.training.catalog.registration import RegistrationCatalog
+from backoffice.training.catalog import spec_class, tier_specs
 
 DOMAIN = "registration"
 
 #: the catalog action that reads search_patients' pages
+RegistrationCatalog = spec_class("registration", tier_specs("registration")["conclusions"])
 SEARCH = next(i for i, a in enumerate(RegistrationCatalog.actions) if a.name == "search_patients")
 
 
@@ -128,15 +129,15 @@ def test_catalog_reads_every_search_page() -> None:
     """The catalog keeps the search unmasked while pages remain and sends their cursor."""
     agent = RegistrationCatalog()
     agent.reset({"params": {"intake_form_id": "INT-0001"}, "instructions": "Today is 2026-03-02."}, {})
-    agent.observe(0, {}, {"status": "ok", "result": {"id": "INT-0001", "given_name": "Ann", "family_name": "Lee",
+    agent.observe(0, agent.to_call(0), {"status": "ok", "result": {"id": "INT-0001", "given_name": "Ann", "family_name": "Lee",
                                                        "dob": "1990-01-01", "identifier": "", "postcode": ""}})
     first = {"id": "PAT-0002", "given_name": "Ann", "family_name": "Lee", "dob": "1990-01-01", "identifier": "",
              "status": "active", "postcode": ""}
-    agent.observe(SEARCH, {}, {"status": "ok", "result": {"count": 2, "results": [first], "next_cursor": "PAT-0002"}})
-    assert agent.results is None and agent.mask()[SEARCH]
+    agent.observe(SEARCH, agent.to_call(SEARCH), {"status": "ok", "result": {"count": 2, "results": [first], "next_cursor": "PAT-0002"}})
+    assert agent.desk.results is None and agent.mask()[SEARCH]
     call = agent.to_call(SEARCH)
     assert call is not None and call["args"]["cursor"] == "PAT-0002"
     second = {**first, "id": "PAT-0001"}
     agent.observe(SEARCH, call, {"status": "ok", "result": {"count": 2, "results": [second], "next_cursor": None}})
-    assert [r["id"] for r in agent.results or ()] == ["PAT-0002", "PAT-0001"] and not agent.mask()[SEARCH]
+    assert [r["id"] for r in agent.desk.results or ()] == ["PAT-0002", "PAT-0001"] and not agent.mask()[SEARCH]
     assert "cursor" not in (agent.to_call(SEARCH) or {})["args"]
