@@ -278,10 +278,16 @@ for _name, _tool, _fn, _doc in _WRITES:
 
 ACTIONS.action("verify_member_id", "verify_member_id", "Check the card's member id with the form's payer.",
                legal=lambda d: d.form is not None and d.card is None and _verify(d) is not None)(_verify)
-_g = _on_record(_lookup)
+_lookup_call = _on_record(_lookup)
+
+
+def _lookup_legal(desk: RegistrationDesk) -> bool:
+    return desk.rec is not None and desk.roster() is None and _lookup_call(desk) is not None
+
+
 ACTIONS.action("lookup_member", "lookup_member",
                "Find the form's payer's members with the current record's family name and date of birth.",
-               legal=lambda d, g=_g: d.rec is not None and d.roster() is None and g(d) is not None)(_g)
+               legal=_lookup_legal)(_lookup_call)
 _g = _on_record(_cover_card)
 ACTIONS.action("add_coverage[card]", "add_coverage",
                "Add the form's payer to the current record with the member id written on the card.", legal=_writable(_g))(_g)
@@ -293,9 +299,14 @@ _g = _on_record(_cover_roster_slot)
 ACTIONS.family("add_coverage[roster][{i}]", N_ROSTER, "add_coverage",
                "Add the form's payer to the current record with the member id of lookup_member's {i}-th member.",
                legal=_writable(_g))(_g)
-_g = _on_record(_link_gp)
-ACTIONS.action("link_gp", "link_gp", "Link the current record to the form's GP practice.",
-               legal=lambda d, g=_g: d.active() and g(d) is not None and not d.gp_linked())(_g)
+_link_call = _on_record(_link_gp)
+
+
+def _link_legal(desk: RegistrationDesk) -> bool:
+    return desk.active() and _link_call(desk) is not None and not desk.gp_linked()
+
+
+ACTIONS.action("link_gp", "link_gp", "Link the current record to the form's GP practice.", legal=_link_legal)(_link_call)
 for _role, _doc in (("guardian", "Add the form's guardian as a guardian contact."),
                     ("next_of_kin", "Add the form's next of kin as a next-of-kin contact.")):
     _g = _on_record(_add_contact(_role))

@@ -21,6 +21,7 @@ differ in what they compute for the agent:
 from __future__ import annotations
 
 from backoffice.envs.registration.tables import ADDRESS_FIELDS
+from backoffice.training.catalog.features import Action
 from backoffice.training.catalog.tier import Hyper, Tier
 from backoffice.training.domains.registration.catalog.actions import shown_as
 from backoffice.training.domains.registration.catalog.desk import (
@@ -52,7 +53,7 @@ _READS = ("get_intake_form", "get_rules", "search_patients", "get_name_variants[
 _WRITES = ("update_patient[phone]", "update_patient[address]", "verify_member_id", "lookup_member", "add_coverage[card]")
 
 
-def _tier_actions(consents: tuple[str, ...]) -> tuple[object, ...]:
+def _tier_actions(consents: tuple[str, ...]) -> tuple[str | Action, ...]:
     """The facts and raw tiers' catalog: reads, opens, creates, referrals citing the opened
     results, record writes, then ``consents``."""
     return (
