@@ -40,7 +40,7 @@ def report_fields(key: Mapping[str, Any], grade_: Mapping[str, Any]) -> dict[str
 DOMAIN = Domain(
     name="remittance",
     policies="backoffice.training.domains.remittance.policies",
-    catalog="backoffice.training.catalog.remittance:RemittanceCatalog",
+    catalog="backoffice.training.domains.remittance.catalog:CATALOG",
     title="Remittance",
     prefix="REM",
     toolkit=toolkit,

@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 
 from backoffice.envs.remittance.tables import DUPLICATE_ACTIONS
-from backoffice.training.catalog import make_catalog_env
-from backoffice.training.catalog.remittance import RemittanceCatalog, feature_policy
+from backoffice.training.catalog import make_catalog_env, spec_class, tier_specs
+from backoffice.training.domains.remittance.catalog.feature_policies import conclusions_policy as feature_policy
 from conftest import play_catalog
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
+RemittanceCatalog = spec_class("remittance", tier_specs("remittance")["conclusions"])
 ACT = {a.name: i for i, a in enumerate(RemittanceCatalog.actions)}
 
 
@@ -207,29 +208,29 @@ def test_submit_is_always_a_real_submit(env):
 
 
 def _advance(env, tid: str, until: Callable[[object], bool]) -> np.ndarray:
-    """Follow the feature policy on ``tid`` until ``until(spec)`` holds; the current mask."""
+    """Follow the feature policy on ``tid`` until ``until(desk)`` holds; the current mask."""
     policy = feature_policy(env.agent)
     obs, _ = env.reset(options={"task_id": tid})
     for _ in range(40):
-        if until(env.agent.spec):
+        if until(env.agent.spec.desk):
             return env.action_masks()
         obs, _, term, trunc, _ = env.step(policy(obs, env.action_masks()))
         assert not (term or trunc)
     raise AssertionError("state not reached")
 
 
-def _line_cases(spec) -> list[str]:
+def _line_cases(desk) -> list[str]:
     """The line case actions whose case does not cover the current line yet (a case opened for the
     whole payment, under case_scope payment, covers every line: a second one is refused)."""
     return [n for n, c in (("case_underpayment", "underpayment"), ("case_refund", "refund_request"),
-                           ("case_unidentified", "unidentified_remittance")) if not spec._covered(spec._current(), c)]
+                           ("case_unidentified", "unidentified_remittance")) if not desk.covered(desk.current(), c)]
 
 
 def test_mask_leaves_judgements_to_the_agent(env):
     """At the decision points every well-formed decision/write is valid, right or wrong."""
     tasks = _tasks_by_tag(env)
     # a duplicate payment, just after the three reads: case, every disposition, working the lines
-    dup = _advance(env, tasks["duplicate_payment"], lambda s: s._facts())
+    dup = _advance(env, tasks["duplicate_payment"], lambda s: s.facts())
     for name in ("case_duplicate", "post_apply", "post_hold", "post_return", "search_next_line"):
         assert dup[ACT[name]], name
     # before any read, posting and the duplicate case are already well-formed calls
@@ -240,9 +241,9 @@ def test_mask_leaves_judgements_to_the_agent(env):
     # a matched line carrying an adjustment, before any write on it: every adjustment slot both
     # ways, allocation, small write-off, every line case, a payer query, the next line, posting
     adj = _advance(env, tasks["contractual_adjustment"],
-                   lambda s: s._current() is not None and s._current().status == "matched" and s._current().line["adj_codes"])
-    spec = env.agent.spec
-    n_adj = len(spec._current().line["adj_codes"])
+                   lambda s: s.current() is not None and s.current().status == "matched" and s.current().line["adj_codes"])
+    spec = env.agent.spec.desk
+    n_adj = len(spec.current().line["adj_codes"])
     names = [f"write_off_adj[{j}]" for j in range(n_adj)] + [f"transfer_adj[{j}]" for j in range(n_adj)]
     names += ["allocate", "allocate_whole", "write_off_small", "query_payer", "post_apply", "case_duplicate", *_line_cases(spec)]
     if spec.started < len(spec.lines):
@@ -252,12 +253,12 @@ def test_mask_leaves_judgements_to_the_agent(env):
     for name in names:
         assert adj[ACT[name]], name
     # a line matching no claim: every line case and a payer query, the next line and posting
-    none = _advance(env, tasks["unreferenced_line"], lambda s: s._current() is not None and s._current().status == "none")
-    for name in ("query_payer", "post_apply", "case_duplicate", *_line_cases(env.agent.spec)):
+    none = _advance(env, tasks["unreferenced_line"], lambda s: s.current() is not None and s.current().status == "none")
+    for name in ("query_payer", "post_apply", "case_duplicate", *_line_cases(env.agent.spec.desk)):
         assert none[ACT[name]], name
     # an ambiguous line: the query and the cases
-    amb = _advance(env, tasks["payer_reply_needed"], lambda s: s._current() is not None and s._current().status == "ambiguous")
-    for name in ("query_payer", "post_apply", *_line_cases(env.agent.spec)):
+    amb = _advance(env, tasks["payer_reply_needed"], lambda s: s.current() is not None and s.current().status == "ambiguous")
+    for name in ("query_payer", "post_apply", *_line_cases(env.agent.spec.desk)):
         assert amb[ACT[name]], name
 
 

@@ -7,12 +7,12 @@ tests/catalog/test_catalog_tiers.py's."""
 from __future__ import annotations
 
 import pytest
-from tiers import action_index, heldout_env, heldout_ids
+from tiers import action_index, heldout_env, heldout_ids, tier_class
 
-from backoffice.training.catalog.remittance_tiers import N_HITS, N_LINES, RemittanceFacts, RemittanceRaw
+from backoffice.training.domains.remittance.catalog.desk import N_HITS, N_LINES
 
 DOMAIN = "remittance"
-TIERS = {"facts": RemittanceFacts, "raw": RemittanceRaw}
+TIERS = {t: tier_class("remittance", t) for t in ("facts", "raw")}
 each_tier = pytest.mark.parametrize("tier", list(TIERS))
 READS = ("get_policies", "get_payment", "list_payments")
 
@@ -36,7 +36,7 @@ def test_judgements_stay_valid_at_the_decision_points(tier: str) -> None:
         env.reset(options={"task_id": tid})
         for read in READS:
             env.step(action_index(DOMAIN, tier, read))
-        spec = env.agent.spec
+        spec = env.agent.spec.desk
         for name in ("post_apply", "post_hold", "post_return", "case_duplicate"):
             assert valid(name), (tid, name)
         if tier == "raw":

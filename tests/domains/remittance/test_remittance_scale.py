@@ -21,7 +21,7 @@ from backoffice.envs.core.release import load_release
 from backoffice.envs.remittance.generator import DEFECT_TAGS, generate
 from backoffice.envs.remittance.search import ItemSearch, NearIndex, SearchIndex, search_store
 from backoffice.envs.remittance.tables import osa_distance
-from backoffice.training.catalog.remittance import ACTIONS, RemittanceCatalog
+from backoffice.training.catalog import spec_class, tier_specs
 from backoffice.training.domains.remittance.policies import Oracle, ReversingPolicy
 from backoffice.training.policies.base import call
 from conftest import split_envs
@@ -265,24 +265,24 @@ def test_bad_search_limits_are_tool_errors() -> None:
 
 def test_catalog_reads_every_page() -> None:
     """A paged read stays legal (and fetches the next page) until its last page came back."""
-    cat = RemittanceCatalog()
+    cat = spec_class("remittance", tier_specs("remittance")["conclusions"])()
     cat.reset({"params": {"payment_id": "PMT-1", "payer_id": "AC-1"}}, {})
-    act = {a.name: i for i, a in enumerate(ACTIONS)}
+    act = {a.name: i for i, a in enumerate(cat.actions)}
     pay = {"id": "PMT-1", "payer_id": "AC-1", "reference": "EFT-1", "amount": 100, "unapplied": 100, "status": "unposted"}
     cat.observe(act["get_payment"], call("get_payment", payment_id="PMT-1"), {"status": "ok", "result": {"payment": pay, "lines": [], "allocations": []}})
     first = cat.to_call(act["list_payments"])
     assert first == call("list_payments", payer_id="AC-1", reference="EFT-1")
     cat.observe(act["list_payments"], first, {"status": "ok", "result": {"payments": [pay], "next_cursor": "PMT-1"}})
-    assert cat.others is None and cat.mask()[act["list_payments"]]
+    assert cat.desk.others is None and cat.mask()[act["list_payments"]]
     second = cat.to_call(act["list_payments"])
     assert second == call("list_payments", payer_id="AC-1", reference="EFT-1", cursor="PMT-1")
     dup = dict(pay, id="PMT-2", status="posted")
     cat.observe(act["list_payments"], second, {"status": "ok", "result": {"payments": [dup], "next_cursor": None}})
-    assert cat.others == [pay, dup] and cat._dup() and not cat.mask()[act["list_payments"]]
+    assert cat.desk.others == [pay, dup] and cat.desk.dup() and not cat.mask()[act["list_payments"]]
     doc = {"rules": [{"id": f"k{i}", "title": "t", "text": "x", "value": i} for i in range(3)], "tables": {}}
     assert cat.to_call(act["get_policies"]) == call("get_policies")  # one rule document, never paged
     cat.observe(act["get_policies"], call("get_policies"), {"status": "ok", "result": doc})
-    assert cat.pol == {"k0": 0, "k1": 1, "k2": 2} and not cat.mask()[act["get_policies"]]
+    assert cat.desk.pol == {"k0": 0, "k1": 1, "k2": 2} and not cat.mask()[act["get_policies"]]
 
 
 # -- the scale tier ------------------------------------------------------------------------------------
