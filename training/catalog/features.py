@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -160,6 +160,11 @@ class Features(Generic[D]):
         """Register an already built feature (e.g. one a user's tier brings)."""
         self._add(feature)
 
+    def shown_as(self, name: str, registered: str) -> Feature:
+        """The feature ``registered`` shown under ``name`` in a tier (a name two tiers give
+        different values, registered apart, or a fact a tier calls otherwise)."""
+        return replace(self[registered], name=name)
+
     def __contains__(self, name: object) -> bool:
         return name in self._by_name
 
@@ -282,6 +287,11 @@ class Actions(Generic[D]):
 
     def add(self, action: Action) -> None:
         self._add(action)
+
+    def shown_as(self, name: str, registered: str) -> Action:
+        """The action ``registered`` shown under ``name`` in a tier (a name two tiers ground or
+        check differently, registered apart)."""
+        return replace(self[registered], name=name)
 
     def __contains__(self, name: object) -> bool:
         return name in self._by_name

@@ -40,6 +40,15 @@ class Hyper:
     why: str
 
 
+def two_envs(n_steps: int | None = None) -> dict[str, Hyper]:
+    """The hyperparameters of a tier whose runs were made on 2 envs (the raw tiers'), with
+    ``n_steps`` per env to keep its domain's other tiers' rollout size (``None``: the default)."""
+    out = {"n_envs": Hyper(2, "the 2 envs this tier's runs were made on")}
+    if n_steps is not None:
+        out["n_steps"] = Hyper(n_steps, f"with 2 envs, the rollout size of the other tiers (2 x {n_steps})")
+    return out
+
+
 #: a hand-written policy over a tier's (features, mask): built once per agent
 FeaturePolicyFactory = Callable[[CatalogAgent], Callable[[np.ndarray, np.ndarray], int]]
 
@@ -179,4 +188,4 @@ def tier_spec(catalog: DomainCatalog, tier: Tier) -> type[CatalogSpec]:
     return TierSpec
 
 
-__all__ = ["DomainCatalog", "FeaturePolicyFactory", "Hyper", "Tier", "domain_catalog", "load_attribute", "tier_spec"]
+__all__ = ["DomainCatalog", "FeaturePolicyFactory", "Hyper", "Tier", "domain_catalog", "load_attribute", "tier_spec", "two_envs"]

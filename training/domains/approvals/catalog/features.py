@@ -16,7 +16,7 @@ Three kinds, by what they leave to the agent (a tier picks by name, :mod:`.tiers
 A fact two tiers show under two names is one function registered under both names
 (``is_ledger_type`` / ``request_is_ledger_type``). Where two tiers give one name to two
 different facts, the registry names one of them otherwise and the tier shows it under its name
-(:func:`.tiers.feature_as`): ``rule.present`` is the conclusions tier's ``rules_read`` (the band is
+(``FEATURES.shown_as``): ``rule.present`` is the conclusions tier's ``rules_read`` (the band is
 known, not only the rules), ``approver_delegations_read`` its ``delegations_read`` (the
 approver's, not the on-file person's).
 """

@@ -13,7 +13,7 @@ A feature or action name is one fact or call in every tier that shows it. Two ac
 tiers of an earlier version showed under one name (``lookup_role_holders[i]``: a candidate role,
 a row's role or a role slot; ``lookup_delegations``: the approver's or the person's on file) are
 registered apart and shown under the tier's name (:func:`shown_as`); so are two features of
-``conclusions`` (:func:`feature_as`): ``rules_read`` (the band is known, not only the rules) and
+``conclusions`` (``FEATURES.shown_as``): ``rules_read`` (the band is known, not only the rules) and
 ``delegations_read`` (the approver's delegations, not the on-file person's).
 The shipped models' ``catalog_hash`` holds.
 """
@@ -21,11 +21,10 @@ The shipped models' ``catalog_hash`` holds.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 
 from backoffice.envs.approvals.tables import INFO_FIELDS, REQUEST_TYPES
-from backoffice.training.catalog.features import Action, Feature
-from backoffice.training.catalog.tier import Hyper, Tier
+from backoffice.training.catalog.features import Action
+from backoffice.training.catalog.tier import Hyper, Tier, two_envs
 from backoffice.training.domains.approvals.catalog.actions import ACTIONS
 from backoffice.training.domains.approvals.catalog.desk import N_BANDS, N_CANDIDATES, N_PEOPLE, N_ROLES, N_ROWS, OUTCOMES
 from backoffice.training.domains.approvals.catalog.feature_policies import FactsProcedure, RawProcedure, conclusions_policy
@@ -41,13 +40,9 @@ def slots(family: str, n: int, fields: Iterable[str]) -> tuple[str, ...]:
 def shown_as(pattern: str, registered: str, n: int | None = None) -> tuple[Action, ...]:
     """The registry's action(s) ``registered`` shown under ``pattern`` (``{i}``: the slot)."""
     if n is None:
-        return (replace(ACTIONS[registered], name=pattern),)
-    return tuple(replace(ACTIONS[registered.format(i=i)], name=pattern.format(i=i)) for i in range(n))
+        return (ACTIONS.shown_as(pattern, registered),)
+    return tuple(ACTIONS.shown_as(pattern.format(i=i), registered.format(i=i)) for i in range(n))
 
-
-def feature_as(name: str, registered: str) -> Feature:
-    """The registry's feature ``registered`` shown under ``name``."""
-    return replace(FEATURES[registered], name=name)
 
 
 def family(pattern: str, n: int) -> tuple[str, ...]:
@@ -71,8 +66,8 @@ _HYPER = {
 CONCLUSIONS = Tier(
     name="conclusions",
     features=(
-        "request_read", feature_as("rules_read", "rule.present"), "roles_read", "approver_resolved", "approver_not_found", "person_read",
-        feature_as("delegations_read", "approver_delegations_read"), "is_ledger_type", "is_order_type", "amount_log", "amount_over_hard_limit_ratio",
+        "request_read", FEATURES.shown_as("rules_read", "rule.present"), "roles_read", "approver_resolved", "approver_not_found", "person_read",
+        FEATURES.shown_as("delegations_read", "approver_delegations_read"), "is_ledger_type", "is_order_type", "amount_log", "amount_over_hard_limit_ratio",
         "over_hard_limit", "missing_required_field", "n_missing_fields", "approver_is_requester", "rule_sod_line",
         "requester_in_line", "line_breach", "sod_breach", "sod_checked", "sod_clear", "n_assignments",
         "assignment_candidate_now", "n_delegations_inactive", "blocking_fact_found", "n_candidate_roles",
@@ -146,9 +141,7 @@ RAW = Tier(
         "get_request", "get_rules", "list_roles", "find_people", *family("get_person[{i}]", N_PEOPLE), "lookup_delegations",
         *family("lookup_role_holders[{i}]", N_ROLES), *_DECISIONS, *_ESCALATIONS, *_ENDS,
     ),
-    hyperparams={**_HYPER,
-                 "n_envs": Hyper(2, "the 2 env worker processes the raw runs were made on"),
-                 "n_steps": Hyper(512, "2 x 512: the other tiers' rollout size on 2 envs")},
+    hyperparams={**_HYPER, **two_envs(512)},
     max_steps=30,
     feature_policy=RawProcedure,
 )

@@ -22,11 +22,10 @@ identifier), in the other tiers the search results opened this episode.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from backoffice.envs.registration.tables import ADDRESS_FIELDS, identifier_valid, parse_date
-from backoffice.training.catalog.features import Action, Actions
+from backoffice.training.catalog.features import Actions
 from backoffice.training.domains.registration.catalog.desk import (
     CREATE_FIELDS,
     N_CONTACTS,
@@ -335,9 +334,5 @@ def submit(desk: RegistrationDesk) -> Call:
     return {"tool": "submit", "args": {}}
 
 
-def shown_as(name: str, registered: str) -> Action:
-    """The registry's action ``registered`` shown under ``name``."""
-    return replace(ACTIONS[registered], name=name)
 
-
-__all__ = ["ACTIONS", "shown_as"]
+__all__ = ["ACTIONS"]

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from backoffice.envs.registration.tables import ADDRESS_FIELDS
 from backoffice.training.catalog.features import Action
-from backoffice.training.catalog.tier import Hyper, Tier
-from backoffice.training.domains.registration.catalog.actions import shown_as
+from backoffice.training.catalog.tier import Hyper, Tier, two_envs
+from backoffice.training.domains.registration.catalog.actions import ACTIONS
 from backoffice.training.domains.registration.catalog.desk import (
     N_CONTACTS,
     N_COVERAGES,
@@ -58,7 +58,7 @@ def _tier_actions(consents: tuple[str, ...]) -> tuple[str | Action, ...]:
     results, record writes, then ``consents``."""
     return (
         *_READS, "create_patient[with_identifier]", "create_patient[without_identifier]",
-        *(shown_as(f"refer_to_human[{r}]", f"opened:refer_to_human[{r}]") for r in REFER_REASONS),
+        *(ACTIONS.shown_as(f"refer_to_human[{r}]", f"opened:refer_to_human[{r}]") for r in REFER_REASONS),
         *_WRITES, *(f"add_coverage[roster][{j}]" for j in range(N_ROSTER)),
         "link_gp", "add_contact[guardian]", "add_contact[next_of_kin]", "record_consent[self]", *consents, "submit",
     )
@@ -139,9 +139,7 @@ RAW = Tier(
         "writes",
     ),
     actions=_tier_actions(tuple(f"record_consent[guardian][{j}]" for j in range(N_CONTACTS))),
-    hyperparams={**_HYPER,
-                 "n_envs": Hyper(2, "the envs this tier's runs were made on"),
-                 "n_steps": Hyper(1024, "with 2 envs, the rollout size of the other tiers (2 x 1024)")},
+    hyperparams={**_HYPER, **two_envs(1024)},
     max_steps=MAX_STEPS,
     feature_policy=raw_policy,
 )

@@ -28,10 +28,9 @@ write goes to the matched claim or to the current claim), the other tiers' is re
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from backoffice.training.catalog.features import Action, Actions
+from backoffice.training.catalog.features import Actions
 from backoffice.training.domains.remittance.catalog.desk import (
     CASE_ACTIONS,
     CASE_NOTES,
@@ -343,9 +342,5 @@ ACTIONS.family("read_reply[{i}]", N_LINES, "get_case", "Read the payer's answere
                        if q["line"] == i and q["state"] == "answered"), None))
 
 
-def shown_as(name: str, registered: str) -> Action:
-    """The registry's action ``registered`` shown under ``name``."""
-    return replace(ACTIONS[registered], name=name)
 
-
-__all__ = ["ACTIONS", "shown_as"]
+__all__ = ["ACTIONS"]

@@ -25,11 +25,9 @@ them; post the payment. The tiers differ in what they compute for the agent:
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from backoffice.training.catalog.features import Action, Feature
-from backoffice.training.catalog.tier import Hyper, Tier
-from backoffice.training.domains.remittance.catalog.actions import shown_as
+from backoffice.training.catalog.features import Action
+from backoffice.training.catalog.tier import Hyper, Tier, two_envs
+from backoffice.training.domains.remittance.catalog.actions import ACTIONS
 from backoffice.training.domains.remittance.catalog.desk import LINE_CASES, N_ADJ, N_HITS, N_LINES, N_LISTED
 from backoffice.training.domains.remittance.catalog.feature_policies import conclusions_policy, facts_policy, raw_policy
 from backoffice.training.domains.remittance.catalog.features import (
@@ -40,12 +38,6 @@ from backoffice.training.domains.remittance.catalog.features import (
     POLICY_NAMES,
     REPLY_KINDS,
 )
-
-
-def feature_as(name: str, registered: str) -> Feature:
-    """The registry's feature ``registered`` shown under ``name``."""
-    return replace(FEATURES[registered], name=name)
-
 
 _HYPER = {
     "reward_mode": Hyper("progress", "under the shaped reward submitting early scores about what posting at once does; the "
@@ -67,10 +59,10 @@ _FINISH = ("case_duplicate", "case_duplicate_refund", "post_apply", "post_hold",
 def _claim_actions() -> tuple[str | Action, ...]:
     """The facts and raw tiers' actions on the current line and its current claim."""
     return (
-        shown_as("search_by_name", "tiers:search_by_name"), "more_hits", *(f"open_hit[{i}]" for i in range(N_HITS)),
-        *(shown_as(f"write_off_adj[{j}]", f"tiers:write_off_adj[{j}]") for j in range(N_ADJ)),
-        *(shown_as(f"transfer_adj[{j}]", f"tiers:transfer_adj[{j}]") for j in range(N_ADJ)),
-        "allocate[line_paid]", "allocate[claim_balance]", shown_as("write_off_small", "tiers:write_off_small"),
+        ACTIONS.shown_as("search_by_name", "tiers:search_by_name"), "more_hits", *(f"open_hit[{i}]" for i in range(N_HITS)),
+        *(ACTIONS.shown_as(f"write_off_adj[{j}]", f"tiers:write_off_adj[{j}]") for j in range(N_ADJ)),
+        *(ACTIONS.shown_as(f"transfer_adj[{j}]", f"tiers:transfer_adj[{j}]") for j in range(N_ADJ)),
+        "allocate[line_paid]", "allocate[claim_balance]", ACTIONS.shown_as("write_off_small", "tiers:write_off_small"),
         *_LINE_CASE_ACTIONS, "query_payer", "wait",
     )
 
@@ -120,7 +112,7 @@ FACTS = Tier(
                     "payer_is_payment_payer", "responsibility[payer]", "ref_equal_reply_ref", "is_current_claim")),
         "queries.awaiting", "queries.answered_unread",
     ),
-    actions=(*_READS, shown_as("search_next_line", "tiers:search_next_line"), *_claim_actions(), "get_case", *_FINISH),
+    actions=(*_READS, ACTIONS.shown_as("search_next_line", "tiers:search_next_line"), *_claim_actions(), "get_case", *_FINISH),
     hyperparams={**_HYPER,
                  "timesteps": Hyper(1_200_000, "the slot policy learns the refund cases late; it was still rising at 900k"),
                  "ent_coef": Hyper(0.06, "more exploration than the conclusions tier: the conclusions tier's value stalled"),
@@ -141,7 +133,7 @@ FACTS = Tier(
 RAW = Tier(
     name="raw",
     features=(
-        *_SHARED, feature_as("pol.tolerance", "raw:pol.tolerance"), *POLICY_NAMES,
+        *_SHARED, FEATURES.shown_as("pol.tolerance", "raw:pol.tolerance"), *POLICY_NAMES,
         *(f"pol.contractual_codes[{c}]" for c in CODES), *(f"pol.patient_codes[{c}]" for c in CODES),
         "payment.amount", "payment.reference", "payment.posted", *(f"payment.case[{c}]" for c in PAYMENT_CASES),
         "payment.allocations_active", "search.more_pages",
@@ -150,7 +142,7 @@ RAW = Tier(
         *(f"line[{ln}].{n}" for ln in range(N_LINES)
           for n in ("present", "searched", "is_current", "queried", "answered", "reply_read")),
         "cur.present", "cur.ref_kind[claim]", "cur.ref", "cur.patient", "cur.service_date", "cur.billed", "cur.paid",
-        feature_as("cur.allocated", "raw:cur.allocated"),
+        FEATURES.shown_as("cur.allocated", "raw:cur.allocated"),
         *(f"cur.adj[{j}].{n}" for j in range(N_ADJ)
           for n in (*(f"code[{c}]" for c in CODES), "code[other]", "amount", "written_off", "transferred")),
         "cur.name_searched", "cur.hits_by_name", *(f"cur.case[{c}]" for c in LINE_CASES),
@@ -161,9 +153,7 @@ RAW = Tier(
     ),
     actions=(*_READS, *(f"search_line[{i}]" for i in range(N_LINES)), *_claim_actions(),
              *(f"read_reply[{i}]" for i in range(N_LINES)), *_FINISH),
-    hyperparams={**_HYPER,
-                 "n_envs": Hyper(2, "the envs this tier's runs were made on"),
-                 "n_steps": Hyper(1024, "with 2 envs, the rollout size of the other tiers (2 x 1024)")},
+    hyperparams={**_HYPER, **two_envs(1024)},
     max_steps=MAX_STEPS,
     feature_policy=raw_policy,
 )

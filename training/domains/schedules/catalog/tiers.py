@@ -22,16 +22,13 @@ collection day; submit. The tiers differ in what they compute for the agent:
   the reminder is late are all computed by the agent.
 
 A name a tier shows for a fact or call the registry keeps apart (another scale, another call) is
-shown through :func:`feature_as` / :func:`shown_as`. The shipped models' ``catalog_hash`` holds.
+shown through ``FEATURES.shown_as`` / ``ACTIONS.shown_as``. The shipped models' ``catalog_hash`` holds.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from backoffice.envs.schedules.tables import LATE_REMINDER_RULES, MONTH_END_RULES, ROLES, ROUNDING_RULES
-from backoffice.training.catalog.features import Action, Feature
-from backoffice.training.catalog.tier import Hyper, Tier
+from backoffice.training.catalog.tier import Hyper, Tier, two_envs
 from backoffice.training.domains.schedules.catalog.actions import ACTIONS, FACT_SHARES, RAW_SHARES, SOURCES
 from backoffice.training.domains.schedules.catalog.desk import (
     COUNTS,
@@ -46,17 +43,6 @@ from backoffice.training.domains.schedules.catalog.desk import (
 )
 from backoffice.training.domains.schedules.catalog.feature_policies import FactsScheduler, RawScheduler, conclusions_policy
 from backoffice.training.domains.schedules.catalog.features import APPROVAL_STATUSES, FEATURES, INSTALMENT_STATUSES, VERSION_STATUSES
-
-
-def feature_as(name: str, registered: str) -> Feature:
-    """The registry's feature ``registered`` shown under ``name``."""
-    return replace(FEATURES[registered], name=name)
-
-
-def shown_as(name: str, registered: str) -> Action:
-    """The registry's action ``registered`` shown under ``name``."""
-    return replace(ACTIONS[registered], name=name)
-
 
 _READ_FLAGS = ("request_read", "policy_read", "rules_read", "instalments_listed", "mandate_read", "reminders_listed")
 _ORDER = tuple(f"[{t}]={p}" for t in TRIGGERS for p in (1, 2, 3))
@@ -83,7 +69,7 @@ CONCLUSIONS = Tier(
     ),
     actions=(
         *READS, "create_draft", "add_next_instalment", *(f"request_approval[{t}]" for t in TRIGGERS), "wait", "commit_draft",
-        "supersede_prior", shown_as("cancel_prior_due", "cancel_listed_prior_due"), "cancel_old_reminder", "create_reminder", "update_mandate", "submit",
+        "supersede_prior", ACTIONS.shown_as("cancel_prior_due", "cancel_listed_prior_due"), "cancel_old_reminder", "create_reminder", "update_mandate", "submit",
     ),
     hyperparams=_HYPER,
     max_steps=40,
@@ -123,7 +109,7 @@ RAW = Tier(
     name="raw",
     features=(
         *_READ_FLAGS, *(f"request_kind_{k}" for k in KINDS), "request_start_period",
-        feature_as("request_parts", "request_parts/32"), feature_as("request_pause_months", "request_pause_months/32"),
+        FEATURES.shown_as("request_parts", "request_parts/32"), FEATURES.shown_as("request_pause_months", "request_pause_months/32"),
         "request_new_collection_day", "request_received_on", "policy_premium", "policy_term_start",
         *(f"version[{v}]_{f}" for v in range(VERSION_SLOTS)
           for f in ("present", *(f"status_{s}" for s in VERSION_STATUSES), *(f"frequency_{q}" for q in PRIOR_FREQUENCIES))),
@@ -136,24 +122,22 @@ RAW = Tier(
                     *(f"version[{v}]" for v in range(VERSION_SLOTS)))),
         "mandate_collection_day",
         *(f"rem[{j}]_{f}" for j in range(REMINDER_SLOTS) for f in ("present", "cancelled", "due_date", "amount")),
-        "draft_exists", "draft_declared_count", feature_as("draft_rows", "draft_rows/32"), "draft_first_due_date",
+        "draft_exists", "draft_declared_count", FEATURES.shown_as("draft_rows", "draft_rows/32"), "draft_first_due_date",
         "draft_last_period", *(f"approval[{r}]_{s}" for r in ROLES for s in APPROVAL_STATUSES),
         "commit_answered_approval_required", "new_version_active", "new_rows", "new_first_due_date", "new_first_amount",
         "new_reminder_created", "new_reminder_send_on",
     ),
     actions=(
-        *READS, *(shown_as(f"create_draft[{n}]", f"create_custom_draft[{n}]") for n in COUNTS),
+        *READS, *(ACTIONS.shown_as(f"create_draft[{n}]", f"create_custom_draft[{n}]") for n in COUNTS),
         *(f"add_instalment[{src},{end},{share}]" for src in SOURCES for end in ENDS for share in RAW_SHARES),
         *(f"cancel_instalment[{i}]" for i in range(INSTALMENT_SLOTS)), *(f"request_approval[{r}]" for r in ROLES),
         "wait", "commit_draft", *(f"supersede[{v}]" for v in range(VERSION_SLOTS)),
         *(f"cancel_reminder[{j}]" for j in range(REMINDER_SLOTS)), "create_reminder[lead]", "create_reminder[today]",
         "update_mandate", "submit",
     ),
-    hyperparams={**_HYPER,
-                 "n_steps": Hyper(1024, "2 x 1024: the other tiers' rollout size (8 x 256) on 2 envs"),
-                 "n_envs": Hyper(2, "the 2 env worker processes the raw runs were made on")},
+    hyperparams={**_HYPER, **two_envs(1024)},
     max_steps=60,
     feature_policy=RawScheduler,
 )
 
-__all__ = ["CONCLUSIONS", "FACTS", "RAW", "feature_as", "shown_as"]
+__all__ = ["CONCLUSIONS", "FACTS", "RAW"]

@@ -25,10 +25,8 @@ threshold. The tiers differ in what they compute for the agent:
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from backoffice.training.catalog.features import Feature
-from backoffice.training.catalog.tier import Hyper, Tier
+from backoffice.training.catalog.tier import Hyper, Tier, two_envs
 from backoffice.training.domains.sufficiency.catalog.actions import subset_name
 from backoffice.training.domains.sufficiency.catalog.desk import (
     CASE_STATUSES,
@@ -45,15 +43,10 @@ from backoffice.training.domains.sufficiency.catalog.feature_policies import con
 from backoffice.training.domains.sufficiency.catalog.features import FEATURES
 
 
-def feature_as(name: str, registered: str) -> Feature:
-    """The registry's feature ``registered`` shown under ``name``."""
-    return replace(FEATURES[registered], name=name)
-
-
 def shown(prefix: str, names: tuple[str, ...]) -> tuple[Feature, ...]:
     """The registry's ``prefix:<name>`` features shown as ``<name>`` (a name two tiers give two
     different values: the facts and raw tiers' age limits and held-record slots)."""
-    return tuple(feature_as(n, f"{prefix}:{n}") for n in names)
+    return tuple(FEATURES.shown_as(n, f"{prefix}:{n}") for n in names)
 
 
 _HYPER = {
@@ -126,9 +119,7 @@ RAW = Tier(
                             for n in (*_HELD_FIELDS, "issued_on", "signed", "legible", "name", "attached"))),
     ),
     actions=_ACTIONS_OF_TIERS,
-    hyperparams={**_HYPER,
-                 "n_envs": Hyper(2, "the envs this tier's runs were made on"),
-                 "n_steps": Hyper(256, "with 2 envs, the rollout size of the other tiers (2 x 256)")},
+    hyperparams={**_HYPER, **two_envs(256)},
     max_steps=MAX_STEPS,
     feature_policy=raw_policy,
 )
