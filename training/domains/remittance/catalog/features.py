@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from backoffice.envs.remittance.generator import POLICY_CHOICES
@@ -389,6 +390,14 @@ def current_facts(desk: RemittanceDesk) -> Sequence[float]:
             float(bool(ln.reply)), float(claimed and bal > 0), float(claimed and bal <= desk.tolerance()))
 
 
+@lru_cache(maxsize=1 << 16)
+def refs_near(hit_ref: str, line_ref: str) -> bool:
+    """A hit's claim ref is within two typing errors of the line's (normalised; the line has a
+    ref): a pure function of the two refs, remembered (the episodes compare the same few pairs)."""
+    ref = norm(line_ref)
+    return bool(ref) and osa_distance(norm(hit_ref), ref) <= 2
+
+
 @FEATURES.block_family((
     ("hit[{i}].ref_near_line_ref", "1 if the {i}-th hit's claim ref is within two typing errors of the line's claim ref "
                                    "(normalised)"),
@@ -403,9 +412,8 @@ def hit_facts(desk: RemittanceDesk, i: int) -> Sequence[float]:
     if h is None or ln is None:
         return (0.0,) * 5
     line = ln.line
-    ref = norm(str(line.get("claim_ref") or ""))
     reply_ref = str(ln.reply.get("claim_ref") or "")
-    return (float(bool(ref) and osa_distance(norm(str(h.get("claim_ref") or "")), ref) <= 2),
+    return (float(refs_near(str(h.get("claim_ref") or ""), str(line.get("claim_ref") or ""))),
             float(h.get("patient_name") == line.get("patient_name")), float(h.get("service_date") == line.get("service_date")),
             float(h.get("amount_due") == line.get("billed_amount")), float(bool(reply_ref) and h.get("claim_ref") == reply_ref))
 
