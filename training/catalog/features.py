@@ -79,13 +79,21 @@ class Desk:
 @dataclass(frozen=True)
 class Feature:
     """One named feature: ``producer`` computes it (alone, or in a block with others) and
-    ``slot`` is where its value stands in the producer's output (``-1``: a scalar)."""
+    ``slot`` is where its value stands in the producer's output (``-1``: a scalar).
+
+    ``count`` (slot families only, whose first argument is the slot index): the number of
+    slots filled now, ``count(desk)``; the producer of a slot at or past it is not called and
+    its values are 0. ``gate``: what the values need to be other than 0, ``gate(desk)`` (a
+    current line, say), computed once a step for every producer sharing it. The producer must
+    give 0 in both cases too: the builder only skips the call."""
 
     name: str
     doc: str
     producer: Callable[..., Any]
     args: tuple[Any, ...] = ()
     slot: int = -1
+    count: Callable[[Any], int] | None = None
+    gate: Callable[[Any], bool] | None = None
 
     @property
     def definition(self) -> FeatureDef:
@@ -121,38 +129,44 @@ class Features(Generic[D]):
             raise ValueError(f"feature {feature.name!r} is defined twice")
         self._by_name[feature.name] = feature
 
-    def feature(self, name: str, doc: str) -> Callable[[Callable[[D], float]], Callable[[D], float]]:
-        """Register ``fn(desk) -> float`` as the feature ``name``."""
+    def feature(self, name: str, doc: str, gate: Callable[[D], bool] | None = None
+                ) -> Callable[[Callable[[D], float]], Callable[[D], float]]:
+        """Register ``fn(desk) -> float`` as the feature ``name`` (``gate``: see :class:`Feature`)."""
         def register(fn: Callable[[D], float]) -> Callable[[D], float]:
-            self._add(Feature(name, doc, fn))
+            self._add(Feature(name, doc, fn, gate=gate))
             return fn
         return register
 
-    def family(self, pattern: str, n: int, doc: str) -> Callable[[Callable[[D, int], float]], Callable[[D, int], float]]:
+    def family(self, pattern: str, n: int, doc: str, count: Callable[[D], int] | None = None,
+               gate: Callable[[D], bool] | None = None) -> Callable[[Callable[[D, int], float]], Callable[[D, int], float]]:
         """Register ``fn(desk, i) -> float`` as the features ``pattern.format(i=i)`` for each
-        slot ``i < n`` (``{i}`` in ``doc`` is the slot too)."""
+        slot ``i < n`` (``{i}`` in ``doc`` is the slot too); ``count`` and ``gate``: see
+        :class:`Feature`."""
         def register(fn: Callable[[D, int], float]) -> Callable[[D, int], float]:
             for i in range(n):
-                self._add(Feature(pattern.format(i=i), doc.format(i=i), fn, (i,)))
+                self._add(Feature(pattern.format(i=i), doc.format(i=i), fn, (i,), count=count, gate=gate))
             return fn
         return register
 
-    def block(self, named: Sequence[tuple[str, str]]) -> Callable[[Callable[[D], Sequence[float]]], Callable[[D], Sequence[float]]]:
+    def block(self, named: Sequence[tuple[str, str]], gate: Callable[[D], bool] | None = None
+              ) -> Callable[[Callable[[D], Sequence[float]]], Callable[[D], Sequence[float]]]:
         """Register ``fn(desk) -> values`` as the features ``named`` (``(name, doc)`` pairs):
-        the k-th value is the k-th name's."""
+        the k-th value is the k-th name's (``gate``: see :class:`Feature`)."""
         def register(fn: Callable[[D], Sequence[float]]) -> Callable[[D], Sequence[float]]:
             for k, (name, doc) in enumerate(named):
-                self._add(Feature(name, doc, fn, (), k))
+                self._add(Feature(name, doc, fn, (), k, gate=gate))
             return fn
         return register
 
-    def block_family(self, named: Sequence[tuple[str, str]], n: int
+    def block_family(self, named: Sequence[tuple[str, str]], n: int, count: Callable[[D], int] | None = None,
+                     gate: Callable[[D], bool] | None = None
                      ) -> Callable[[Callable[[D, int], Sequence[float]]], Callable[[D, int], Sequence[float]]]:
-        """A block per slot: ``fn(desk, i) -> values`` for the names ``name.format(i=i)``."""
+        """A block per slot: ``fn(desk, i) -> values`` for the names ``name.format(i=i)``;
+        ``count``: see :class:`Feature`."""
         def register(fn: Callable[[D, int], Sequence[float]]) -> Callable[[D, int], Sequence[float]]:
             for i in range(n):
                 for k, (name, doc) in enumerate(named):
-                    self._add(Feature(name.format(i=i), doc.format(i=i), fn, (i,), k))
+                    self._add(Feature(name.format(i=i), doc.format(i=i), fn, (i,), k, count, gate))
             return fn
         return register
 
@@ -198,13 +212,33 @@ class VectorPlan:
     def __init__(self, features: Sequence[Feature]):
         self.size = len(features)
         calls: dict[tuple[Any, tuple[Any, ...]], list[tuple[int, int]]] = {}
+        gates: dict[tuple[Any, tuple[Any, ...]], Feature] = {}
         for position, f in enumerate(features):
             calls.setdefault((f.producer, f.args), []).append((f.slot, position))
+            if f.count is not None or f.gate is not None:
+                gates[(f.producer, f.args)] = f
         namespace: dict[str, Any] = {"_array": np.array, "_float32": np.float32, "_min": np.minimum, "_max": np.maximum}
         lines, values = ["def plan(desk):"], [""] * self.size
+        once: dict[Any, str] = {}  # a gate or count -> the local holding it, computed once a step
+
+        def local(fn: Callable[[Any], Any]) -> str:
+            if fn not in once:
+                once[fn] = name = f"g{len(once)}"
+                namespace[f"{name}_fn"] = fn
+                lines.append(f"    {name} = {name}_fn(desk)")
+            return once[fn]
+
         for k, ((producer, args), targets) in enumerate(calls.items()):
             namespace[f"p{k}"], namespace[f"a{k}"] = producer, args
-            lines.append(f"    r{k} = p{k}(desk{', *a' + str(k) if args else ''})")
+            call = f"p{k}(desk{', *a' + str(k) if args else ''})"
+            gated = gates.get((producer, args))
+            if gated is not None:  # past the filled slots, or with its gate closed, the producer gives 0: not called
+                conditions = ([f"{local(gated.count)} > {args[0]}"] if gated.count is not None else []) + (
+                    [local(gated.gate)] if gated.gate is not None else [])
+                last = max(slot for slot, _ in targets)
+                namespace[f"z{k}"] = 0.0 if last < 0 else (0.0,) * (last + 1)
+                call = f"{call} if {' and '.join(conditions)} else z{k}"
+            lines.append(f"    r{k} = {call}")
             for slot, position in targets:
                 values[position] = f"r{k}" if slot < 0 else f"r{k}[{slot}]"
         # clipped once, in place, as float32 (the same values as clipping each one first)
@@ -224,21 +258,45 @@ class MaskPlan:
 
     def __init__(self, actions: Sequence[Action]):
         namespace: dict[str, Any] = {"_array": np.array}
-        calls = []
+        calls: list[str] = []
+        once: dict[Any, str] = {}  # a gate or count -> the local computing it once a step
         for k, a in enumerate(actions):
             namespace[f"l{k}"], namespace[f"a{k}"] = a.legal, a.args
-            calls.append(f"l{k}(desk{', *a' + str(k) if a.args else ''})")
-        self.source = f"def mask(desk):\n    return _array([{', '.join(calls)}], dtype=bool)\n"
+            call = f"l{k}(desk{', *a' + str(k) if a.args else ''})"
+            if isinstance(a.legal, InTable):  # one table a step for the group, a membership test each
+                namespace[f"n{k}"] = a.legal.name
+                call = f"(n{k} in {self._once(once, namespace, a.legal.table)})"
+            if a.count is not None:
+                call = f"({self._once(once, namespace, a.count)} > {a.args[0]} and {call})"
+            if a.gate is not None:
+                call = f"({self._once(once, namespace, a.gate)} and {call})"
+            calls.append(call)
+        head = "".join(f"    {name} = {name}_fn(desk)\n" for name in once.values())
+        self.source = f"def mask(desk):\n{head}    return _array([{', '.join(calls)}], dtype=bool)\n"
         exec(compile(self.source, f"<MaskPlan of {len(calls)} actions>", "exec"), namespace)  # noqa: S102
         self._mask: Callable[[Any], np.ndarray] = namespace["mask"]
 
     def __call__(self, desk: Any) -> np.ndarray:
         return self._mask(desk)
 
+    @staticmethod
+    def _once(once: dict[Any, str], namespace: dict[str, Any], fn: Callable[[Any], Any]) -> str:
+        """The local holding ``fn(desk)`` in the generated mask (computed once a step)."""
+        if fn not in once:
+            once[fn] = name = f"g{len(once)}"
+            namespace[f"{name}_fn"] = fn
+        return once[fn]
+
 
 @dataclass(frozen=True)
 class Action:
-    """One named catalog action: its native ``tool``, how it is grounded and when it is legal."""
+    """One named catalog action: its native ``tool``, how it is grounded and when it is legal.
+
+    ``gate`` (optional): what the action's legality needs first, ``gate(desk)``, shared by a
+    group of actions (a current line, say) and computed once a step; ``count`` (families, whose
+    first argument is the slot index): the number of slots filled now. The mask builder skips
+    ``legal`` when the gate fails or the slot is at or past the count (``legal`` must be false
+    there too: the builder only skips the call)."""
 
     name: str
     tool: str
@@ -246,10 +304,25 @@ class Action:
     ground: Callable[..., dict[str, Any] | None]
     legal: Callable[..., bool]
     args: tuple[Any, ...] = ()
+    gate: Callable[[Any], bool] | None = None
+    count: Callable[[Any], int] | None = None
 
     @property
     def definition(self) -> ActionDef:
         return ActionDef(self.name, self.tool, self.doc)
+
+
+class InTable:
+    """The legality of an action read from a table of the legal action names that ``table``
+    computes once a step for a group of actions (``table(desk) -> frozenset[str]``, cached by
+    the caller, e.g. a ``@derived`` function): ``InTable(table, "open_hit[2]")``. The mask
+    builder reads the table once and checks membership without a call per action."""
+
+    def __init__(self, table: Callable[[Any], Any], name: str):
+        self.table, self.name = table, name
+
+    def __call__(self, desk: Any, *args: Any) -> bool:
+        return self.name in self.table(desk)
 
 
 def always(desk: Any, *args: Any) -> bool:
@@ -268,20 +341,24 @@ class Actions(Generic[D]):
             raise ValueError(f"action {action.name!r} is defined twice")
         self._by_name[action.name] = action
 
-    def action(self, name: str, tool: str, doc: str, legal: Callable[[D], bool] = always
+    def action(self, name: str, tool: str, doc: str, legal: Callable[[D], bool] = always,
+               gate: Callable[[D], bool] | None = None
                ) -> Callable[[Callable[[D], dict[str, Any] | None]], Callable[[D], dict[str, Any] | None]]:
-        """Register ``ground(desk) -> call | None`` as the action ``name`` over ``tool``."""
+        """Register ``ground(desk) -> call | None`` as the action ``name`` over ``tool``
+        (``gate``: see :class:`Action`)."""
         def register(fn: Callable[[D], dict[str, Any] | None]) -> Callable[[D], dict[str, Any] | None]:
-            self._add(Action(name, tool, doc, fn, legal))
+            self._add(Action(name, tool, doc, fn, legal, gate=gate))
             return fn
         return register
 
-    def family(self, pattern: str, n: int, tool: str, doc: str, legal: Callable[[D, int], bool] = always
+    def family(self, pattern: str, n: int, tool: str, doc: str, legal: Callable[[D, int], bool] = always,
+               gate: Callable[[D], bool] | None = None, count: Callable[[D], int] | None = None
                ) -> Callable[[Callable[[D, int], dict[str, Any] | None]], Callable[[D, int], dict[str, Any] | None]]:
-        """Register ``ground(desk, i)`` as the actions ``pattern.format(i=i)``, ``i < n``."""
+        """Register ``ground(desk, i)`` as the actions ``pattern.format(i=i)``, ``i < n``
+        (``gate`` and ``count``: see :class:`Action`)."""
         def register(fn: Callable[[D, int], dict[str, Any] | None]) -> Callable[[D, int], dict[str, Any] | None]:
             for i in range(n):
-                self._add(Action(pattern.format(i=i), tool, doc.format(i=i), fn, legal, (i,)))
+                self._add(Action(pattern.format(i=i), tool, doc.format(i=i), fn, legal, (i,), gate, count))
             return fn
         return register
 
@@ -309,4 +386,4 @@ class Actions(Generic[D]):
         return tuple(n if isinstance(n, Action) else self[n] for n in names)
 
 
-__all__ = ["Action", "Actions", "Desk", "Feature", "Features", "MaskPlan", "VectorPlan", "always", "derived"]
+__all__ = ["Action", "Actions", "Desk", "Feature", "Features", "InTable", "MaskPlan", "VectorPlan", "always", "derived"]

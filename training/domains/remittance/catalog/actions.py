@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from backoffice.training.catalog.features import Actions
+from backoffice.training.catalog.features import Action, Actions, InTable, derived
 from backoffice.training.domains.remittance.catalog.desk import (
     CASE_ACTIONS,
     CASE_NOTES,
@@ -135,6 +135,21 @@ def submit(desk: RemittanceDesk) -> Call:
 
 
 # -- the current line: searches, cases, query -----------------------------------------------------------------
+def on_a_line(desk: RemittanceDesk) -> bool:
+    """What every line action needs first (its legality's gate): a current line, the payment
+    named and not posted."""
+    return desk.open_line() is not None
+
+
+def hits_shown(desk: RemittanceDesk) -> int:
+    ln = desk.current()
+    return len(ln.hits) if ln is not None else 0
+
+
+def lines_read(desk: RemittanceDesk) -> int:
+    return len(desk.lines)
+
+
 def _line_action(fn: Any) -> Any:
     """A line action's grounding: ``fn(desk, line)`` once the brief names the payment and there is
     a current line."""
@@ -178,7 +193,7 @@ ACTIONS.action("tiers:search_next_line", "search_open_items",
     lambda d: _search(d, sum(ln.searched for ln in d.lines)))
 ACTIONS.family("search_line[{i}]", N_LINES, "search_open_items",
                "Search line #{i}'s claim ref (its patient name if it has no ref); line #{i} becomes current (no current "
-               "claim).", legal=lambda d, i: _named(d) and i < len(d.lines) and not d.lines[i].searched)(_search)
+               "claim).", count=lines_read, legal=lambda d, i: _named(d) and i < len(d.lines) and not d.lines[i].searched)(_search)
 
 
 def _by_name(desk: RemittanceDesk, ln: Line) -> Call:
@@ -186,9 +201,9 @@ def _by_name(desk: RemittanceDesk, ln: Line) -> Call:
 
 
 ACTIONS.action("search_by_name", "search_open_items", "Search the current line's patient name (while its match is "
-               "undetermined).", legal=_on_line(lambda d, ln: ln.status == "unknown" and not ln.name_done))(_line_action(_by_name))
+               "undetermined).", gate=on_a_line, legal=_on_line(lambda d, ln: ln.status == "unknown" and not ln.name_done))(_line_action(_by_name))
 ACTIONS.action("tiers:search_by_name", "search_open_items", "Search the current line's patient name (once per line).",
-               legal=_on_line(lambda d, ln: not ln.name_searched and bool(ln.line.get("patient_name"))))(
+               gate=on_a_line, legal=_on_line(lambda d, ln: not ln.name_searched and bool(ln.line.get("patient_name"))))(
     _line_action(lambda d, ln: _by_name(d, ln) if ln.line.get("patient_name") else None))
 
 
@@ -198,7 +213,7 @@ def _query(desk: RemittanceDesk, ln: Line) -> Call:
 
 
 ACTIONS.action("query_payer", "query_payer", "Ask the payer about the current line (opens a payer query).",
-               legal=_on_line(lambda d, ln: not d.awaiting(ln)))(_line_action(_query))
+               gate=on_a_line, legal=_on_line(lambda d, ln: not d.awaiting(ln)))(_line_action(_query))
 
 
 def _line_case(category: str) -> Any:
@@ -212,7 +227,7 @@ def _line_case(category: str) -> Any:
 for _name, _category in CASE_ACTIONS.items():
     ACTIONS.action(_name, "open_case", f"Open a {_category} case for the current line (for the whole payment, no line, when "
                    "the desk's case_scope is payment).",
-                   legal=_on_line(lambda d, ln, c=_category: not d.covered(ln, c)))(_line_action(_line_case(_category)))
+                   gate=on_a_line, legal=_on_line(lambda d, ln, c=_category: not d.covered(ln, c)))(_line_action(_line_case(_category)))
 
 
 # -- the conclusions tier's claim writes: the matched claim ------------------------------------------------
@@ -248,7 +263,7 @@ for _tool, _family, _doc in (("write_off", "write_off_adj", "Write off the curre
                                                             "amount) on the line's claim with reason contractual."),
                              ("transfer_to_patient", "transfer_adj", "Move the current line's adjustment #{i} (its code "
                                                                      "and amount) from the line's claim to the patient.")):
-    ACTIONS.family(f"{_family}[{{i}}]", N_ADJ, _tool, _doc, legal=_matched(_matched_adj_legal))(
+    ACTIONS.family(f"{_family}[{{i}}]", N_ADJ, _tool, _doc, gate=on_a_line, legal=_matched(_matched_adj_legal))(
         _line_action(_matched_adj(_tool)))
 
 
@@ -260,11 +275,11 @@ def _allocate(desk: RemittanceDesk, ln: Line, amount: int) -> Call:
 
 
 ACTIONS.action("allocate", "allocate", "Apply the current line to its claim: min(line paid - already applied, claim balance "
-               "now).", legal=_matched(lambda d, ln: 0 < d.alloc_amount(ln) <= d.unapplied))(
+               "now).", gate=on_a_line, legal=_matched(lambda d, ln: 0 < d.alloc_amount(ln) <= d.unapplied))(
     _line_action(lambda d, ln: _allocate(d, ln, d.alloc_amount(ln))))
 ACTIONS.action("allocate_whole", "allocate", "Apply what the current line paid and is not applied yet to its claim, whatever "
                "its balance (an overpayment puts the claim in credit).",
-               legal=_matched(lambda d, ln: 0 < d.unapplied_paid(ln) <= d.unapplied))(
+               gate=on_a_line, legal=_matched(lambda d, ln: 0 < d.unapplied_paid(ln) <= d.unapplied))(
     _line_action(lambda d, ln: _allocate(d, ln, d.unapplied_paid(ln))))
 
 
@@ -276,18 +291,14 @@ def _small(desk: RemittanceDesk, item_id: Any, balance: int, line_id: Any) -> Ca
 
 
 ACTIONS.action("write_off_small", "write_off", "Write off the current claim's whole current balance with reason small_balance.",
-               legal=_matched(lambda d, ln: d.item_balance(ln) > 0))(
+               gate=on_a_line, legal=_matched(lambda d, ln: d.item_balance(ln) > 0))(
     _line_action(lambda d, ln: None if ln.item is None else _small(d, ln.item["id"], d.item_balance(ln), ln.line["id"])))
 
 
 # -- the facts and raw tiers' claim writes: the current claim -------------------------------------------------
-def _claimed(legal: Any) -> Any:
-    return _on_line(lambda d, ln, *a: d.claim is not None and legal(d, ln, *a))
-
-
 ACTIONS.family("open_hit[{i}]", N_HITS, "get_open_item", "Read the {i}-th hit of the current line's last search "
-               "(get_open_item); it becomes the current claim every claim write goes to.",
-               legal=_on_line(lambda d, ln, i: i < len(ln.hits)
+               "(get_open_item); it becomes the current claim every claim write goes to.", count=hits_shown,
+               gate=on_a_line, legal=_on_line(lambda d, ln, i: i < len(ln.hits)
                               and ln.hits[i].get("id") != (d.claim.get("id") if d.claim is not None else None)))(
     _line_action(lambda d, ln, i: {"tool": "get_open_item", "args": {"item_id": ln.hits[i]["id"]}} if i < len(ln.hits) else None))
 
@@ -300,21 +311,42 @@ def _current_adj(tool: str) -> Any:
     return fn
 
 
-def _current_adj_legal(payer_only: bool) -> Any:
-    def legal(desk: RemittanceDesk, ln: Line, j: int) -> bool:
+@derived
+def claim_writes(desk: RemittanceDesk) -> frozenset[str]:
+    """The facts and raw tiers' writes legal on the current claim now, in one pass a step: an
+    adjustment not yet written of at most the balance (a transfer only off an insurer item), an
+    allocation of at most the unapplied amount and the line's unallocated paid amount to an
+    insurer item, a small write-off of a positive balance."""
+    ln = desk.open_line()
+    if ln is None or desk.claim is None:
+        return frozenset()
+    bal, payer_item = desk.claim_balance(), desk.payer_item()
+    legal = []
+    for j in range(N_ADJ):
         adj = ln.adj(j)
-        ok = adj is not None and j not in ln.used_adj and 1 <= adj[1] <= desk.claim_balance()
-        return ok and (desk.payer_item() or not payer_only)
-    return legal
+        if adj is not None and j not in ln.used_adj and 1 <= adj[1] <= bal:
+            legal += [f"write_off_adj[{j}]", *([f"transfer_adj[{j}]"] if payer_item else [])]
+    paid = int(ln.line.get("paid_amount") or 0)
+    for key, amount in (("line_paid", paid), ("claim_balance", bal)):
+        if payer_item and 1 <= amount <= desk.unapplied and ln.applied + amount <= paid:
+            legal.append(f"allocate[{key}]")
+    if bal >= 1:
+        legal.append("write_off_small")
+    return frozenset(legal)
 
 
-for _tool, _family, _doc, _payer_only in (
+def _in_claim_writes(name: str) -> InTable:
+    return InTable(claim_writes, name)
+
+
+for _tool, _family, _doc in (
         ("write_off", "write_off_adj", "Write off the current line's adjustment #{i} (its code and amount) on the current "
-                                       "claim, reason contractual.", False),
+                                       "claim, reason contractual."),
         ("transfer_to_patient", "transfer_adj", "Move the current line's adjustment #{i} (its code and amount) from the "
-                                                "current claim to the patient.", True)):
-    ACTIONS.family(f"tiers:{_family}[{{i}}]", N_ADJ, _tool, _doc, legal=_claimed(_current_adj_legal(_payer_only)))(
-        _line_action(_current_adj(_tool)))
+                                                "current claim to the patient.")):
+    for _j in range(N_ADJ):
+        ACTIONS.add(Action(f"tiers:{_family}[{_j}]", _tool, _doc.format(i=_j), _line_action(_current_adj(_tool)),
+                           _in_claim_writes(f"{_family}[{_j}]"), (_j,), gate=on_a_line))
 
 
 def _amount_of(key: str) -> Any:
@@ -327,16 +359,15 @@ for _key, _doc in (("line_paid", "Apply the current line's paid amount to the cu
                    ("claim_balance", "Apply the current claim's balance (as last read) from the current line.")):
     _amt = _amount_of(_key)
     ACTIONS.action(f"allocate[{_key}]", "allocate", _doc,
-                   legal=_claimed(lambda d, ln, a=_amt: d.payer_item() and 1 <= a(d, ln) <= d.unapplied
-                                  and ln.applied + a(d, ln) <= int(ln.line.get("paid_amount") or 0)))(
+                   gate=on_a_line, legal=_in_claim_writes(f"allocate[{_key}]"))(
         _line_action(lambda d, ln, a=_amt: None if d.claim is None or a(d, ln) < 1 else {
             "tool": "allocate", "args": {"payment_id": d.pid, "line_id": ln.line.get("id", ""), "item_id": d.claim["id"],
                                          "amount": a(d, ln)}}))
 ACTIONS.action("tiers:write_off_small", "write_off", "Write off the current claim's whole balance (as last read), reason "
-               "small_balance.", legal=_claimed(lambda d, ln: d.claim_balance() >= 1))(
+               "small_balance.", gate=on_a_line, legal=_in_claim_writes("write_off_small"))(
     _line_action(lambda d, ln: None if d.claim is None else _small(d, d.claim["id"], d.claim_balance(), ln.line.get("id", ""))))
 ACTIONS.family("read_reply[{i}]", N_LINES, "get_case", "Read the payer's answered reply about line #{i} (get_case); line #{i} "
-               "becomes current again (no current claim), its last search's hits shown.",
+               "becomes current again (no current claim), its last search's hits shown.", count=lines_read,
                legal=lambda d, i: _named(d) and any(q["line"] == i and q["state"] == "answered" for q in d.queries))(
     lambda d, i: next(({"tool": "get_case", "args": {"case_id": q["id"]}} for q in d.queries
                        if q["line"] == i and q["state"] == "answered"), None))

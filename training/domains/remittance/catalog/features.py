@@ -46,12 +46,17 @@ DATE_SPAN = 1000
 REF_SPAN = 1_000_000
 
 
-def _flag(names: Sequence[tuple[str, str]], fn: Any) -> None:
+def on_line(desk: RemittanceDesk) -> bool:
+    """What the current line's features need to be other than 0 (their gate)."""
+    return desk.current() is not None
+
+
+def _flag(names: Sequence[tuple[str, str]], fn: Any, gate: Any = None) -> None:
     """Register ``fn(desk) -> bool`` as the 0/1 feature under each ``(name, doc)``."""
     def value(desk: RemittanceDesk) -> float:
         return float(fn(desk))
     for name, doc in names:
-        FEATURES.feature(name, doc)(value)
+        FEATURES.feature(name, doc, gate)(value)
 
 
 # -- every tier --------------------------------------------------------------------------------------
@@ -140,7 +145,7 @@ _LINE = (
 )
 
 
-@FEATURES.block(_LINE)
+@FEATURES.block(_LINE, gate=on_line)
 def current_line(desk: RemittanceDesk) -> Sequence[float]:
     """The match rule's verdict on the current line and its projection once applied."""
     ln = desk.current()
@@ -170,7 +175,7 @@ for _word, _cat in (("underpayment", "underpayment"), ("refund", "refund_request
     _flag(((f"cur_{_word}_case", f"1 if an {_cat} case covers the current line (opened for it, or for the payment under "
                                  f"case_scope payment)"),
            (f"cur.case[{_cat}]", f"1 if a {_cat} case covers the current line (opened for it, or for the payment under "
-                                 f"case_scope payment)")), _covers(_cat))
+                                 f"case_scope payment)")), _covers(_cat), on_line)
 
 _DUES = (
     *((f"wo_adj{j}_due", f"1 if matched, adj{j}_pending and adj{j}_contractual (policy: write each contractual code off)")
@@ -192,7 +197,7 @@ _DUES = (
 )
 
 
-@FEATURES.block(_DUES)
+@FEATURES.block(_DUES, gate=on_line)
 def dues(desk: RemittanceDesk) -> Sequence[float]:
     """What the desk's policies still ask for on the current line."""
     ln = desk.current()
@@ -262,6 +267,21 @@ def payment_cases(desk: RemittanceDesk) -> Sequence[float]:
     return tuple(float(c in desk.payment_cases) for c in PAYMENT_CASES)
 
 
+def n_listed(desk: RemittanceDesk) -> int:
+    """Listed payments filled (their slots' features are 0 past them)."""
+    return len(desk.others or ())
+
+
+def n_hits(desk: RemittanceDesk) -> int:
+    """The current line's hits filled (their slots' features are 0 past them)."""
+    ln = desk.current()
+    return len(ln.hits) if ln is not None else 0
+
+
+def n_lines(desk: RemittanceDesk) -> int:
+    return len(desk.lines)
+
+
 def _listed(desk: RemittanceDesk, k: int) -> dict[str, Any] | None:
     others = desk.others or []
     return others[k] if k < min(len(others), N_LISTED) else None
@@ -271,7 +291,7 @@ def _listed(desk: RemittanceDesk, k: int) -> dict[str, Any] | None:
     ("listed[{i}].present", "1 if list_payments returned a {i}-th payment"),
     ("listed[{i}].is_this_payment", "1 if the {i}-th listed payment is this payment (same id)"),
     *((f"listed[{{i}}].status[{s}]", f"1 if the {{i}}-th listed payment's status is {s}") for s in PAYMENT_STATUSES),
-), N_LISTED)
+), N_LISTED, count=n_listed)
 def listed(desk: RemittanceDesk, k: int) -> Sequence[float]:
     o = _listed(desk, k)
     if o is None:
@@ -292,7 +312,7 @@ _CUR_STATE = (
 )
 
 
-@FEATURES.block(_CUR_STATE)
+@FEATURES.block(_CUR_STATE, gate=on_line)
 def current_state(desk: RemittanceDesk) -> Sequence[float]:
     """The current line's searches, adjustments used and reply, and whether a claim is open."""
     ln = desk.current()
@@ -315,7 +335,7 @@ def _hit(desk: RemittanceDesk, i: int) -> dict[str, Any] | None:
     ("hit[{i}].payer_is_payment_payer", "1 if the {i}-th hit is billed to this payment's payer"),
     ("hit[{i}].responsibility[payer]", "1 if the {i}-th hit is an insurer (payer-responsibility) item"),
     ("hit[{i}].is_current_claim", "1 if the {i}-th hit is the current claim (opened with open_hit)"),
-), N_HITS)
+), N_HITS, count=n_hits)
 def hit(desk: RemittanceDesk, i: int) -> Sequence[float]:
     h = _hit(desk, i)
     if h is None:
@@ -335,7 +355,7 @@ def payment_unapplied(desk: RemittanceDesk) -> float:
 @FEATURES.block_family((
     ("listed[{i}].reference_equal", "1 if the {i}-th listed payment's EFT reference equals this payment's (get_payment)"),
     ("listed[{i}].amount_equal", "1 if the {i}-th listed payment's amount equals this payment's (get_payment)"),
-), N_LISTED)
+), N_LISTED, count=n_listed)
 def listed_facts(desk: RemittanceDesk, k: int) -> Sequence[float]:
     o, pay = _listed(desk, k), desk.payment
     if o is None:
@@ -358,7 +378,7 @@ def lines_searched(desk: RemittanceDesk) -> float:
     ("cur.adj[{i}].present", "1 if the current line has an adjustment #{i}"),
     ("cur.adj[{i}].code_contractual", "1 if the current line's adjustment #{i} code is in policy contractual_codes"),
     ("cur.adj[{i}].code_patient", "1 if the current line's adjustment #{i} code is in policy patient_codes"),
-), N_ADJ)
+), N_ADJ, gate=on_line)
 def adjustment_facts(desk: RemittanceDesk, j: int) -> Sequence[float]:
     ln = desk.current()
     adj = ln.adj(j) if ln is not None else None
@@ -378,7 +398,7 @@ _CUR_FACTS = (
 )
 
 
-@FEATURES.block(_CUR_FACTS)
+@FEATURES.block(_CUR_FACTS, gate=on_line)
 def current_facts(desk: RemittanceDesk) -> Sequence[float]:
     ln = desk.current()
     if ln is None:
@@ -406,7 +426,7 @@ def refs_near(hit_ref: str, line_ref: str) -> bool:
     ("hit[{i}].amount_due_equal_billed", "1 if the {i}-th hit's amount due equals the line's billed amount"),
     ("hit[{i}].ref_equal_reply_ref", "1 if the {i}-th hit's claim ref is the one named by the payer's reply read for the "
                                      "line"),
-), N_HITS)
+), N_HITS, count=n_hits)
 def hit_facts(desk: RemittanceDesk, i: int) -> Sequence[float]:
     h, ln = _hit(desk, i), desk.current()
     if h is None or ln is None:
@@ -462,7 +482,7 @@ def payment_reference(desk: RemittanceDesk) -> float:
 @FEATURES.block_family((
     ("listed[{i}].reference", "the {i}-th listed payment's EFT reference (episode symbol)"),
     ("listed[{i}].amount", "the {i}-th listed payment's amount (cents / 1e7)"),
-), N_LISTED)
+), N_LISTED, count=n_listed)
 def listed_values(desk: RemittanceDesk, k: int) -> Sequence[float]:
     o = _listed(desk, k)
     if o is None:
@@ -477,7 +497,7 @@ def listed_values(desk: RemittanceDesk, k: int) -> Sequence[float]:
     ("line[{i}].queried", "1 if the payer was queried ok about line #{i}"),
     ("line[{i}].answered", "1 if wait reported the payer's answer about line #{i}"),
     ("line[{i}].reply_read", "1 if the payer's answer about line #{i} was read (read_reply)"),
-), N_LINES)
+), N_LINES, count=n_lines)
 def line_values(desk: RemittanceDesk, index: int) -> Sequence[float]:
     if index >= min(len(desk.lines), N_LINES):
         return (0.0,) * 6
@@ -499,7 +519,7 @@ _CUR_RAW = (
 )
 
 
-@FEATURES.block(_CUR_RAW)
+@FEATURES.block(_CUR_RAW, gate=on_line)
 def current_values(desk: RemittanceDesk) -> Sequence[float]:
     ln = desk.current()
     if ln is None:
@@ -515,7 +535,7 @@ def current_values(desk: RemittanceDesk) -> Sequence[float]:
     *((f"cur.adj[{{i}}].code[{c}]", f"1 if the current line's adjustment #{{i}} code is {c}") for c in CODES),
     ("cur.adj[{i}].code[other]", "1 if the current line has an adjustment #{i} with another code"),
     ("cur.adj[{i}].amount", "the current line's adjustment #{i} amount (cents / 1e6)"),
-), N_ADJ)
+), N_ADJ, gate=on_line)
 def adjustment_values(desk: RemittanceDesk, j: int) -> Sequence[float]:
     ln = desk.current()
     adj = ln.adj(j) if ln is not None else None
@@ -530,7 +550,7 @@ def adjustment_values(desk: RemittanceDesk, j: int) -> Sequence[float]:
     ("hit[{i}].service_date", "the {i}-th hit's service date (days since 2025-01-01 / 1000)"),
     ("hit[{i}].amount_due", "the {i}-th hit's amount due (cents / 1e6)"),
     ("hit[{i}].balance", "the {i}-th hit's balance as last read (cents / 1e6)"),
-), N_HITS)
+), N_HITS, count=n_hits)
 def hit_values(desk: RemittanceDesk, i: int) -> Sequence[float]:
     h = _hit(desk, i)
     if h is None:
