@@ -89,9 +89,20 @@ def _candidate_legal(desk: ApprovalsDesk, i: int) -> bool:
     return _may_look_up(desk, _candidate(desk, i))
 
 
+def n_candidates(desk: ApprovalsDesk) -> int:
+    """The candidate roles known (the lookup slots past them are empty)."""
+    return len(desk.candidates())
+
+
+def deciding(desk: ApprovalsDesk) -> bool:
+    """What every decision and escalation needs first (their legality's gate): none recorded yet
+    and the band to cite known."""
+    return desk.may_decide()
+
+
 @ACTIONS.family("lookup_candidate_holders[{i}]", N_CANDIDATES, "lookup_role_holders",
                 "Holders now of candidate role {i} (the {i}-th by id of the roles of the delegations the approver "
-                "received: rule delegator_holds).", legal=_candidate_legal)
+                "received: rule delegator_holds).", legal=_candidate_legal, count=n_candidates)
 def lookup_candidate_holders(desk: ApprovalsDesk, i: int) -> Call:
     return desk.holders_call(_candidate(desk, i))
 
@@ -118,21 +129,21 @@ def _approver_may_decide(desk: ApprovalsDesk) -> bool:
 
 @ACTIONS.action("decide_reject", "record_decision",
                 "Record the approver's outcome 'reject', citing the band and the authority found so far (the band alone while none).",
-                legal=_approver_may_decide)
+                legal=_approver_may_decide, gate=deciding)
 def decide_reject(desk: ApprovalsDesk) -> Call:
     return _approver_decision(desk, "reject")
 
 
 @ACTIONS.action("decide_hold", "record_decision",
                 "Record the approver's outcome 'hold', citing the band and the authority found so far (the band alone while none).",
-                legal=_approver_may_decide)
+                legal=_approver_may_decide, gate=deciding)
 def decide_hold(desk: ApprovalsDesk) -> Call:
     return _approver_decision(desk, "hold")
 
 
 @ACTIONS.action("escalate", "escalate",
                 "Escalate the request to the band's required_role_id, citing the band and the blocking fact found so "
-                "far (the band alone while none).", legal=lambda desk: desk.may_decide())
+                "far (the band alone while none).", legal=lambda desk: desk.may_decide(), gate=deciding)
 def escalate(desk: ApprovalsDesk) -> Call:
     band = desk.band()
     if desk.request_id is None or band is None:
@@ -143,7 +154,7 @@ def escalate(desk: ApprovalsDesk) -> Call:
 
 @ACTIONS.action("decide_proceed", "record_decision",
                 "Record the approver's outcome 'proceed', citing the band and the authorising assignments or delegations "
-                "found so far (the band alone while none was found).", legal=_approver_may_decide)
+                "found so far (the band alone while none was found).", legal=_approver_may_decide, gate=deciding)
 def decide_proceed(desk: ApprovalsDesk) -> Call:
     return _approver_decision(desk, "proceed")
 
@@ -196,7 +207,7 @@ def _row_decision(outcome: str) -> None:
     """Register ``decide_<outcome>[s]``: the on-file person's decision citing row ``s``."""
     @ACTIONS.family(f"decide_{outcome}[{{i}}]", N_ROWS, "record_decision",
                     f"Record the on-file person's decision '{outcome}', citing the band holding the amount and row slot {{i}} "
-                    "(their assignment or delegation) as the authority.", legal=_row_may_decide)
+                    "(their assignment or delegation) as the authority.", legal=_row_may_decide, gate=deciding)
     def decide(desk: ApprovalsDesk, s: int) -> Call:
         band, rows = desk.band(), desk.rows()
         if desk.request_id is None or band is None or desk.on_file is None or s >= len(rows):
@@ -240,7 +251,7 @@ for _name, _doc, _ground in (
     ("escalate_cite_approver", "Escalate to the band's required_role_id, citing the band and the on-file person's id.",
      _cite_approver),
 ):
-    ACTIONS.action(_name, "escalate", _doc, legal=_grounded(_ground))(_ground)
+    ACTIONS.action(_name, "escalate", _doc, legal=_grounded(_ground), gate=deciding)(_ground)
 
 
 def _cite_row_legal(desk: ApprovalsDesk, s: int) -> bool:
@@ -249,7 +260,7 @@ def _cite_row_legal(desk: ApprovalsDesk, s: int) -> bool:
 
 @ACTIONS.family("escalate_cite[{i}]", N_ROWS, "escalate",
                 "Escalate to the band's required_role_id, citing the band and row slot {i} (an assignment or delegation of "
-                "the person on file).", legal=_cite_row_legal)
+                "the person on file).", legal=_cite_row_legal, gate=deciding)
 def escalate_cite(desk: ApprovalsDesk, s: int) -> Call:
     rows = desk.rows()
     return _escalation(desk, rows[s][1]["id"] if s < len(rows) else None)

@@ -90,6 +90,7 @@ class ApprovalsDesk(Desk):
         self.approver_id: str | None = None
         self.files: dict[str, Row] = {}  # person id -> reporting line and assignments (get_person)
         self.on_file: str | None = None  # the person get_person opened last
+        self.delegations_of: str | None = None  # the person lookup_delegations read last
         #: person id -> every delegation they received, in effect or not (``None`` while pages remain)
         self.received: dict[str, list[Row] | None] = {}
         self.holders: dict[str, list[Row]] = {}  # role id -> holders now (every page read)
@@ -141,6 +142,7 @@ class ApprovalsDesk(Desk):
             pid = args.get("person_id")
             if isinstance(pid, str):
                 self.received[pid] = self._take_delegations(pid, res)
+                self.delegations_of = pid
         elif tool == "lookup_role_holders":
             role_id = args.get("role_id", "")
             self._holders_read.setdefault(role_id, []).extend(res.get("holders") or [])
@@ -197,7 +199,9 @@ class ApprovalsDesk(Desk):
 
     # -- the approver (conclusions) -------------------------------------------------------------
     def approver_file(self) -> Row | None:
-        return None if self.approver_id is None else self.files.get(self.approver_id)
+        """The approver's file: the one ``get_person`` opened last (the conclusions tier opens the
+        resolved approver's only, so it stays theirs if a repeated search unsettles the name)."""
+        return None if self.on_file is None else self.files.get(self.on_file)
 
     def approver_line(self) -> list[str] | None:
         file = self.approver_file()
@@ -208,8 +212,9 @@ class ApprovalsDesk(Desk):
         return None if file is None else cast("list[Row]", file["assignments"])
 
     def approver_delegations(self) -> list[Row] | None:
-        """Every delegation the approver received, in effect or not (``None`` until read)."""
-        return None if self.approver_id is None else self.received.get(self.approver_id)
+        """Every delegation the approver received, in effect or not (``None`` until read): those
+        ``lookup_delegations`` read last (the conclusions tier reads the resolved approver's only)."""
+        return None if self.delegations_of is None else self.received.get(self.delegations_of)
 
     def approver_delegations_now(self) -> list[Row] | None:
         """The approver's delegations in their window and not revoked now."""

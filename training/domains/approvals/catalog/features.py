@@ -35,6 +35,12 @@ from backoffice.training.domains.approvals.catalog.desk import N_BANDS, N_CANDID
 FEATURES: Features[ApprovalsDesk] = Features()
 feature, block, block_family = FEATURES.feature, FEATURES.block, FEATURES.block_family
 
+def approver_known(desk: ApprovalsDesk) -> bool:
+    """What the approver's features need to be other than 0 (their gate): the approver resolved,
+    their file opened or their delegations read."""
+    return desk.approver_id is not None or desk.on_file is not None or desk.delegations_of is not None
+
+
 #: amounts in cents are given as cents / AMOUNT_FULL (the largest released value is 2e8)
 AMOUNT_FULL = 1e9
 #: dates are given as days from the desk clock / DAYS_FULL
@@ -347,7 +353,8 @@ def row_values(desk: ApprovalsDesk, i: int) -> Sequence[float]:
     if i >= len(rows):
         return out
     kind, row = rows[i]
-    slot = next((r for r, role in enumerate((desk.roles or [])[:N_ROLES]) if role["id"] == row["role_id"]), None)
+    # the role's slot among the listed roles (the last one, should a repeated list_roles list it twice)
+    slot = max((r for r, role in enumerate((desk.roles or [])[:N_ROLES]) if role["id"] == row["role_id"]), default=None)
     if slot is not None:
         out[slot] = 1.0
     now = desk.now
@@ -372,55 +379,55 @@ def approver_not_found(desk: ApprovalsDesk) -> float:
     return float(desk.find_done and desk.approver_id is None)
 
 
-@feature("person_read", "1 once get_person returned the approver's reporting line")
+@feature("person_read", "1 once get_person returned the approver's reporting line", approver_known)
 def person_read(desk: ApprovalsDesk) -> float:
     return float(desk.approver_file() is not None)
 
 
-@feature("approver_delegations_read", "1 once lookup_delegations returned every delegation the approver received")
+@feature("approver_delegations_read", "1 once lookup_delegations returned every delegation the approver received", approver_known)
 def approver_delegations_read(desk: ApprovalsDesk) -> float:
     return float(desk.approver_delegations() is not None)
 
 
-@feature("approver_is_requester", "1 if the resolved approver's id is the request's requester_id")
+@feature("approver_is_requester", "1 if the resolved approver's id is the request's requester_id", approver_known)
 def approver_is_requester(desk: ApprovalsDesk) -> float:
     return float(desk.is_self())
 
 
-@feature("requester_in_line", "1 if the requester is in the approver's reporting_line (get_person)")
+@feature("requester_in_line", "1 if the requester is in the approver's reporting_line (get_person)", approver_known)
 def requester_in_line(desk: ApprovalsDesk) -> float:
     line, req = desk.approver_line(), desk.request
     return float(req is not None and line is not None and req["requester_id"] in line)
 
 
-@feature("line_breach", "1 if the band sets sod_not_in_requester_line and the requester is in the approver's reporting_line")
+@feature("line_breach", "1 if the band sets sod_not_in_requester_line and the requester is in the approver's reporting_line", approver_known)
 def line_breach(desk: ApprovalsDesk) -> float:
     return float(desk.line_breach())
 
 
-@feature("sod_breach", "1 if approver_is_requester or line_breach (rules requester, reporting_line: the approver may not decide)")
+@feature("sod_breach", "1 if approver_is_requester or line_breach (rules requester, reporting_line: the approver may not decide)", approver_known)
 def sod_breach(desk: ApprovalsDesk) -> float:
     return float(desk.sod_breach())
 
 
 @feature("sod_checked", "1 once the separation-of-duties facts are known: request, band and approver read, and the "
-         "reporting line read unless the band does not set sod_not_in_requester_line (or the approver is the requester)")
+         "reporting line read unless the band does not set sod_not_in_requester_line (or the approver is the requester)", approver_known)
 def sod_checked(desk: ApprovalsDesk) -> float:
     return float(desk.sod_checked())
 
 
-@feature("sod_clear", "1 if sod_checked and not sod_breach")
+@feature("sod_clear", "1 if sod_checked and not sod_breach", approver_known)
 def sod_clear(desk: ApprovalsDesk) -> float:
     return float(desk.sod_checked() and not desk.sod_breach())
 
 
 # -- the approver's authority (conclusions) ----------------------------------------------------------
-@feature("n_assignments", "role assignments of the approver (any window, get_person) / 5")
+@feature("n_assignments", "role assignments of the approver (any window, get_person) / 5", approver_known)
 def n_assignments(desk: ApprovalsDesk) -> float:
     return min(1.0, len(desk.approver_assignments() or []) / 5)
 
 
-@feature("assignment_candidate_now", "1 if an assignment of the approver in its window now has a role covering the request type")
+@feature("assignment_candidate_now", "1 if an assignment of the approver in its window now has a role covering the request type", approver_known)
 def assignment_candidate_now(desk: ApprovalsDesk) -> float:
     req = desk.request
     if req is None:
@@ -430,12 +437,12 @@ def assignment_candidate_now(desk: ApprovalsDesk) -> float:
                      for rh in desk.approver_assignments() or []))
 
 
-@feature("n_delegations_inactive", "delegations received by the approver not in their window or revoked now / 5")
+@feature("n_delegations_inactive", "delegations received by the approver not in their window or revoked now / 5", approver_known)
 def n_delegations_inactive(desk: ApprovalsDesk) -> float:
     return min(1.0, (len(desk.approver_delegations() or []) - len(desk.approver_delegations_now() or [])) / 5)
 
 
-@feature("n_delegations_received", "delegations received by the approver in their window and not revoked now / 5")
+@feature("n_delegations_received", "delegations received by the approver in their window and not revoked now / 5", approver_known)
 def n_delegations_received(desk: ApprovalsDesk) -> float:
     return min(1.0, len(desk.approver_delegations_now() or []) / 5)
 
@@ -451,7 +458,7 @@ def blocking_fact_found(desk: ApprovalsDesk) -> float:
     ("candidates_checked", "candidate roles whose holders were looked up / 5"),
     ("candidates_unchecked", "candidate roles not yet looked up / 5"),
     ("all_candidates_checked", "1 if the holders of every candidate role were looked up (and the delegations were read)"),
-])
+], approver_known)
 def candidates(desk: ApprovalsDesk) -> Sequence[float]:
     cands = desk.candidates()
     checked = sum(1 for r in cands if r in desk.holders)
@@ -460,30 +467,30 @@ def candidates(desk: ApprovalsDesk) -> Sequence[float]:
 
 
 @feature("holds_candidate_role", "1 if an assignment of the approver passes every authority rule (role_type, role_level, "
-         "role_limit, window)")
+         "role_limit, window)", approver_known)
 def holds_candidate_role(desk: ApprovalsDesk) -> float:
     failures = desk.failures()[0]
     return float(any(not failures.get(rh["id"], ["?"]) for rh in desk.approver_assignments() or []))
 
 
 @feature("delegation_candidate_role", "1 if a delegation received, in its window and not revoked, is for a role covering the "
-         "type with level and amount limit enough")
+         "type with level and amount limit enough", approver_known)
 def delegation_candidate_role(desk: ApprovalsDesk) -> float:
     return float(bool(desk.sufficient_delegations()))
 
 
-@feature("delegation_capped_below", "1 if such a delegation has a cap below the amount")
+@feature("delegation_capped_below", "1 if such a delegation has a cap below the amount", approver_known)
 def delegation_capped_below(desk: ApprovalsDesk) -> float:
     req = desk.request
     return float(req is not None and any(d["cap"] is not None and d["cap"] < req["amount"] for d in desk.sufficient_delegations()))
 
 
-@feature("delegation_unconfirmed", "1 if a delegation received awaits the lookup of its role's holders")
+@feature("delegation_unconfirmed", "1 if a delegation received awaits the lookup of its role's holders", approver_known)
 def delegation_unconfirmed(desk: ApprovalsDesk) -> float:
     return float(any(d["role_id"] not in desk.holders for d in desk.approver_delegations() or []))
 
 
-@feature("delegation_usable", "1 if a delegation received passes every authority rule (its delegator among the role's holders)")
+@feature("delegation_usable", "1 if a delegation received passes every authority rule (its delegator among the role's holders)", approver_known)
 def delegation_usable(desk: ApprovalsDesk) -> float:
     failures = desk.failures()[0]
     return float(any(not failures.get(d["id"], ["?"]) for d in desk.approver_delegations() or []))

@@ -141,11 +141,6 @@ def on_a_line(desk: RemittanceDesk) -> bool:
     return desk.open_line() is not None
 
 
-def hits_shown(desk: RemittanceDesk) -> int:
-    ln = desk.current()
-    return len(ln.hits) if ln is not None else 0
-
-
 def lines_read(desk: RemittanceDesk) -> int:
     return len(desk.lines)
 
@@ -196,14 +191,36 @@ ACTIONS.family("search_line[{i}]", N_LINES, "search_open_items",
                "claim).", count=lines_read, legal=lambda d, i: _named(d) and i < len(d.lines) and not d.lines[i].searched)(_search)
 
 
+@derived
+def line_actions(desk: RemittanceDesk) -> frozenset[str]:
+    """The actions on the current line legal now, in one pass a step (registered names): a
+    name search (the conclusions tier's while the match is undetermined, the other tiers' once),
+    a payer query while none awaits its reply, a case of each category not yet covering the line,
+    the hits not already the current claim."""
+    ln = desk.open_line()
+    if ln is None:
+        return frozenset()
+    legal = []
+    if ln.status == "unknown" and not ln.name_done:
+        legal.append("search_by_name")
+    if not ln.name_searched and ln.line.get("patient_name"):
+        legal.append("tiers:search_by_name")
+    if not desk.awaiting(ln):
+        legal.append("query_payer")
+    legal += [name for name, category in CASE_ACTIONS.items() if not desk.covered(ln, category)]
+    current = desk.claim.get("id") if desk.claim is not None else None
+    legal += [f"open_hit[{i}]" for i, h in enumerate(ln.hits[:N_HITS]) if h.get("id") != current]
+    return frozenset(legal)
+
+
 def _by_name(desk: RemittanceDesk, ln: Line) -> Call:
     return {"tool": "search_open_items", "args": {"query": ln.line["patient_name"]}}
 
 
 ACTIONS.action("search_by_name", "search_open_items", "Search the current line's patient name (while its match is "
-               "undetermined).", gate=on_a_line, legal=_on_line(lambda d, ln: ln.status == "unknown" and not ln.name_done))(_line_action(_by_name))
+               "undetermined).", legal=InTable(line_actions, "search_by_name"))(_line_action(_by_name))
 ACTIONS.action("tiers:search_by_name", "search_open_items", "Search the current line's patient name (once per line).",
-               gate=on_a_line, legal=_on_line(lambda d, ln: not ln.name_searched and bool(ln.line.get("patient_name"))))(
+               legal=InTable(line_actions, "tiers:search_by_name"))(
     _line_action(lambda d, ln: _by_name(d, ln) if ln.line.get("patient_name") else None))
 
 
@@ -213,7 +230,7 @@ def _query(desk: RemittanceDesk, ln: Line) -> Call:
 
 
 ACTIONS.action("query_payer", "query_payer", "Ask the payer about the current line (opens a payer query).",
-               gate=on_a_line, legal=_on_line(lambda d, ln: not d.awaiting(ln)))(_line_action(_query))
+               legal=InTable(line_actions, "query_payer"))(_line_action(_query))
 
 
 def _line_case(category: str) -> Any:
@@ -227,7 +244,7 @@ def _line_case(category: str) -> Any:
 for _name, _category in CASE_ACTIONS.items():
     ACTIONS.action(_name, "open_case", f"Open a {_category} case for the current line (for the whole payment, no line, when "
                    "the desk's case_scope is payment).",
-                   gate=on_a_line, legal=_on_line(lambda d, ln, c=_category: not d.covered(ln, c)))(_line_action(_line_case(_category)))
+                   legal=InTable(line_actions, _name))(_line_action(_line_case(_category)))
 
 
 # -- the conclusions tier's claim writes: the matched claim ------------------------------------------------
@@ -296,11 +313,13 @@ ACTIONS.action("write_off_small", "write_off", "Write off the current claim's wh
 
 
 # -- the facts and raw tiers' claim writes: the current claim -------------------------------------------------
-ACTIONS.family("open_hit[{i}]", N_HITS, "get_open_item", "Read the {i}-th hit of the current line's last search "
-               "(get_open_item); it becomes the current claim every claim write goes to.", count=hits_shown,
-               gate=on_a_line, legal=_on_line(lambda d, ln, i: i < len(ln.hits)
-                              and ln.hits[i].get("id") != (d.claim.get("id") if d.claim is not None else None)))(
-    _line_action(lambda d, ln, i: {"tool": "get_open_item", "args": {"item_id": ln.hits[i]["id"]}} if i < len(ln.hits) else None))
+for _i in range(N_HITS):
+    ACTIONS.add(Action(f"open_hit[{_i}]", "get_open_item", f"Read the {_i}-th hit of the current line's last search "
+                       "(get_open_item); it becomes the current claim every claim write goes to.",
+                       _line_action(lambda d, ln, i: {"tool": "get_open_item", "args": {"item_id": ln.hits[i]["id"]}}
+                                    if i < len(ln.hits) else None),
+                       InTable(line_actions, f"open_hit[{_i}]"), (_i,)))
+
 
 
 def _current_adj(tool: str) -> Any:
