@@ -153,3 +153,60 @@ def test_a_derived_tier_adds_a_feature_of_its_own(release: Release) -> None:
     obs, *_ = env.step(0)  # read C-1
     names = [f.name for f in env.agent.feature_defs]
     assert obs[names.index("gap_twice")] == pytest.approx(2 * obs[names.index("gap")])
+
+
+def test_counts_gates_and_tables_skip_calls_not_values() -> None:
+    """A slot family's producers past ``count`` and a group's with its ``gate`` closed are not
+    called, and their values are the 0 the producers give there; an ``InTable`` legality reads
+    its table once a step and says what the table says."""
+    from backoffice.training.catalog.features import Action, InTable, MaskPlan, derived
+
+    calls: list[str] = []
+    feats: Features[CounterDesk] = Features()
+    acts: Actions[CounterDesk] = Actions()
+
+    def read_count(desk: CounterDesk) -> int:
+        calls.append("count")
+        return len(desk.values)
+
+    def bumpable(desk: CounterDesk) -> bool:
+        calls.append("gate")
+        return "C-1" in desk.values
+
+    @feats.family("slot[{i}].read", 2, "1 if a {i}-th counter was read", count=read_count)
+    def slot_read(desk: CounterDesk, i: int) -> float:
+        calls.append(f"slot{i}")
+        return float(i < len(desk.values))
+
+    @feats.block((("c1.value", "C-1 / 5"), ("c1.left", "target - C-1, / 5")), gate=bumpable)
+    def c1(desk: CounterDesk) -> tuple[float, float]:
+        calls.append("c1")
+        if "C-1" not in desk.values:
+            return 0.0, 0.0
+        return desk.values["C-1"] / 5, (desk.target - desk.values["C-1"]) / 5
+
+    @derived
+    def legal_reads(desk: CounterDesk) -> frozenset[str]:
+        calls.append("table")
+        return frozenset(f"read[{i}]" for i, c in enumerate(COUNTERS) if c not in desk.values)
+
+    for i in range(2):
+        acts.add(Action(f"read[{i}]", "get_counter", f"Read counter slot {i}.", read, InTable(legal_reads, f"read[{i}]"), (i,)))
+
+    plan = VectorPlan(feats.select(("slot[0].read", "slot[1].read", "c1.value", "c1.left")))
+    mask = MaskPlan(acts.select(("read[0]", "read[1]")))
+    desk = CounterDesk()
+    desk.reset({"params": {"target": 3}}, {})
+    for values, want_calls, vector, legal in (
+            ({}, ["count", "gate", "table"], [0.0, 0.0, 0.0, 0.0], [True, True]),
+            ({"C-1": 1}, ["count", "slot0", "gate", "c1", "table"], [1.0, 0.0, 0.2, 0.4], [False, True]),
+            ({"C-1": 1, "C-2": 4}, ["count", "slot0", "slot1", "gate", "c1", "table"], [1.0, 1.0, 0.2, 0.4], [False, False])):
+        desk.values = dict(values)
+        desk.changed()
+        calls.clear()
+        assert plan(desk).tolist() == pytest.approx(vector)
+        assert mask(desk).tolist() == legal
+        assert calls == want_calls
+        # the same values as calling every producer and legality check
+        assert [slot_read(desk, 0), slot_read(desk, 1), *c1(desk)] == pytest.approx(vector)
+        assert [a.legal(desk, *a.args) for a in acts.select(("read[0]", "read[1]"))] == legal

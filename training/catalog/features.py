@@ -162,7 +162,7 @@ class Features(Generic[D]):
                      gate: Callable[[D], bool] | None = None
                      ) -> Callable[[Callable[[D, int], Sequence[float]]], Callable[[D, int], Sequence[float]]]:
         """A block per slot: ``fn(desk, i) -> values`` for the names ``name.format(i=i)``;
-        ``count``: see :class:`Feature`."""
+        ``count`` and ``gate``: see :class:`Feature`."""
         def register(fn: Callable[[D, int], Sequence[float]]) -> Callable[[D, int], Sequence[float]]:
             for i in range(n):
                 for k, (name, doc) in enumerate(named):
