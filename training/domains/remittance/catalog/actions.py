@@ -28,6 +28,7 @@ write goes to the matched claim or to the current claim), the other tiers' is re
 
 from __future__ import annotations
 
+from collections.abc import Set
 from typing import Any
 
 from backoffice.training.catalog.features import Action, Actions, InTable, derived
@@ -47,33 +48,164 @@ ACTIONS: Actions[RemittanceDesk] = Actions()
 Call = dict[str, Any] | None
 
 
-def _live(desk: RemittanceDesk) -> bool:
-    """Anything but ``submit`` may be legal: the payment is not posted."""
-    return not desk.posted
+_NONE: frozenset[str] = frozenset()
+SEARCH_LINE = tuple(f"search_line[{i}]" for i in range(N_LINES))
+READ_REPLY = tuple(f"read_reply[{i}]" for i in range(N_LINES))
+OPEN_HIT = tuple(f"open_hit[{i}]" for i in range(N_HITS))
 
 
-def _named(desk: RemittanceDesk) -> bool:
-    """The payment-wide writes: not posted, and the brief names the payment."""
-    return not desk.posted and bool(desk.pid)
+# -- legality: a table of the legal names per group of actions, computed once a step -------------------
+# Each table reads the desk once for its group (the mask builder then checks membership,
+# :class:`InTable`); an action's ``legal(desk)`` reads the same table.
+@derived
+def desk_actions(desk: RemittanceDesk) -> Set[str]:
+    """Every tier's actions legal now but the line slots and the claim writes: nothing once
+    posted; each read until its last page came back (the payment only if the brief names it),
+    ``more_hits`` while a search has pages left; with the payment named: ``wait`` while a query
+    awaits its reply, ``get_case`` while a reply is unread, a payment case not opened yet,
+    ``post_apply``, hold or return with no active allocation, the next line's search while a
+    line is unsearched; on a current line, a case its category does not cover yet and a query
+    unless one awaits its reply."""
+    if desk.posted:
+        return _NONE
+    legal = set()
+    if desk.pol is None:
+        legal.add("get_policies")
+    if desk.others is None:
+        legal.add("list_payments")
+    if desk.paging is not None:
+        legal.add("more_hits")
+    if not desk.pid:
+        return legal
+    if desk.payment is None:
+        legal.add("get_payment")
+    if desk.queries:  # (the loops below are skipped where there is nothing to loop over: the hot path)
+        if desk.awaiting():
+            legal.add("wait")
+        if desk.answered() is not None:
+            legal.add("get_case")
+    for name, category in PAYMENT_CASE_ACTIONS.items():
+        if category not in desk.payment_cases:
+            legal.add(name)
+    legal.add("post_apply")
+    lines = desk.lines
+    if not (lines and desk.any_applied()):
+        legal.add("post_hold")
+        legal.add("post_return")
+    if desk.started < len(lines):
+        legal.add("search_next_line")
+    for line in lines:
+        if not line.searched:
+            legal.add("tiers:search_next_line")
+            break
+    ln = desk.open_line()
+    if ln is not None:
+        for name, category in CASE_ACTIONS.items():
+            if not desk.covered(ln, category):
+                legal.add(name)
+        if not (desk.queries and desk.awaiting(ln)):
+            legal.add("query_payer")
+    return legal
+
+
+@derived
+def line_slots(desk: RemittanceDesk) -> Set[str]:
+    """The raw tier's line slots legal now (the payment named and not posted): the search of a
+    line not searched yet, the read of a line's answered reply."""
+    if desk.posted or not desk.pid:
+        return _NONE
+    legal = {SEARCH_LINE[i] for i, ln in enumerate(desk.lines[:N_LINES]) if not ln.searched}
+    legal.update(READ_REPLY[q["line"]] for q in desk.queries if q["state"] == "answered" and q["line"] < N_LINES)
+    return legal
+
+
+@derived
+def matched_line(desk: RemittanceDesk) -> Set[str]:
+    """The conclusions tier's actions on the current line legal now (a current line, the payment
+    named and not posted): the name search while the line's match is undetermined and its name
+    not searched; on the matched claim, an adjustment not handled yet of at most the claim's
+    balance, an allocation of ``min(paid - applied, balance)`` or of the whole unapplied paid
+    amount of at most the payment's unapplied amount, a small write-off of a positive balance."""
+    ln = desk.open_line()
+    if ln is None:
+        return _NONE
+    legal = set()
+    if ln.status == "unknown" and not ln.name_done:
+        legal.add("search_by_name")
+    if ln.status != "matched" or ln.item is None:
+        return legal
+    bal = desk.item_balance(ln)
+    for j in range(N_ADJ):
+        adj = desk.pending_adj(ln, j)
+        if adj is not None and 1 <= adj[1] <= bal:
+            legal.update((f"write_off_adj[{j}]", f"transfer_adj[{j}]"))
+    if 0 < desk.alloc_amount(ln) <= desk.unapplied:
+        legal.add("allocate")
+    if 0 < desk.unapplied_paid(ln) <= desk.unapplied:
+        legal.add("allocate_whole")
+    if bal > 0:
+        legal.add("write_off_small")
+    return legal
+
+
+@derived
+def claim_line(desk: RemittanceDesk) -> Set[str]:
+    """The facts and raw tiers' actions on the current line legal now (a current line, the
+    payment named and not posted; shown names): the name search once per line (the line has a
+    name); opening any hit of its last search but the current claim; on the current claim, an
+    adjustment not yet written of at most the balance (a transfer only off an insurer item), an
+    allocation of at most the unapplied amount and the line's unallocated paid amount to an
+    insurer item, a small write-off of a positive balance."""
+    ln = desk.open_line()
+    if ln is None:
+        return _NONE
+    legal = set()
+    if not ln.name_searched and ln.line.get("patient_name"):
+        legal.add("search_by_name")
+    claim = desk.claim
+    current = claim.get("id") if claim is not None else None
+    for i, h in enumerate(ln.hits[:N_HITS]):
+        if h.get("id") != current:
+            legal.add(OPEN_HIT[i])
+    if claim is None:
+        return legal
+    bal, payer_item = desk.claim_balance(), desk.payer_item()
+    for j in range(N_ADJ):
+        adj = ln.adj(j)
+        if adj is not None and j not in ln.used_adj and 1 <= adj[1] <= bal:
+            legal.add(f"write_off_adj[{j}]")
+            if payer_item:
+                legal.add(f"transfer_adj[{j}]")
+    paid = int(ln.line.get("paid_amount") or 0)
+    for key, amount in (("line_paid", paid), ("claim_balance", bal)):
+        if payer_item and 1 <= amount <= desk.unapplied and ln.applied + amount <= paid:
+            legal.add(f"allocate[{key}]")
+    if bal >= 1:
+        legal.add("write_off_small")
+    return legal
+
+
+def _in(table: Any, name: str) -> InTable:
+    return InTable(table, name)
 
 
 # -- reads, the duplicate, the post -----------------------------------------------------------------------
 @ACTIONS.action("get_policies", "get_policies", "Read the desk's posting policies (one rule document: tolerance, codes, "
                 "short payments, unreferenced lines, overpayments, duplicates, case scope).",
-                legal=lambda d: _live(d) and d.pol is None)
+                legal=_in(desk_actions, "get_policies"))
 def get_policies(desk: RemittanceDesk) -> Call:
     return {"tool": "get_policies", "args": {}}
 
 
 @ACTIONS.action("get_payment", "get_payment", "Read the payment (brief's payment_id) with its remittance lines.",
-                legal=lambda d: _live(d) and d.payment is None and bool(d.pid))
+                legal=_in(desk_actions, "get_payment"))
 def get_payment(desk: RemittanceDesk) -> Call:
     return {"tool": "get_payment", "args": {"payment_id": desk.pid}} if desk.pid else None
 
 
 @ACTIONS.action("list_payments", "list_payments", "List the payer's payments (brief's payer_id) with the payment's EFT "
                 "reference (all of them before get_payment) to spot an already posted duplicate; the next page while pages "
-                "remain.", legal=lambda d: _live(d) and d.others is None)
+                "remain.", legal=_in(desk_actions, "list_payments"))
 def list_payments(desk: RemittanceDesk) -> Call:
     if desk.pay_cursor:
         return {"tool": "list_payments", "args": {**desk.pay_filter, "cursor": desk.pay_cursor}}
@@ -82,39 +214,36 @@ def list_payments(desk: RemittanceDesk) -> Call:
 
 
 @ACTIONS.action("more_hits", "search_open_items", "Fetch the next page of the last search's hits (while pages remain).",
-                legal=lambda d: _live(d) and d.paging is not None)
+                legal=_in(desk_actions, "more_hits"))
 def more_hits(desk: RemittanceDesk) -> Call:
     paging = desk.paging
     return {"tool": "search_open_items", "args": {**paging["args"], "cursor": paging["cursor"]}} if paging else None
 
 
-@ACTIONS.action("wait", "wait", "Wait until the next payer reply is due.", legal=lambda d: _named(d) and d.awaiting())
+@ACTIONS.action("wait", "wait", "Wait until the next payer reply is due.", legal=_in(desk_actions, "wait"))
 def wait(desk: RemittanceDesk) -> Call:
     return {"tool": "wait", "args": {}}
 
 
 @ACTIONS.action("get_case", "get_case", "Read the first answered, unread payer query; its line becomes current.",
-                legal=lambda d: _named(d) and d.answered() is not None)
+                legal=_in(desk_actions, "get_case"))
 def get_case(desk: RemittanceDesk) -> Call:
     q = desk.answered()
     return {"tool": "get_case", "args": {"case_id": q["id"]}} if q else None
 
 
-def _payment_case(category: str) -> tuple[Any, Any]:
+def _payment_case(category: str) -> Any:
     def ground(desk: RemittanceDesk) -> Call:
         if not desk.pid:
             return None
         return {"tool": "open_case", "args": {"payment_id": desk.pid, "category": category, "line_id": "",
                                               "note": "This EFT reference and amount were already posted."}}
-    return ground, lambda d: _named(d) and category not in d.payment_cases
+    return ground
 
 
-for _name, _category, _doc in (("case_duplicate", PAYMENT_CASE_ACTIONS["case_duplicate"],
-                                "Open a duplicate_remittance case for the whole payment."),
-                               ("case_duplicate_refund", PAYMENT_CASE_ACTIONS["case_duplicate_refund"],
-                                "Open a refund_request case for the whole payment (no line).")):
-    _g, _l = _payment_case(_category)
-    ACTIONS.action(_name, "open_case", _doc, legal=_l)(_g)
+for _name, _doc in (("case_duplicate", "Open a duplicate_remittance case for the whole payment."),
+                    ("case_duplicate_refund", "Open a refund_request case for the whole payment (no line).")):
+    ACTIONS.action(_name, "open_case", _doc, legal=_in(desk_actions, _name))(_payment_case(PAYMENT_CASE_ACTIONS[_name]))
 
 
 def _post(disposition: str) -> Any:
@@ -123,10 +252,11 @@ def _post(disposition: str) -> Any:
     return ground
 
 
-ACTIONS.action("post_apply", "post_payment", "Post the payment with disposition apply.", legal=_named)(_post("apply"))
+ACTIONS.action("post_apply", "post_payment", "Post the payment with disposition apply.",
+               legal=_in(desk_actions, "post_apply"))(_post("apply"))
 for _d in ("hold", "return"):
     ACTIONS.action(f"post_{_d}", "post_payment", f"Post the payment with disposition {_d} (no active allocations).",
-                   legal=lambda d: _named(d) and not d.any_applied())(_post(_d))
+                   legal=_in(desk_actions, f"post_{_d}"))(_post(_d))
 
 
 @ACTIONS.action("submit", "submit", "Finish the episode (always one native submit call).")
@@ -135,16 +265,6 @@ def submit(desk: RemittanceDesk) -> Call:
 
 
 # -- the current line: searches, cases, query -----------------------------------------------------------------
-def on_a_line(desk: RemittanceDesk) -> bool:
-    """What every line action needs first (its legality's gate): a current line, the payment
-    named and not posted."""
-    return desk.open_line() is not None
-
-
-def lines_read(desk: RemittanceDesk) -> int:
-    return len(desk.lines)
-
-
 def _line_action(fn: Any) -> Any:
     """A line action's grounding: ``fn(desk, line)`` once the brief names the payment and there is
     a current line."""
@@ -156,16 +276,8 @@ def _line_action(fn: Any) -> Any:
     return ground
 
 
-def _on_line(legal: Any) -> Any:
-    """A line action's legality: not posted, a named payment, a current line, and ``legal(desk, line)``."""
-    def check(desk: RemittanceDesk, *args: Any) -> bool:
-        ln = desk.open_line()
-        return ln is not None and bool(legal(desk, ln, *args))
-    return check
-
-
 @ACTIONS.action("search_next_line", "search_open_items", "Search the claim ref of the next unsearched line (its patient name "
-                "if it has no ref); that line becomes current.", legal=lambda d: _named(d) and d.started < len(d.lines))
+                "if it has no ref); that line becomes current.", legal=_in(desk_actions, "search_next_line"))
 def search_next_line(desk: RemittanceDesk) -> Call:
     if desk.started >= len(desk.lines):
         return None
@@ -184,33 +296,10 @@ def _search(desk: RemittanceDesk, index: int) -> Call:
 ACTIONS.action("tiers:search_next_line", "search_open_items",
                "Search the claim ref of the next unsearched line in line order (its patient name if it has no ref); that "
                "line becomes current (no current claim).",
-               legal=lambda d: _named(d) and any(not ln.searched for ln in d.lines))(
-    lambda d: _search(d, sum(ln.searched for ln in d.lines)))
-ACTIONS.family("search_line[{i}]", N_LINES, "search_open_items",
-               "Search line #{i}'s claim ref (its patient name if it has no ref); line #{i} becomes current (no current "
-               "claim).", count=lines_read, legal=lambda d, i: _named(d) and i < len(d.lines) and not d.lines[i].searched)(_search)
-
-
-@derived
-def line_actions(desk: RemittanceDesk) -> frozenset[str]:
-    """The actions on the current line legal now, in one pass a step (registered names): a
-    name search (the conclusions tier's while the match is undetermined, the other tiers' once),
-    a payer query while none awaits its reply, a case of each category not yet covering the line,
-    the hits not already the current claim."""
-    ln = desk.open_line()
-    if ln is None:
-        return frozenset()
-    legal = []
-    if ln.status == "unknown" and not ln.name_done:
-        legal.append("search_by_name")
-    if not ln.name_searched and ln.line.get("patient_name"):
-        legal.append("tiers:search_by_name")
-    if not desk.awaiting(ln):
-        legal.append("query_payer")
-    legal += [name for name, category in CASE_ACTIONS.items() if not desk.covered(ln, category)]
-    current = desk.claim.get("id") if desk.claim is not None else None
-    legal += [f"open_hit[{i}]" for i, h in enumerate(ln.hits[:N_HITS]) if h.get("id") != current]
-    return frozenset(legal)
+               legal=_in(desk_actions, "tiers:search_next_line"))(lambda d: _search(d, sum(ln.searched for ln in d.lines)))
+for _i in range(N_LINES):
+    ACTIONS.add(Action(SEARCH_LINE[_i], "search_open_items", f"Search line #{_i}'s claim ref (its patient name if it has no "
+                       f"ref); line #{_i} becomes current (no current claim).", _search, _in(line_slots, SEARCH_LINE[_i]), (_i,)))
 
 
 def _by_name(desk: RemittanceDesk, ln: Line) -> Call:
@@ -218,9 +307,9 @@ def _by_name(desk: RemittanceDesk, ln: Line) -> Call:
 
 
 ACTIONS.action("search_by_name", "search_open_items", "Search the current line's patient name (while its match is "
-               "undetermined).", legal=InTable(line_actions, "search_by_name"))(_line_action(_by_name))
+               "undetermined).", legal=_in(matched_line, "search_by_name"))(_line_action(_by_name))
 ACTIONS.action("tiers:search_by_name", "search_open_items", "Search the current line's patient name (once per line).",
-               legal=InTable(line_actions, "tiers:search_by_name"))(
+               legal=_in(claim_line, "search_by_name"))(
     _line_action(lambda d, ln: _by_name(d, ln) if ln.line.get("patient_name") else None))
 
 
@@ -230,7 +319,7 @@ def _query(desk: RemittanceDesk, ln: Line) -> Call:
 
 
 ACTIONS.action("query_payer", "query_payer", "Ask the payer about the current line (opens a payer query).",
-               legal=InTable(line_actions, "query_payer"))(_line_action(_query))
+               legal=_in(desk_actions, "query_payer"))(_line_action(_query))
 
 
 def _line_case(category: str) -> Any:
@@ -244,14 +333,10 @@ def _line_case(category: str) -> Any:
 for _name, _category in CASE_ACTIONS.items():
     ACTIONS.action(_name, "open_case", f"Open a {_category} case for the current line (for the whole payment, no line, when "
                    "the desk's case_scope is payment).",
-                   legal=InTable(line_actions, _name))(_line_action(_line_case(_category)))
+                   legal=_in(desk_actions, _name))(_line_action(_line_case(_category)))
 
 
 # -- the conclusions tier's claim writes: the matched claim ------------------------------------------------
-def _matched(legal: Any) -> Any:
-    return _on_line(lambda d, ln, *a: ln.status == "matched" and ln.item is not None and legal(d, ln, *a))
-
-
 def _write_adj(tool: str, desk: RemittanceDesk, ln: Line, adj: tuple[str, int] | None, item_id: Any) -> Call:
     if adj is None or adj[1] < 1:
         return None
@@ -271,17 +356,13 @@ def _matched_adj(tool: str) -> Any:
     return fn
 
 
-def _matched_adj_legal(desk: RemittanceDesk, ln: Line, j: int) -> bool:
-    adj = desk.pending_adj(ln, j)
-    return adj is not None and 1 <= adj[1] <= desk.item_balance(ln)
-
-
 for _tool, _family, _doc in (("write_off", "write_off_adj", "Write off the current line's adjustment #{i} (its code and "
                                                             "amount) on the line's claim with reason contractual."),
                              ("transfer_to_patient", "transfer_adj", "Move the current line's adjustment #{i} (its code "
                                                                      "and amount) from the line's claim to the patient.")):
-    ACTIONS.family(f"{_family}[{{i}}]", N_ADJ, _tool, _doc, gate=on_a_line, legal=_matched(_matched_adj_legal))(
-        _line_action(_matched_adj(_tool)))
+    for _j in range(N_ADJ):
+        ACTIONS.add(Action(f"{_family}[{_j}]", _tool, _doc.format(i=_j), _line_action(_matched_adj(_tool)),
+                           _in(matched_line, f"{_family}[{_j}]"), (_j,)))
 
 
 def _allocate(desk: RemittanceDesk, ln: Line, amount: int) -> Call:
@@ -292,11 +373,11 @@ def _allocate(desk: RemittanceDesk, ln: Line, amount: int) -> Call:
 
 
 ACTIONS.action("allocate", "allocate", "Apply the current line to its claim: min(line paid - already applied, claim balance "
-               "now).", gate=on_a_line, legal=_matched(lambda d, ln: 0 < d.alloc_amount(ln) <= d.unapplied))(
+               "now).", legal=_in(matched_line, "allocate"))(
     _line_action(lambda d, ln: _allocate(d, ln, d.alloc_amount(ln))))
 ACTIONS.action("allocate_whole", "allocate", "Apply what the current line paid and is not applied yet to its claim, whatever "
                "its balance (an overpayment puts the claim in credit).",
-               gate=on_a_line, legal=_matched(lambda d, ln: 0 < d.unapplied_paid(ln) <= d.unapplied))(
+               legal=_in(matched_line, "allocate_whole"))(
     _line_action(lambda d, ln: _allocate(d, ln, d.unapplied_paid(ln))))
 
 
@@ -308,18 +389,16 @@ def _small(desk: RemittanceDesk, item_id: Any, balance: int, line_id: Any) -> Ca
 
 
 ACTIONS.action("write_off_small", "write_off", "Write off the current claim's whole current balance with reason small_balance.",
-               gate=on_a_line, legal=_matched(lambda d, ln: d.item_balance(ln) > 0))(
+               legal=_in(matched_line, "write_off_small"))(
     _line_action(lambda d, ln: None if ln.item is None else _small(d, ln.item["id"], d.item_balance(ln), ln.line["id"])))
 
 
 # -- the facts and raw tiers' claim writes: the current claim -------------------------------------------------
 for _i in range(N_HITS):
-    ACTIONS.add(Action(f"open_hit[{_i}]", "get_open_item", f"Read the {_i}-th hit of the current line's last search "
+    ACTIONS.add(Action(OPEN_HIT[_i], "get_open_item", f"Read the {_i}-th hit of the current line's last search "
                        "(get_open_item); it becomes the current claim every claim write goes to.",
                        _line_action(lambda d, ln, i: {"tool": "get_open_item", "args": {"item_id": ln.hits[i]["id"]}}
-                                    if i < len(ln.hits) else None),
-                       InTable(line_actions, f"open_hit[{_i}]"), (_i,)))
-
+                                    if i < len(ln.hits) else None), _in(claim_line, OPEN_HIT[_i]), (_i,)))
 
 
 def _current_adj(tool: str) -> Any:
@@ -330,34 +409,6 @@ def _current_adj(tool: str) -> Any:
     return fn
 
 
-@derived
-def claim_writes(desk: RemittanceDesk) -> frozenset[str]:
-    """The facts and raw tiers' writes legal on the current claim now, in one pass a step: an
-    adjustment not yet written of at most the balance (a transfer only off an insurer item), an
-    allocation of at most the unapplied amount and the line's unallocated paid amount to an
-    insurer item, a small write-off of a positive balance."""
-    ln = desk.open_line()
-    if ln is None or desk.claim is None:
-        return frozenset()
-    bal, payer_item = desk.claim_balance(), desk.payer_item()
-    legal = []
-    for j in range(N_ADJ):
-        adj = ln.adj(j)
-        if adj is not None and j not in ln.used_adj and 1 <= adj[1] <= bal:
-            legal += [f"write_off_adj[{j}]", *([f"transfer_adj[{j}]"] if payer_item else [])]
-    paid = int(ln.line.get("paid_amount") or 0)
-    for key, amount in (("line_paid", paid), ("claim_balance", bal)):
-        if payer_item and 1 <= amount <= desk.unapplied and ln.applied + amount <= paid:
-            legal.append(f"allocate[{key}]")
-    if bal >= 1:
-        legal.append("write_off_small")
-    return frozenset(legal)
-
-
-def _in_claim_writes(name: str) -> InTable:
-    return InTable(claim_writes, name)
-
-
 for _tool, _family, _doc in (
         ("write_off", "write_off_adj", "Write off the current line's adjustment #{i} (its code and amount) on the current "
                                        "claim, reason contractual."),
@@ -365,7 +416,7 @@ for _tool, _family, _doc in (
                                                 "current claim to the patient.")):
     for _j in range(N_ADJ):
         ACTIONS.add(Action(f"tiers:{_family}[{_j}]", _tool, _doc.format(i=_j), _line_action(_current_adj(_tool)),
-                           _in_claim_writes(f"{_family}[{_j}]"), (_j,), gate=on_a_line))
+                           _in(claim_line, f"{_family}[{_j}]"), (_j,)))
 
 
 def _amount_of(key: str) -> Any:
@@ -377,20 +428,24 @@ def _amount_of(key: str) -> Any:
 for _key, _doc in (("line_paid", "Apply the current line's paid amount to the current claim."),
                    ("claim_balance", "Apply the current claim's balance (as last read) from the current line.")):
     _amt = _amount_of(_key)
-    ACTIONS.action(f"allocate[{_key}]", "allocate", _doc,
-                   gate=on_a_line, legal=_in_claim_writes(f"allocate[{_key}]"))(
+    ACTIONS.action(f"allocate[{_key}]", "allocate", _doc, legal=_in(claim_line, f"allocate[{_key}]"))(
         _line_action(lambda d, ln, a=_amt: None if d.claim is None or a(d, ln) < 1 else {
             "tool": "allocate", "args": {"payment_id": d.pid, "line_id": ln.line.get("id", ""), "item_id": d.claim["id"],
                                          "amount": a(d, ln)}}))
 ACTIONS.action("tiers:write_off_small", "write_off", "Write off the current claim's whole balance (as last read), reason "
-               "small_balance.", gate=on_a_line, legal=_in_claim_writes("write_off_small"))(
+               "small_balance.", legal=_in(claim_line, "write_off_small"))(
     _line_action(lambda d, ln: None if d.claim is None else _small(d, d.claim["id"], d.claim_balance(), ln.line.get("id", ""))))
-ACTIONS.family("read_reply[{i}]", N_LINES, "get_case", "Read the payer's answered reply about line #{i} (get_case); line #{i} "
-               "becomes current again (no current claim), its last search's hits shown.", count=lines_read,
-               legal=lambda d, i: _named(d) and any(q["line"] == i and q["state"] == "answered" for q in d.queries))(
-    lambda d, i: next(({"tool": "get_case", "args": {"case_id": q["id"]}} for q in d.queries
-                       if q["line"] == i and q["state"] == "answered"), None))
 
+
+def _read_reply(desk: RemittanceDesk, i: int) -> Call:
+    return next(({"tool": "get_case", "args": {"case_id": q["id"]}} for q in desk.queries
+                 if q["line"] == i and q["state"] == "answered"), None)
+
+
+for _i in range(N_LINES):
+    ACTIONS.add(Action(READ_REPLY[_i], "get_case", f"Read the payer's answered reply about line #{_i} (get_case); line #{_i} "
+                       "becomes current again (no current claim), its last search's hits shown.", _read_reply,
+                       _in(line_slots, READ_REPLY[_i]), (_i,)))
 
 
 __all__ = ["ACTIONS"]
