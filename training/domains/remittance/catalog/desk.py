@@ -15,8 +15,8 @@ ways of working a line need:
   the query's state and the reply read. Their claim writes go to the *current claim*, the hit
   the agent opened (``claim``).
 
-Result rows are copied, never kept live. Raw's episode symbols (``symbols``) name each value as
-it is first observed.
+Result rows are copied, never kept live. Raw's episode symbols (``symbols``) name each value in
+the order it was first observed.
 """
 
 from __future__ import annotations
@@ -117,6 +117,7 @@ class RemittanceDesk(Desk):
         self.started = 0  # lines searched by search_next_line
         self.claim: dict[str, Any] | None = None  # the current claim (get_open_item, then write results)
         self.symbols: dict[str, dict[str, int]] = {}
+        self._unnamed: list[tuple[str, tuple[Any, ...]]] = []  # values observed, not named yet
 
     # -- what was read ------------------------------------------------------------------------------
     def current(self) -> Line | None:
@@ -256,6 +257,14 @@ class RemittanceDesk(Desk):
 
     def sym(self, kind: str, text: Any) -> float:
         """Raw's episode symbol of a value (``k / N_SYMBOLS``; 0 for an empty value)."""
+        if self._unnamed:
+            pending, self._unnamed = self._unnamed, []
+            for kind_seen, values in pending:
+                for v in values:
+                    self._symbol(kind_seen, v)
+        return self._symbol(kind, text)
+
+    def _symbol(self, kind: str, text: Any) -> float:
         text = " ".join(str(text or "").split()).casefold()
         if not text:
             return 0.0
@@ -263,8 +272,9 @@ class RemittanceDesk(Desk):
         return min(1.0, table.setdefault(text, len(table) + 1) / N_SYMBOLS)
 
     def _name_all(self, kind: str, values: Iterable[Any]) -> None:
-        for v in values:
-            self.sym(kind, v)
+        """Name ``values`` in the order observed: kept until :meth:`sym` is first asked (only
+        the raw tier asks), then named in that order, so the symbols are the same."""
+        self._unnamed.append((kind, tuple(values)))
 
     def _refresh(self, item: Mapping[str, Any]) -> None:
         """A write or read returned ``item``: the current claim and every hit showing it follow."""

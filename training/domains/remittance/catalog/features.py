@@ -20,7 +20,7 @@ from typing import Any
 from backoffice.envs.remittance.generator import POLICY_CHOICES
 from backoffice.envs.remittance.tables import norm, osa_distance
 from backoffice.training.catalog.base import scale
-from backoffice.training.catalog.features import Features
+from backoffice.training.catalog.features import Feature, Features
 from backoffice.training.domains.remittance.catalog.desk import LINE_CASES, N_ADJ, N_HITS, N_LINES, N_LISTED, Line, RemittanceDesk
 
 FEATURES: Features[RemittanceDesk] = Features()
@@ -70,22 +70,35 @@ def policy_onehots(desk: RemittanceDesk) -> Sequence[float]:
     return kept[1]
 
 
-_flag((("posted", "1 once post_payment returned ok (any disposition)"), ("payment.posted", "1 once post_payment returned ok")),
-      lambda d: d.posted)
-_flag((("any_applied", "1 if some allocation of this payment is active (hold/return would be rejected)"),
-       ("payment.allocations_active", "1 if an allocation of this payment was made ok (hold/return are refused then)")),
-      RemittanceDesk.any_applied)
-_flag((("search_pages_left", "1 if the last search has more pages to fetch (more_hits)"),
-       ("search.more_pages", "1 if the last search has more pages to fetch (more_hits)")), lambda d: d.paging is not None)
-_flag((("queries_awaiting", "1 if a payer query is awaiting its reply (not yet listed as answered by wait)"),
-       ("queries.awaiting", "1 if a payer query is awaiting its reply (wait has not reported it answered)")),
-      lambda d: d.awaiting())
-_flag((("replies_unread", "1 if wait reported an answered payer query that get_case has not read yet"),
-       ("queries.answered_unread", "1 if wait reported an answered payer query that was not read yet")),
-      lambda d: d.answered() is not None)
-_flag((("policies_read", "1 once get_policies returned"),), lambda d: d.pol is not None)
-_flag((("payment_read", "1 once get_payment returned"),), lambda d: d.payment is not None)
-_flag((("payments_listed", "1 once list_payments returned its last page"),), lambda d: d.others is not None)
+#: the desk's state: slot -> the names (and docs) each tier shows it under
+_DESK_STATE = (
+    (("policies_read", "1 once get_policies returned"),),
+    (("payment_read", "1 once get_payment returned"),),
+    (("payments_listed", "1 once list_payments returned its last page"),),
+    (("posted", "1 once post_payment returned ok (any disposition)"), ("payment.posted", "1 once post_payment returned ok")),
+    (("any_applied", "1 if some allocation of this payment is active (hold/return would be rejected)"),
+     ("payment.allocations_active", "1 if an allocation of this payment was made ok (hold/return are refused then)")),
+    (("search_pages_left", "1 if the last search has more pages to fetch (more_hits)"),
+     ("search.more_pages", "1 if the last search has more pages to fetch (more_hits)")),
+    (("queries_awaiting", "1 if a payer query is awaiting its reply (not yet listed as answered by wait)"),
+     ("queries.awaiting", "1 if a payer query is awaiting its reply (wait has not reported it answered)")),
+    (("replies_unread", "1 if wait reported an answered payer query that get_case has not read yet"),
+     ("queries.answered_unread", "1 if wait reported an answered payer query that was not read yet")),
+)
+
+
+def desk_state(desk: RemittanceDesk) -> Sequence[float]:
+    """What was read, whether the payment is posted or has allocations, and whether a search has
+    pages left, a query awaits its reply or a reply is unread (every tier reads several: one call)."""
+    queries = desk.queries
+    return (float(desk.pol is not None), float(desk.payment is not None), float(desk.others is not None), float(desk.posted),
+            float(bool(desk.lines) and desk.any_applied()), float(desk.paging is not None),
+            float(bool(queries) and desk.awaiting()), float(bool(queries) and desk.answered() is not None))
+
+
+for _slot, _names in enumerate(_DESK_STATE):
+    for _name, _doc in _names:
+        FEATURES.add(Feature(_name, _doc, desk_state, (), _slot))
 
 
 # -- conclusions -----------------------------------------------------------------------------------------
