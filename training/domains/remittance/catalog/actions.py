@@ -69,42 +69,49 @@ def desk_actions(desk: RemittanceDesk) -> Set[str]:
     if desk.posted:
         return _NONE
     legal = set()
+    add = legal.add
     if desk.pol is None:
-        legal.add("get_policies")
+        add("get_policies")
     if desk.others is None:
-        legal.add("list_payments")
+        add("list_payments")
     if desk.paging is not None:
-        legal.add("more_hits")
+        add("more_hits")
     if not desk.pid:
         return legal
     if desk.payment is None:
-        legal.add("get_payment")
-    if desk.queries:  # (the loops below are skipped where there is nothing to loop over: the hot path)
+        add("get_payment")
+    # (each loop is skipped where it has nothing to look at: this runs every step)
+    queries, lines, cases = desk.queries, desk.lines, desk.payment_cases
+    if queries:
         if desk.awaiting():
-            legal.add("wait")
+            add("wait")
         if desk.answered() is not None:
-            legal.add("get_case")
-    for name, category in PAYMENT_CASE_ACTIONS.items():
-        if category not in desk.payment_cases:
-            legal.add(name)
-    legal.add("post_apply")
-    lines = desk.lines
+            add("get_case")
+    if cases:
+        for name, category in PAYMENT_CASE_ACTIONS.items():
+            if category not in cases:
+                add(name)
+    else:
+        legal.update(PAYMENT_CASE_ACTIONS)
+    add("post_apply")
     if not (lines and desk.any_applied()):
-        legal.add("post_hold")
-        legal.add("post_return")
+        add("post_hold")
+        add("post_return")
+    if not lines:
+        return legal
     if desk.started < len(lines):
-        legal.add("search_next_line")
+        add("search_next_line")
     for line in lines:
         if not line.searched:
-            legal.add("tiers:search_next_line")
+            add("tiers:search_next_line")
             break
     ln = desk.open_line()
     if ln is not None:
         for name, category in CASE_ACTIONS.items():
             if not desk.covered(ln, category):
-                legal.add(name)
-        if not (desk.queries and desk.awaiting(ln)):
-            legal.add("query_payer")
+                add(name)
+        if not (queries and desk.awaiting(ln)):
+            add("query_payer")
     return legal
 
 
