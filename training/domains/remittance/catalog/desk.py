@@ -21,8 +21,8 @@ the order it was first observed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from backoffice.envs.remittance.tables import DUPLICATE_ACTIONS, norm, osa_distance
 from backoffice.training.catalog.features import Desk, derived
@@ -46,6 +46,7 @@ CASE_ACTIONS = {"case_underpayment": "underpayment", "case_refund": "refund_requ
 CASE_NOTES = {"underpayment": "The line leaves part of its claim open.",
               "refund_request": "The line pays more than the claim's balance; please refund or recoup the excess.",
               "unidentified_remittance": "No claim matches this line."}
+T = TypeVar("T")
 _ADJ_ACTIONS = ("write_off_adj[", "transfer_adj[", "tiers:write_off_adj[", "tiers:transfer_adj[")
 
 
@@ -92,6 +93,10 @@ class Line:
 
 class RemittanceDesk(Desk):
     """What the agent has read of its payment and done on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._of_policies: dict[str, tuple[Any, Any]] = {}  # see per_policies (kept across episodes)
 
     def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
         params = brief.get("params") or {}
@@ -167,6 +172,15 @@ class RemittanceDesk(Desk):
 
     def tolerance(self) -> int:
         return int((self.pol or {}).get("tolerance_cents") or 0)
+
+    def per_policies(self, key: str, compute: Callable[[RemittanceDesk], T]) -> T:
+        """``compute(desk)`` for a value of the policies alone (``compute`` reads nothing else),
+        kept while the desk holds the same policies (read once an episode; none before) instead
+        of computed every step."""
+        kept = self._of_policies.get(key)
+        if kept is None or kept[0] is not self.pol:
+            kept = self._of_policies[key] = (self.pol, compute(self))
+        return kept[1]
 
     # -- the conclusions tier's line arithmetic ------------------------------------------------------
     def codes(self, name: str) -> list[Any]:

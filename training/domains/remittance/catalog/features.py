@@ -62,12 +62,12 @@ def _flag(names: Sequence[tuple[str, str]], fn: Any, gate: Any = None) -> None:
 # -- every tier --------------------------------------------------------------------------------------
 @FEATURES.block(tuple((n, f"1 if policy {n[4:n.index('[')]} is {n[n.index('[') + 1:-1]}") for n in POLICY_NAMES))
 def policy_onehots(desk: RemittanceDesk) -> Sequence[float]:
-    pol = desk.pol
-    kept = desk.__dict__.get("_onehots")  # the policies are read once: their one-hots kept with them
-    if kept is None or kept[0] is not pol:
-        values = tuple(float((pol or {}).get(key) == value) for key, values in CHOICE_POLICIES.items() for value in values)
-        kept = desk.__dict__["_onehots"] = (pol, values)
-    return kept[1]
+    return desk.per_policies("onehots", _onehots)
+
+
+def _onehots(desk: RemittanceDesk) -> tuple[float, ...]:
+    pol = desk.pol or {}
+    return tuple(float(pol.get(key) == value) for key, values in CHOICE_POLICIES.items() for value in values)
 
 
 #: the desk's state: slot -> the names (and docs) each tier shows it under
@@ -270,6 +270,10 @@ def lines_handled_fraction(desk: RemittanceDesk) -> float:
 @FEATURES.feature("tolerance", f"policy tolerance_cents / {TOL_FULL}")
 @FEATURES.feature("pol.tolerance", f"policy tolerance_cents / {TOL_FULL}")
 def tolerance(desk: RemittanceDesk) -> float:
+    return desk.per_policies("tolerance", _tolerance)
+
+
+def _tolerance(desk: RemittanceDesk) -> float:
     return scale(desk.tolerance(), TOL_FULL)
 
 
@@ -277,7 +281,11 @@ def tolerance(desk: RemittanceDesk) -> float:
 @FEATURES.block(tuple((f"payment.case[{c}]", f"1 if a {c} case was opened ok for the whole payment (no line)")
                       for c in PAYMENT_CASES))
 def payment_cases(desk: RemittanceDesk) -> Sequence[float]:
-    return tuple(float(c in desk.payment_cases) for c in PAYMENT_CASES)
+    cases = desk.payment_cases
+    return tuple(float(c in cases) for c in PAYMENT_CASES) if cases else _NO_PAYMENT_CASES
+
+
+_NO_PAYMENT_CASES = (0.0,) * len(PAYMENT_CASES)
 
 
 def n_listed(desk: RemittanceDesk) -> int:
@@ -384,7 +392,7 @@ def lines_count(desk: RemittanceDesk) -> float:
 
 @FEATURES.feature("lines.searched", f"lines searched by search_next_line / {N_LINES}")
 def lines_searched(desk: RemittanceDesk) -> float:
-    return scale(sum(ln.searched for ln in desk.lines), N_LINES)
+    return scale(sum([ln.searched for ln in desk.lines]), N_LINES)
 
 
 @FEATURES.block_family((
@@ -472,12 +480,20 @@ def ref_digits(ref: Any) -> int | None:
 
 @FEATURES.feature("raw:pol.tolerance", "policy tolerance_cents / 1e6 (the money scale)")
 def raw_tolerance(desk: RemittanceDesk) -> float:
+    return desk.per_policies("raw:tolerance", _raw_tolerance)
+
+
+def _raw_tolerance(desk: RemittanceDesk) -> float:
     return money(desk.tolerance())
 
 
 @FEATURES.block(tuple((f"pol.{kind}[{c}]", f"1 if policy {kind} lists {c}") for kind in ("contractual_codes", "patient_codes")
                       for c in CODES))
 def code_lists(desk: RemittanceDesk) -> Sequence[float]:
+    return desk.per_policies("code_lists", _code_lists)
+
+
+def _code_lists(desk: RemittanceDesk) -> tuple[float, ...]:
     contractual, patient = desk.str_codes("contractual_codes"), desk.str_codes("patient_codes")
     return (*(float(c in contractual) for c in CODES), *(float(c in patient) for c in CODES))
 
