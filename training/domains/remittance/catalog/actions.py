@@ -68,7 +68,7 @@ def desk_actions(desk: RemittanceDesk) -> Set[str]:
     unless one awaits its reply."""
     if desk.posted:
         return _NONE
-    legal = set()
+    legal: set[str] = set()
     add = legal.add
     if desk.pol is None:
         add("get_policies")
@@ -134,7 +134,7 @@ def matched_line(desk: RemittanceDesk) -> Set[str]:
     ln = desk.open_line()
     if ln is None:
         return _NONE
-    legal = set()
+    legal: set[str] = set()
     if ln.status == "unknown" and not ln.name_done:
         legal.add("search_by_name")
     if ln.status != "matched" or ln.item is None:
@@ -163,7 +163,7 @@ def claim_line(desk: RemittanceDesk) -> Set[str]:
     ln = desk.open_line()
     if ln is None:
         return _NONE
-    legal = set()
+    legal: set[str] = set()
     if not ln.name_searched and ln.line.get("patient_name"):
         legal.add("search_by_name")
     claim = desk.claim
