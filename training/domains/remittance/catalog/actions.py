@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Set
 from typing import Any
 
-from backoffice.training.catalog.features import Action, Actions, InTable
+from backoffice.training.catalog.features import Action, Actions, InTable, derived
 from backoffice.training.domains.remittance.catalog.desk import (
     CASE_ACTIONS,
     CASE_NOTES,
@@ -56,8 +56,8 @@ OPEN_HIT = tuple(f"open_hit[{i}]" for i in range(N_HITS))
 
 # -- legality: a table of the legal names per group of actions, computed once a step -------------------
 # Each table reads the desk once for its group (the mask builder then checks membership,
-# :class:`InTable`); an action's ``legal(desk)`` reads the same table. The mask is built once a step
-# (the catalog keeps it until the desk changes): the tables are not cached.
+# :class:`InTable`); an action's ``legal(desk)`` reads the same table.
+@derived
 def desk_actions(desk: RemittanceDesk) -> Set[str]:
     """Every tier's actions legal now but the line slots and the claim writes: nothing once
     posted; each read until its last page came back (the payment only if the brief names it),
@@ -115,6 +115,7 @@ def desk_actions(desk: RemittanceDesk) -> Set[str]:
     return legal
 
 
+@derived
 def line_slots(desk: RemittanceDesk) -> Set[str]:
     """The raw tier's line slots legal now (the payment named and not posted): the search of a
     line not searched yet, the read of a line's answered reply."""
@@ -125,6 +126,7 @@ def line_slots(desk: RemittanceDesk) -> Set[str]:
     return legal
 
 
+@derived
 def matched_line(desk: RemittanceDesk) -> Set[str]:
     """The conclusions tier's actions on the current line legal now (a current line, the payment
     named and not posted): the name search while the line's match is undetermined and its name
@@ -153,6 +155,7 @@ def matched_line(desk: RemittanceDesk) -> Set[str]:
     return legal
 
 
+@derived
 def claim_line(desk: RemittanceDesk) -> Set[str]:
     """The facts and raw tiers' actions on the current line legal now (a current line, the
     payment named and not posted; shown names): the name search once per line (the line has a
