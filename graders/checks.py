@@ -79,19 +79,26 @@ def run_checks(specs: Sequence[Mapping[str, Any]], episode: Episode) -> list[dic
         fn = CHECKS.get(kind)
         if fn is None:
             raise ValueError(f"unknown check kind {kind!r}")
-        deps = reads(spec) if memo is not None else None
-        if deps is not None and memo is not None:
+        if memo is None:
+            passed, detail = fn(spec, episode)
+            out.append(result(spec.get("id", kind), kind, passed, spec.get("failure_code"), detail, gate=bool(spec.get("gate", False))))
+            continue
+        slot = memo.get(("check", id(spec)))
+        if slot is None or slot[0] is not spec:  # the spec kept: its id stays its own
+            slot = memo[("check", id(spec))] = [spec, reads(spec), None, 0, None]
+        deps = slot[1]
+        if deps is not None:
             tables, tools = deps
-            versions = tuple(state.version(t) for t in tables)
-            kept = memo.get(("check", id(spec)))
-            if (kept is not None and kept[0] is spec and kept[1] == versions and kept[2] <= len(trace)
-                    and not any(r["tool"] in tools for r in trace[kept[2]:])):
-                out.append(kept[3])
+            versions = tuple([state.version(t) for t in tables])
+            seen = slot[3]
+            if (slot[4] is not None and slot[2] == versions and seen <= len(trace)
+                    and not (tools and any(r["tool"] in tools for r in trace[seen:]))):
+                out.append(slot[4])
                 continue
         passed, detail = fn(spec, episode)
         res = result(spec.get("id", kind), kind, passed, spec.get("failure_code"), detail, gate=bool(spec.get("gate", False)))
-        if deps is not None and memo is not None:
-            memo[("check", id(spec))] = (spec, versions, len(trace), res)  # the spec kept: its id stays its own
+        if deps is not None:
+            slot[2], slot[3], slot[4] = versions, len(trace), res
         out.append(res)
     return out
 

@@ -50,21 +50,26 @@ def check_distance(check: Mapping[str, Any]) -> int:
     return max(1, n)
 
 
-def distance(grade: Mapping[str, Any], exclude: Collection[str] = (), memo: dict[int, tuple[Any, int]] | None = None) -> int:
+def distance(grade: Mapping[str, Any], exclude: Collection[str] = (), memo: dict[tuple[int, Any], tuple[Any, int]] | None = None) -> int:
     """The end-state distance of a grade: the sum of its checks' :func:`check_distance`,
     without the checks whose id is in ``exclude`` (a domain's ``progress_exclude``). ``memo``
-    keeps each check result's distance by identity (one episode's grades share the results
-    :func:`~backoffice.graders.checks.run_checks` kept, which are never mutated)."""
+    keeps each failing check's distance by the identity of its ``detail`` (and its kind, all
+    :func:`check_distance` reads of a failing check): one episode's grades share the results
+    :func:`~backoffice.graders.checks.run_checks` kept, and the copies a grade makes of them
+    (:func:`~backoffice.graders.grade.finalize`) share their details, which are never mutated."""
     if memo is None:
         return sum(check_distance(c) for c in grade.get("checks", ()) if c.get("id") not in exclude)
     total = 0
     for c in grade.get("checks", ()):
-        if c.get("id") in exclude:
+        if c.get("pass") or c.get("id") in exclude:
             continue
-        if c.get("pass"):
+        detail = c.get("detail")
+        if detail is None:
+            total += 1  # a failing check that lists nothing counts one
             continue
-        kept = memo.get(id(c))
-        if kept is None or kept[0] is not c:
-            kept = memo[id(c)] = (c, check_distance(c))  # the result kept: its id stays its own
+        key = (id(detail), c.get("kind"))
+        kept = memo.get(key)
+        if kept is None or kept[0] is not detail:
+            kept = memo[key] = (detail, check_distance(c))  # the detail kept: its id stays its own
         total += kept[1]
     return total

@@ -141,9 +141,11 @@ class BackofficeEnv(gym.Env[str, Any]):
         self.observation_space = observation_space()
         self._trace_writer = TraceWriter(trace_path) if trace_path else None
         self._terminal_tools = self.domain.terminal_tools
-        self._brief_cache: dict[str, tuple[str, dict[str, Any]]] = {}
-        #: (task id, scale) -> the end-state distance of the task's untouched start state (progress reward)
-        self._start_distances: dict[tuple[str, int], int] = {}
+        # what every env of the process derives alike from one task: its brief, and the
+        # end-state distance of its untouched start state (progress reward), kept on the
+        # shared release (see :attr:`Release.derived`)
+        self._brief_cache: dict[str, tuple[str, dict[str, Any]]] = self.release.derived.setdefault("brief", {})
+        self._start_distances: dict[tuple[str, int], int] = self.release.derived.setdefault("start_distance", {})
         self._last_result: dict[str, Any] = {}
         self._task: Task | None = None
         self._store: Store | None = None
@@ -342,7 +344,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         self._done = False
         #: what one episode's grades share (the progress reward grades after every write)
         self._grade_memo: dict[Any, Any] = {}
-        self._distance_memo: dict[int, tuple[Any, int]] = {}
+        self._distance_memo: dict[tuple[int, Any], tuple[Any, int]] = {}
         if self.reward_mode == "progress":
             # the untouched start state of a task is always the same: its distance is graded once
             start_key = (task.task_id, self._scale)
@@ -435,9 +437,10 @@ class BackofficeEnv(gym.Env[str, Any]):
             shaping += self._call_refund
         info: dict[str, Any] = {"step": steps, "result_status": status, "error_code": code}
         reward = 0.0
+        graded: Mapping[str, Any] | None = None
         if terminated or truncated:
             self._done = True
-            grade, diff, end_hash, judged = self._grade(judge=True)
+            grade, diff, end_hash, judged, graded = self._grade(judge=True)
             shaping += self.domain.terminal_shaping(grade if self.gate_cap else {**grade, "score": work_share(grade["checks"])})
             record["end_state_hash"] = end_hash
             record["grade"] = grade
@@ -461,8 +464,10 @@ class BackofficeEnv(gym.Env[str, Any]):
             reward = shaping
         elif self.reward_mode == "progress":
             grade_reads = self.domain.grade_reads
-            if record.get("grade") is not None or grade_reads is None or changed or tool in grade_reads:
-                self._distance_now = self._distance(record.get("grade"))
+            if self._done:  # the grade as graded: its checks are those the memo keeps (see _grade)
+                self._distance_now = self._distance(graded)
+            elif grade_reads is None or changed or tool in grade_reads:
+                self._distance_now = self._distance()
             reward = self._progress_reward(shaping)
         if self._trace_writer is not None:
             line = dict(record)
@@ -477,17 +482,21 @@ class BackofficeEnv(gym.Env[str, Any]):
             self.render()
         return obs, float(reward), terminated, truncated, info
 
-    def _grade(self, judge: bool = False) -> tuple[dict[str, Any], dict[str, Any], str, dict[str, Any] | None]:
+    def _grade(self, judge: bool = False) -> tuple[dict[str, Any], dict[str, Any], str, dict[str, Any] | None, Mapping[str, Any]]:
+        """The episode's grade as plain data, the diff, the end-state hash, the judge's score and
+        the grade as the grader returned it (its check results shared with ``_grade_memo``, read
+        only: the progress reward's distance finds their distances kept)."""
         assert self._store is not None and self._task is not None
         diff = self._store.diff()
         key = self._key if self._key is not None else self.release.answer_key(self._task.task_id)
         episode = Episode(self._task, key, self._snapshot, self._store, diff, self._trace, memo=self._grade_memo)
-        grade = loads(dumps(self.domain.grade(episode)))
+        graded = self.domain.grade(episode)
+        grade = loads(dumps(graded))
         judged = None
         if judge and self.domain.judge is not None:
             judged = self.domain.judge(episode, self.judge)
             judged = loads(dumps(judged)) if judged is not None else None
-        return grade, diff, self._store.content_hash(), judged  # the diff is fresh plain data already
+        return grade, diff, self._store.content_hash(), judged, graded  # the diff is fresh plain data already
 
     def _distance(self, grade: Mapping[str, Any] | None = None) -> int:
         """The end-state distance (rows) of the current state to the accepted end state: from

@@ -155,6 +155,10 @@ class Release:
         for entry in self.manifest["tasks"]:
             self._snapshot_pos.setdefault(entry["snapshot_id"], len(self._snapshot_pos))
         self._task_pos = {entry["task_id"]: i for i, entry in enumerate(self.manifest["tasks"])}
+        #: what the envs sharing this release derive alike from its tasks, by kind (a task's
+        #: brief, its start state's end-state distance ...): computed once per process, not
+        #: once per env (``backoffice train`` steps eight envs of one release)
+        self.derived: dict[str, dict[Any, Any]] = {}
 
     def task(self, task_id: str) -> Task:
         try:
