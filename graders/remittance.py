@@ -122,6 +122,8 @@ def _missing(expected: Sequence[Sequence[Any]], got: Sequence[Sequence[Any]]) ->
     """(expected rows not made, rows made that are not expected), as multisets."""
     if expected == got:
         return [], []  # the same rows in the same order: the same multiset
+    if not got or not expected:  # one side empty (nothing made yet, nothing expected): the other side whole
+        return sorted(list(r) for r in expected), sorted(list(r) for r in got)
     exp, act = Counter(map(tuple, expected)), Counter(map(tuple, got))
     return sorted(list(r) for r in (exp - act).elements()), sorted(list(r) for r in (act - exp).elements())
 

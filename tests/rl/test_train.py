@@ -160,11 +160,11 @@ def test_demonstrations_follow_the_training_split() -> None:
 
 def test_the_learner_env_ends_at_the_limit_and_drops_the_unread_grade() -> None:
     """The learner's env keeps what training reads of a finished episode (score, pass, shaped
-    reward) and drops the grade, diff and judge, which SB3's DummyVecEnv would deep-copy every
-    step; the step limit ends the episode (``terminated``, never ``truncated``)."""
+    reward) and drops the grade, diff and judge, and every step's mask, which SB3's DummyVecEnv
+    would deep-copy every step; the step limit ends the episode (``terminated``, never ``truncated``)."""
     import numpy as np
 
-    from backoffice.training.rl.envs import UNREAD_INFO, training_env
+    from backoffice.training.rl.envs import UNREAD_INFO, UNREAD_STEP_INFO, training_env
 
     env = training_env("remittance", split="train", reward_mode="progress", call_cost=0.0, tier="facts", max_steps=3)
     env.reset(seed=3)
@@ -174,6 +174,7 @@ def test_the_learner_env_ends_at_the_limit_and_drops_the_unread_grade() -> None:
         choice = int(np.flatnonzero(mask)[0])  # the first legal action: a read, never submit
         steps.append(env.step(choice))
     assert len(steps) == 3 and not any(s[3] for s in steps)
+    assert not any(UNREAD_STEP_INFO in s[4] for s in steps)
     info = steps[-1][4]
     assert not UNREAD_INFO & info.keys()
     assert {"score", "is_success", "shaped_reward"} <= info.keys()

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 #: what a finished episode's info carries that training never reads (see :class:`TrainingEnv`)
 UNREAD_INFO = frozenset({"grade", "diff", "judge"})
+#: what every step's info carries that training never reads: MaskablePPO asks ``action_masks()``
+UNREAD_STEP_INFO = "action_mask"
 
 
 class TrainingEnv(gym.Wrapper):
@@ -32,8 +34,9 @@ class TrainingEnv(gym.Wrapper):
       harmless loops until the limit look valuable);
     - the seconds spent inside ``reset``, ``step`` and ``action_masks`` are added up (for the
       summary only; nothing the agent sees depends on them);
-    - a finished episode's info drops its ``grade``, ``diff`` and ``judge`` (:data:`UNREAD_INFO`):
-      SB3's ``DummyVecEnv`` deep-copies every step's infos, nothing in training reads them (the
+    - a finished episode's info drops its ``grade``, ``diff`` and ``judge`` (:data:`UNREAD_INFO`),
+      and every step's its ``action_mask`` (MaskablePPO calls :meth:`action_masks`): SB3's
+      ``DummyVecEnv`` deep-copies every step's infos, nothing in training reads them (the
       monitor reads ``score``, ``shaped_reward`` and ``is_success``), and copying the grade's
       checks is a noticeable share of a run's CPU;
     - with ``tasks`` (``task_sampling="greedy-failures"``), the next train task is drawn by it.
@@ -73,6 +76,7 @@ class TrainingEnv(gym.Wrapper):
     def step(self, action: Any) -> Any:
         t0 = time.perf_counter()
         obs, reward, terminated, truncated, info = self.env.step(action)
+        info.pop(UNREAD_STEP_INFO, None)
         if terminated or truncated:
             info = {k: v for k, v in info.items() if k not in UNREAD_INFO}
         self.env_seconds += time.perf_counter() - t0
