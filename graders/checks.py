@@ -206,16 +206,31 @@ def call_matches(record: Mapping[str, Any], spec: Mapping[str, Any], default_sta
 # -- kinds ---------------------------------------------------------------------------------
 @register_check("row_equals")
 def _row_equals(spec: Mapping[str, Any], ep: Episode) -> tuple[bool, Any]:
-    expected = [dict(r) for r in spec["rows"]]
-    fields = list(spec.get("fields") or (sorted(expected[0]) if expected else ["id"]))
-    order = spec.get("order_by", fields[0])
+    fields, order, want = _expected_rows(spec, ep)
     got = [{f: _plain(r.get(f)) for f in fields} for r in select(spec, ep)]
     got.sort(key=lambda r: _order_key(r.get(order)))
-    want = [{f: r.get(f) for f in fields} for r in expected]
-    want.sort(key=lambda r: _order_key(r.get(order)))
     if got == want:
         return True, None
     return False, {"expected": want, "got": got}
+
+
+def _expected_rows(spec: Mapping[str, Any], ep: Episode) -> tuple[list[str], str, list[dict[str, Any]]]:
+    """A ``row_equals`` spec's fields, order and expected rows (projected, sorted): computed once
+    an episode with ``ep.memo`` (its results then share the expected list: read it, never change it)."""
+    memo = ep.memo
+    if memo is not None:
+        kept = memo.get(("expected", id(spec)))
+        if kept is not None and kept[0] is spec:  # the spec kept: its id stays its own
+            return kept[1]
+    expected = [dict(r) for r in spec["rows"]]
+    fields = list(spec.get("fields") or (sorted(expected[0]) if expected else ["id"]))
+    order = spec.get("order_by", fields[0])
+    want = [{f: r.get(f) for f in fields} for r in expected]
+    want.sort(key=lambda r: _order_key(r.get(order)))
+    out = (fields, order, want)
+    if memo is not None:
+        memo[("expected", id(spec))] = (spec, out)
+    return out
 
 
 def _order_key(v: Any) -> tuple[str, Any]:
@@ -250,24 +265,39 @@ def _count_is(spec: Mapping[str, Any], ep: Episode) -> tuple[bool, Any]:
 @register_check("no_change")
 def _no_change(spec: Mapping[str, Any], ep: Episode) -> tuple[bool, Any]:
     tables = spec.get("tables") or [spec["table"]]
-    except_ids = set(spec.get("except_ids", ()))
-    where = spec.get("except_where")
-    offending = []
+    offending: list[str] = []
     for table in tables:
-        d = ep.diff.get(table)
-        if not d:
-            continue
+        offending.extend(_changed_outside(spec, ep, table))
+    offending.sort()
+    return not offending, offending or None
+
+
+def _changed_outside(spec: Mapping[str, Any], ep: Episode, table: str) -> list[str]:
+    """``table:id`` of the rows of ``table`` a ``no_change`` spec finds changed; with ``ep.memo``
+    kept until the table is written again (a write elsewhere leaves this table's part as it was)."""
+    memo = ep.memo
+    version = ep.state.version(table)
+    if memo is not None:
+        kept = memo.get(("no_change", id(spec), table))
+        if kept is not None and kept[0] is spec and kept[1] == version:
+            return kept[2]
+    d = ep.diff.get(table)
+    out = []
+    if d:
+        except_ids = spec.get("except_ids") or ()
+        where = spec.get("except_where")
         for rid in [*d["created"], *d["updated"], *d["deleted"]]:
             if rid in except_ids:
                 continue
             if where:
-                after = ep.state.get(table, rid)
+                after = ep.state.peek(table, rid)  # read in place: only matched
                 before = ep.snapshot.table(table).get(rid)
                 if (after and matches(after, where)) or (before and matches(before, where)):
                     continue
-            offending.append(f"{table}:{rid}")
-    offending.sort()
-    return not offending, offending or None
+            out.append(f"{table}:{rid}")
+    if memo is not None:
+        memo[("no_change", id(spec), table)] = (spec, version, out)
+    return out
 
 
 @register_check("tool_called")

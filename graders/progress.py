@@ -25,8 +25,10 @@ from backoffice.envs.core.canonical import dumps
 DISTANCE_VERSION = 2
 
 
-def check_distance(check: Mapping[str, Any]) -> int:
-    """Rows (or listed items) a failing check finds wrong, at least 1; 0 for a passing check."""
+def check_distance(check: Mapping[str, Any], memo: dict[Any, Any] | None = None) -> int:
+    """Rows (or listed items) a failing check finds wrong, at least 1; 0 for a passing check.
+    ``memo`` keeps a ``row_equals`` detail's expected rows counted by the list's identity (one
+    episode's results share the list: see :func:`~backoffice.graders.checks.run_checks`)."""
     if check.get("pass"):
         return 0
     detail = check.get("detail")
@@ -34,9 +36,7 @@ def check_distance(check: Mapping[str, Any]) -> int:
     n = 1
     if isinstance(detail, Mapping):
         if kind == "row_equals" and isinstance(detail.get("expected"), list) and isinstance(detail.get("got"), list):
-            want = Counter(dumps(r) for r in detail["expected"])
-            got = Counter(dumps(r) for r in detail["got"])
-            n = sum(((want - got) + (got - want)).values())
+            n = _rows_apart(detail["expected"], detail["got"], memo)
         elif kind in ("field_equals", "status_is") and isinstance(detail.get("got"), list):
             n = sum(1 for v in detail["got"] if v != detail.get("expected"))
         elif kind == "count_is" and isinstance(detail.get("got"), int) and isinstance(detail.get("expected"), int):
@@ -50,7 +50,24 @@ def check_distance(check: Mapping[str, Any]) -> int:
     return max(1, n)
 
 
-def distance(grade: Mapping[str, Any], exclude: Collection[str] = (), memo: dict[tuple[int, Any], tuple[Any, int]] | None = None) -> int:
+def _rows_apart(expected: list[Any], got: list[Any], memo: dict[Any, Any] | None) -> int:
+    """The size of the multiset difference both ways of two row lists (rows compared as canonical
+    JSON): the rows missing plus the rows extra."""
+    want: Counter[bytes] | None = None
+    if memo is not None:
+        kept = memo.get(("expected", id(expected)))
+        if kept is not None and kept[0] is expected:
+            want = kept[1]
+    if want is None:
+        want = Counter(dumps(r) for r in expected)
+        if memo is not None:
+            memo[("expected", id(expected))] = (expected, want)
+    have = Counter(dumps(r) for r in got)
+    n = sum(c - have[k] if c > have[k] else have[k] - c for k, c in want.items())
+    return n + sum(c for k, c in have.items() if k not in want)
+
+
+def distance(grade: Mapping[str, Any], exclude: Collection[str] = (), memo: dict[Any, Any] | None = None) -> int:
     """The end-state distance of a grade: the sum of its checks' :func:`check_distance`,
     without the checks whose id is in ``exclude`` (a domain's ``progress_exclude``). ``memo``
     keeps each failing check's distance by the identity of its ``detail`` (and its kind, all
@@ -70,6 +87,6 @@ def distance(grade: Mapping[str, Any], exclude: Collection[str] = (), memo: dict
         key = (id(detail), c.get("kind"))
         kept = memo.get(key)
         if kept is None or kept[0] is not detail:
-            kept = memo[key] = (detail, check_distance(c))  # the detail kept: its id stays its own
+            kept = memo[key] = (detail, check_distance(c, memo))  # the detail kept: its id stays its own
         total += kept[1]
     return total

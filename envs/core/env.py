@@ -344,7 +344,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         self._done = False
         #: what one episode's grades share (the progress reward grades after every write)
         self._grade_memo: dict[Any, Any] = {}
-        self._distance_memo: dict[tuple[int, Any], tuple[Any, int]] = {}
+        self._distance_memo: dict[Any, Any] = {}
         if self.reward_mode == "progress":
             # the untouched start state of a task is always the same: its distance is graded once
             start_key = (task.task_id, self._scale)
