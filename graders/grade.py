@@ -7,7 +7,7 @@ outside the answer key's ``targets``) so no grader can forget it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
@@ -31,9 +31,34 @@ def target_matches(key: str, pattern: str) -> bool:
 
 
 def forbidden_writes(episode: Episode, targets: Sequence[str]) -> list[str]:
-    """``table:id`` keys changed by the episode that no target pattern (fnmatch) allows."""
+    """``table:id`` keys changed by the episode that no target pattern (fnmatch) allows, sorted.
+    With ``episode.memo``, a table's part is kept while its diff is the same object (the
+    progress reward's shared diff keeps a table's diff until the table is written)."""
+    memo = episode.memo
+    allowed = _allowed(targets, memo)
+    out: list[str] = []
+    for table, d in episode.diff.items():
+        kept = memo.get(("forbidden", table, id(targets))) if memo is not None else None
+        if kept is not None and kept[0] is d and kept[1] is targets:
+            out.extend(kept[2])
+            continue
+        bad = [k for k in changed_keys({table: d}) if not allowed(k)]
+        if memo is not None:
+            memo[("forbidden", table, id(targets))] = (d, targets, bad)
+        out.extend(bad)
+    out.sort()
+    return out
+
+
+def _allowed(targets: Sequence[str], memo: dict[Any, Any] | None) -> Callable[[str], bool]:
+    """Whether a ``table:id`` key matches one of ``targets`` (fnmatch), the common shapes a set
+    lookup and one ``startswith``; built once an episode with ``memo``."""
+    if memo is not None:
+        kept = memo.get(("allowed", id(targets)))
+        if kept is not None and kept[0] is targets:
+            return kept[1]
     exact, prefixes, patterns = set(), [], []
-    for t in targets:  # the common shapes are a set lookup and one ``startswith``
+    for t in targets:
         if "[" in t or "?" in t:
             patterns.append(t)
         elif "*" not in t:
@@ -43,8 +68,13 @@ def forbidden_writes(episode: Episode, targets: Sequence[str]) -> list[str]:
         else:
             patterns.append(t)
     starts = tuple(prefixes)
-    return [k for k in changed_keys(episode.diff)
-            if k not in exact and not (starts and k.startswith(starts)) and not any(fnmatchcase(k, p) for p in patterns)]
+
+    def allowed(k: str) -> bool:
+        return k in exact or bool(starts and k.startswith(starts)) or any(fnmatchcase(k, p) for p in patterns)
+
+    if memo is not None:
+        memo[("allowed", id(targets))] = (targets, allowed)
+    return allowed
 
 
 def guardrail(episode: Episode, code: str) -> dict[str, Any]:

@@ -176,12 +176,11 @@ def _check(cid: str, passed: bool, code: str | None, detail: Any, gate: bool = F
 
 def _compare(ep: Episode, actual: Mapping[str, Any], best: Mapping[str, Any], trail: Mapping[str, Any]) -> dict[str, Any]:
     """How the end state and the trail differ from the closest alternative, per component."""
-    exp_lines, got_lines = _by_line(best["allocations"]), _by_line(actual["allocations"])
+    exp_lines, expected_allocs, changed_items = _expected(ep, best)
+    got_lines = _by_line(actual["allocations"])
     missing_cases, extra_cases = _missing(best["cases"], actual["cases"])
     missing_wo, extra_wo = _missing(best["write_offs"], actual["write_offs"])
     missing_tr, extra_tr = _missing(best["transfers"], actual["transfers"])
-    expected_allocs = {tuple(a) for a in best["allocations"]}
-    start = ep.snapshot.table("open_items")
     return {
         "wrong_item": sorted(f"{line}->{item}" for line, got in got_lines.items() for item in got if item not in exp_lines.get(line, {})),
         "too_much": sorted(
@@ -201,8 +200,24 @@ def _compare(ep: Episode, actual: Mapping[str, Any], best: Mapping[str, Any], tr
         "missing_tr": missing_tr, "extra_tr": extra_tr,
         "split_rows": sorted(f"{line}->{item}" for (line, item), n in trail["rows"].items() if n > 1),
         "churn": sorted(f"{r[0]}->{r[1]}" for r in trail["reversed"] if tuple(r) in expected_allocs),
-        "changed_items": [iid for iid, (bal, _) in best["items"].items() if iid in start and start[iid]["balance"] != bal],
+        "changed_items": changed_items,
     }
+
+
+def _expected(ep: Episode, best: Mapping[str, Any]) -> tuple[dict[str, dict[str, int]], set[tuple[Any, ...]], list[str]]:
+    """What an alternative alone gives (its allocations by line, as a set, and the claims whose
+    balance it changes): computed once an episode with ``ep.memo`` (read them, never change them)."""
+    memo = ep.memo
+    if memo is not None:
+        kept = memo.get(("remittance-expected", id(best)))
+        if kept is not None and kept[0] is best:  # the alternative kept: its id stays its own
+            return kept[1]
+    start = ep.snapshot.table("open_items")
+    out = (_by_line(best["allocations"]), {tuple(a) for a in best["allocations"]},
+           [iid for iid, (bal, _) in best["items"].items() if iid in start and start[iid]["balance"] != bal])
+    if memo is not None:
+        memo[("remittance-expected", id(best))] = (best, out)
+    return out
 
 
 def _work_checks(actual: Mapping[str, Any], best: Mapping[str, Any], d: Mapping[str, Any], trail: Mapping[str, Any],
