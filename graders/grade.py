@@ -34,7 +34,7 @@ def forbidden_writes(episode: Episode, targets: Sequence[str]) -> list[str]:
     """``table:id`` keys changed by the episode that no target pattern (fnmatch) allows, sorted.
     With ``episode.memo``, a table's part is kept while its diff is the same object (the
     progress reward's shared diff keeps a table's diff until the table is written)."""
-    memo = episode.memo
+    memo = getattr(episode, "memo", None)  # (a duck-typed episode without one: no memo)
     allowed = _allowed(targets, memo)
     out: list[str] = []
     for table, d in episode.diff.items():
@@ -112,12 +112,8 @@ def score_of(results: Sequence[Mapping[str, Any]]) -> float:
 
 def process_metrics(trace: Sequence[Mapping[str, Any]], **extra: Any) -> dict[str, Any]:
     """Steps, rejected calls, calls per tool and error codes seen (plus domain extras)."""
-    tools: Counter[str] = Counter()
-    errors: Counter[str] = Counter()
-    for r in trace:
-        tools[r["tool"] or "<invalid>"] += 1
-        if r["error_code"]:
-            errors[r["error_code"]] += 1
+    tools = Counter([r["tool"] or "<invalid>" for r in trace])
+    errors = Counter([code for r in trace if (code := r["error_code"])])
     return {
         "steps": len(trace),
         "rejected_calls": sum(errors.values()),
@@ -138,10 +134,14 @@ def finalize(
     """The grade dict: ``pass``, ``score``, ``checks``, ``failure_codes``, domain ``fields``,
     ``process_metrics``. ``pass`` needs every check (guardrail included); ``score`` is
     :func:`score_of` the checks (work done, gated by the guardrails). With
-    ``episode.checks_only`` the dict holds ``checks`` alone."""
+    ``episode.checks_only`` the dict holds ``checks`` alone.
+
+    The check results are the grader's own objects, not copies: with ``episode.memo`` they are
+    shared with the episode's other grades, so read such a grade, never change it (the env
+    hands out plain copies)."""
+    results = [*checks, guardrail(episode, guardrail_code)]
     if episode.checks_only:  # the progress reward's distance reads the checks alone
-        return {"checks": [*checks, guardrail(episode, guardrail_code)]}
-    results = [dict(c) for c in checks] + [guardrail(episode, guardrail_code)]
+        return {"checks": results}
     passed = all(c["pass"] for c in results)
     codes = sorted({c["failure_code"] for c in results if not c["pass"] and c["failure_code"]})
     grade: dict[str, Any] = {
