@@ -44,6 +44,20 @@ def test_train_writes_model_curve_and_heldout_records(trained: Path) -> None:
     assert summary["heldout"]["pass_rate"] == sum(r["pass"] for r in records) / len(records)
 
 
+def test_heldout_evaluation_is_measured_afresh_never_read_back(trained: Path, tmp_path: Path) -> None:
+    """A records file already at the output (another model's, an earlier release's or code's,
+    under the same run id) is replaced: its episodes never stand in for the model's."""
+    from backoffice.training.rl.train import evaluate_heldout
+
+    out = tmp_path / "heldout.jsonl"
+    forged = [{**loads(line), "pass": True, "score": 1.0} for line in (trained / "heldout.jsonl").read_bytes().splitlines()]
+    out.write_bytes(b"".join(dumps(r) + b"\n" for r in forged))
+    measured = evaluate_heldout(DOMAIN, trained / "model.zip", out)
+    fresh = evaluate_heldout(DOMAIN, trained / "model.zip", tmp_path / "fresh.jsonl")
+    assert measured["pass_rate"] == fresh["pass_rate"] < 1.0
+    assert out.read_bytes().count(b"\n") == len(forged)  # no forged line kept beside the new ones
+
+
 def test_validation_is_carved_from_train_never_heldout() -> None:
     ids = validation_ids(DOMAIN, 50)
     rel = load_release(DOMAIN)

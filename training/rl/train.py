@@ -221,11 +221,15 @@ def warm_start_from_demos(model: Any, config: TrainConfig) -> dict[str, Any]:
 
 def evaluate_heldout(domain: str, model_path: Path, out: Path) -> dict[str, Any]:
     """Pure-grade evaluation of a saved model on the heldout split, through the common
-    evaluation path (one JSONL record per episode)."""
+    evaluation path (one JSONL record per episode), measured afresh: a records file already at
+    ``out`` is replaced, never resumed. (Its episodes may come from another model, release or
+    version of the code under the same run id: a re-evaluation once read such a file back and
+    reported its pass rate, 11.2 % where the model passes 14.2 %.)"""
     from backoffice.training.eval.evaluate import SerialExecutor, evaluate, plan_jobs
 
     agent = f"sb3:{model_path}"
     started = time.perf_counter()
+    out.unlink(missing_ok=True)
     jobs = plan_jobs([domain], [agent], "heldout", run_id=f"sb3-{domain}-heldout")
     records = evaluate(jobs, out=out, executor=SerialExecutor())
     n = len(records)
