@@ -76,6 +76,12 @@ class BackofficeEnv(gym.Env[str, Any]):
       notes) into ``info["judge"]``, never into ``pass``.
     - ``release``: a :class:`~backoffice.envs.core.release.Release` to serve instead of the
       installed one (tests, generated releases).
+    - ``lean_info``: ``False`` (default) or ``True`` (training): a finished episode's info and
+      trace record leave out the grade, the diff, the judge's score and the end-state hash
+      (``info`` keeps ``score``, ``is_success``, ``shaped_reward``, ``episode_id`` and
+      ``task_id``); they cost a plain copy of the grade, a fresh diff, the judge and a hash every
+      episode, which a learner never reads. Rewards, ``score`` and ``is_success`` are the same.
+      Refused with ``trace_path`` (a trace's last line holds the grade).
 
     ``reset(options=...)``: ``{"task_id": ...}`` (or a domain alias such as ``case_id``),
     ``{"generate": n}`` on the generated split, or nothing (a task drawn by the seed).
@@ -98,6 +104,7 @@ class BackofficeEnv(gym.Env[str, Any]):
         judge: str = "rubric",
         call_cost: float | None = None,
         gate_cap: bool = True,
+        lean_info: bool = False,
     ):
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
@@ -112,6 +119,10 @@ class BackofficeEnv(gym.Env[str, Any]):
             raise ValueError(f"call_cost must be None or a number in [0, 1], got {call_cost!r}")
         if not isinstance(gate_cap, bool):
             raise ValueError(f"gate_cap must be True or False, got {gate_cap!r}")
+        if not isinstance(lean_info, bool):
+            raise ValueError(f"lean_info must be True or False, got {lean_info!r}")
+        if lean_info and trace_path:
+            raise ValueError("lean_info leaves the grade out of the trace's last line: it cannot write a trace (trace_path)")
         if judge != "rubric" and not (judge.startswith("model:") and len(judge) > len("model:")):
             raise ValueError(f"judge must be 'rubric' or 'model:<name>', got {judge!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -130,6 +141,8 @@ class BackofficeEnv(gym.Env[str, Any]):
         #: may break a gate (an allocation to a look-alike claim, an unneeded case) cost far
         #: more than leaving the work undone, which MaskablePPO learns first and then keeps
         self.gate_cap = gate_cap
+        #: training-only: a finished episode's info carries no grade, diff, judge or end hash
+        self.lean_info = lean_info
         self.max_steps = max_steps
         self.render_mode = render_mode
         self.judge = judge
@@ -440,22 +453,27 @@ class BackofficeEnv(gym.Env[str, Any]):
         graded: Mapping[str, Any] | None = None
         if terminated or truncated:
             self._done = True
-            grade, diff, end_hash, judged, graded = self._grade(judge=True)
+            if self.lean_info:  # the grade as graded, read only: no copy, diff, judge or hash
+                graded = grade = self._graded()
+            else:
+                grade, diff, end_hash, judged, graded = self._grade(judge=True)
+                record["end_state_hash"] = end_hash
+                record["grade"] = grade
             shaping += self.domain.terminal_shaping(grade if self.gate_cap else {**grade, "score": work_share(grade["checks"])})
-            record["end_state_hash"] = end_hash
-            record["grade"] = grade
             record["max_steps"] = self._limit  # what replay needs to end where this episode did
             if self._scale != 1:
                 record["scale"] = self._scale
             # type-stable for Gymnasium's vector info merging (it types each key by the first
             # env that reports it): scalars are always float/bool, and ``judge`` is present
             # only when a judge scored free text (always a dict), never ``None``
-            info.update(
-                grade=grade, diff=diff, score=float(grade["score"]), is_success=bool(grade["pass"]),
-                end_state_hash=end_hash, episode_id=self._episode_id, task_id=self._task.task_id,
-            )
-            if judged is not None:
-                info["judge"] = judged
+            outcome = {"score": float(grade["score"]), "is_success": bool(grade["pass"])}
+            ids = {"episode_id": self._episode_id, "task_id": self._task.task_id}
+            if self.lean_info:
+                info.update(outcome, **ids)
+            else:
+                info.update(grade=grade, diff=diff, **outcome, end_state_hash=end_hash, **ids)
+                if judged is not None:
+                    info["judge"] = judged
             reward = float(grade["score"])
         self._shaped_total += shaping
         if self._done:
@@ -481,6 +499,14 @@ class BackofficeEnv(gym.Env[str, Any]):
         if self.render_mode == "human":
             self.render()
         return obs, float(reward), terminated, truncated, info
+
+    def _graded(self) -> Mapping[str, Any]:
+        """The episode's grade as the grader returned it (its check results shared with
+        ``_grade_memo``: read it, never change it)."""
+        assert self._store is not None and self._task is not None
+        key = self._key if self._key is not None else self.release.answer_key(self._task.task_id)
+        return self.domain.grade(Episode(self._task, key, self._snapshot, self._store, self._store.shared_diff(),
+                                         self._trace, memo=self._grade_memo))
 
     def _grade(self, judge: bool = False) -> tuple[dict[str, Any], dict[str, Any], str, dict[str, Any] | None, Mapping[str, Any]]:
         """The episode's grade as plain data, the diff, the end-state hash, the judge's score and

@@ -117,11 +117,12 @@ def make_catalog_env(
     tier: str | Tier | None = None,
     call_cost: float | None = None,
     gate_cap: bool = True,
+    lean_info: bool = False,
 ) -> CatalogEnv:
     """The catalog env of ``domain`` (what ``gym.make("backoffice/<Title>-Catalog-v0")`` builds).
 
-    ``split``, ``reward_mode``, ``call_cost``, ``gate_cap``, ``trace_path`` and ``render_mode`` go to the
-    native env;
+    ``split``, ``reward_mode``, ``call_cost``, ``gate_cap``, ``lean_info``, ``trace_path`` and
+    ``render_mode`` go to the native env;
     ``max_steps`` defaults to the catalog's own limit; ``task_ids`` restricts the tasks drawn
     by seed; ``tier`` picks a feature tier (:data:`TIERS`, default ``conclusions``), or is a user's
     own (a :class:`Tier`, or ``"package.module:NAME"`` naming one); ``spec`` replaces the domain's
@@ -131,7 +132,7 @@ def make_catalog_env(
 
     cls = spec_class(domain, resolve_spec(domain, spec, tier))
     native = make_native(domain, split=split, reward_mode=reward_mode, call_cost=call_cost,
-                         gate_cap=gate_cap, max_steps=max_steps or cls.max_steps,
+                         gate_cap=gate_cap, lean_info=lean_info, max_steps=max_steps or cls.max_steps,
                          trace_path=trace_path, render_mode=render_mode)
     return CatalogEnv(native, cls(), task_ids=task_ids)
 

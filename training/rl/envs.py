@@ -97,12 +97,14 @@ def training_env(domain: str, task_sampling: str = "uniform", **kwargs: Any) -> 
 def learner_envs(config: TrainConfig, train_ids: Sequence[str] | None) -> VecEnv:
     """``config.n_envs`` training envs on ``train_ids`` (``None``: the run's ``train_split``
     serves them), stepped in the learner's process (``vec_env="dummy"``) or in one worker
-    process each (``"subproc"``), seeded with ``config.seed``."""
+    process each (``"subproc"``), seeded with ``config.seed``. Their native envs report a
+    finished episode's score and pass without the grade, diff, judge and end hash nothing in
+    training reads (``lean_info``)."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     make = functools.partial(training_env, config.domain, split=config.train_split,
                              reward_mode=config.reward_mode, call_cost=config.call_cost,
-                             gate_cap=config.gate_cap, task_ids=train_ids,
+                             gate_cap=config.gate_cap, lean_info=True, task_ids=train_ids,
                              task_sampling=config.task_sampling, spec=config.spec)
     if config.vec_env == "subproc":
         # fork where the platform has it: workers inherit the loaded modules instead of

@@ -80,8 +80,10 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
     # 2. envs: the learner's, the validation's, and the greedy replay's own (so the validation
     # env's state stays the validation's alone)
     venv = learner_envs(config, train_ids)
-    val_env = make_catalog_env(config.domain, split="train", spec=config.spec)
-    focus_env = make_catalog_env(config.domain, split="train", spec=config.spec) if config.task_sampling == "greedy-failures" else None
+    # validation reads each episode's score and pass only: lean_info skips the rest of the info
+    val_env = make_catalog_env(config.domain, split="train", spec=config.spec, lean_info=True)
+    focus_env = (make_catalog_env(config.domain, split="train", spec=config.spec, lean_info=True)
+                 if config.task_sampling == "greedy-failures" else None)
 
     # 3. model
     model = build_model(config, venv, ending_actions(val_env, config.finish_tools))
