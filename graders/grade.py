@@ -110,6 +110,12 @@ def score_of(results: Sequence[Mapping[str, Any]]) -> float:
     return share
 
 
+def outcome(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A grade's ``pass`` (every check passes, gates included) and ``score``
+    (:func:`score_of`) from its check results."""
+    return {"pass": all(c["pass"] for c in results), "score": score_of(results)}
+
+
 def process_metrics(trace: Sequence[Mapping[str, Any]], **extra: Any) -> dict[str, Any]:
     """Steps, rejected calls, calls per tool and error codes seen (plus domain extras)."""
     tools = Counter([r["tool"] or "<invalid>" for r in trace])
@@ -142,14 +148,8 @@ def finalize(
     results = [*checks, guardrail(episode, guardrail_code)]
     if episode.checks_only:  # the progress reward's distance reads the checks alone
         return {"checks": results}
-    passed = all(c["pass"] for c in results)
     codes = sorted({c["failure_code"] for c in results if not c["pass"] and c["failure_code"]})
-    grade: dict[str, Any] = {
-        "pass": passed,
-        "score": score_of(results),
-        "checks": results,
-        "failure_codes": codes,
-    }
+    grade: dict[str, Any] = {**outcome(results), "checks": results, "failure_codes": codes}
     clash = set(fields) & set(grade)
     if clash:
         raise ValueError(f"domain fields shadow grade fields: {sorted(clash)}")

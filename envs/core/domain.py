@@ -137,6 +137,9 @@ class Domain:
             refused calls a check is anchored on. ``reward_mode="progress"`` grades again only
             after a step that changed rows or called one of these (the test proves the distance
             equal to a grade at every step); ``None``: after every step.
+        shaping_fields: the grade's domain fields ``terminal_shaping`` reads beyond ``score``,
+            ``pass`` and ``checks`` (sufficiency: ``gap_coverage``). An env with ``lean_info``
+            grades a finished episode's checks alone when it reads none, its fields too otherwise.
         progress_exclude: ids of checks left out of the end-state distance that
             ``reward_mode="progress"`` pays on, because the right procedure passes through
             states that fail them (e.g. a clock paused while waiting for a reply); the test
@@ -184,6 +187,7 @@ class Domain:
     terminal_shaping: Callable[[Mapping[str, Any]], float] = default_terminal_shaping
     rules: tuple[str, ...] = ()
     progress_exclude: tuple[str, ...] = ()
+    shaping_fields: tuple[str, ...] = ()
     grade_reads: frozenset[str] | None = None
     task_aliases: tuple[str, ...] = ()
     tables: tuple[str, ...] = ()

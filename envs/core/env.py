@@ -19,7 +19,7 @@ from backoffice.envs.core.spaces import OBS_MAX_LENGTH, ToolCallSpace, observati
 from backoffice.envs.core.store import Snapshot, Store
 from backoffice.envs.core.tools import ToolContext, error
 from backoffice.envs.core.trace import TraceWriter, encode_sent, is_plain_json
-from backoffice.graders.grade import work_share
+from backoffice.graders.grade import outcome, work_share
 from backoffice.graders.progress import distance
 
 _dumps = orjson.dumps
@@ -80,7 +80,9 @@ class BackofficeEnv(gym.Env[str, Any]):
       trace record leave out the grade, the diff, the judge's score and the end-state hash
       (``info`` keeps ``score``, ``is_success``, ``shaped_reward``, ``episode_id`` and
       ``task_id``); they cost a plain copy of the grade, a fresh diff, the judge and a hash every
-      episode, which a learner never reads. Rewards, ``score`` and ``is_success`` are the same.
+      episode, which a learner never reads, and the episode is graded from its checks alone
+      unless the terminal shaping reads a field (``Domain.shaping_fields``). Rewards, ``score``
+      and ``is_success`` are the same.
       Refused with ``trace_path`` (a trace's last line holds the grade).
 
     ``reset(options=...)``: ``{"task_id": ...}`` (or a domain alias such as ``case_id``),
@@ -501,12 +503,15 @@ class BackofficeEnv(gym.Env[str, Any]):
         return obs, float(reward), terminated, truncated, info
 
     def _graded(self) -> Mapping[str, Any]:
-        """The episode's grade as the grader returned it (its check results shared with
-        ``_grade_memo``: read it, never change it)."""
+        """``lean_info``'s grade of a finished episode: its checks, ``pass`` and ``score`` (and
+        the domain's fields when the terminal shaping reads some, ``Domain.shaping_fields``), as
+        the grader returned them (its check results shared with ``_grade_memo``: read only)."""
         assert self._store is not None and self._task is not None
         key = self._key if self._key is not None else self.release.answer_key(self._task.task_id)
-        return self.domain.grade(Episode(self._task, key, self._snapshot, self._store, self._store.shared_diff(),
-                                         self._trace, memo=self._grade_memo))
+        checks_only = not self.domain.shaping_fields
+        graded = self.domain.grade(Episode(self._task, key, self._snapshot, self._store, self._store.shared_diff(),
+                                           self._trace, memo=self._grade_memo, checks_only=checks_only))
+        return {**graded, **outcome(graded["checks"])} if checks_only else graded
 
     def _grade(self, judge: bool = False) -> tuple[dict[str, Any], dict[str, Any], str, dict[str, Any] | None, Mapping[str, Any]]:
         """The episode's grade as plain data, the diff, the end-state hash, the judge's score and

@@ -57,6 +57,7 @@ DOMAIN = Domain(
     # the right procedure goes through several such rounds: progress is not measured on the
     # clock, the request round or the case status, which it passes through
     progress_exclude=("clock_state", "under_request", "end_status"),
+    shaping_fields=("gap_coverage",),
     sizes={"train": 480, "heldout": 20 * len(DEFECT_TAGS)},
     default_max_steps=60,
     report_fields=report_fields,
