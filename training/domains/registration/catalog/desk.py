@@ -75,6 +75,7 @@ class RegistrationDesk(Desk):
         self.today: str | None = found.group(1) if found and parse_date(found.group(1)) else None
         self.rules_read = False
         self.form: dict[str, Any] | None = None
+        self._form_values: dict[str, str] = {}  # the form's values as compared (form_value), set with it
         self.variants: dict[str, tuple[str, ...]] = {}
         self.names_read = {"given": False, "family": False}  # get_name_variants answered, per form name
         self.results: list[dict[str, Any]] | None = None  # every search page, once the last one is read
@@ -96,7 +97,8 @@ class RegistrationDesk(Desk):
 
     # -- what was read, and what it implies --------------------------------------------------
     def form_value(self, key: str) -> str:
-        return str((self.form or {}).get(key) or "")
+        """The form's ``key`` as a string, ``""`` when blank or absent (or no form read)."""
+        return self._form_values.get(key, "")
 
     @property
     def rec(self) -> dict[str, Any] | None:
@@ -282,6 +284,7 @@ class RegistrationDesk(Desk):
             self.writes += 1
         if tool == "get_intake_form":
             self.form = got
+            self._form_values = {k: str(v or "") for k, v in got.items()}
         elif tool == "get_rules":
             self.rules_read = True
         elif tool == "get_name_variants":

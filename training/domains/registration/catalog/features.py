@@ -52,8 +52,9 @@ R = RegistrationDesk
 
 
 def _flag(name: str, doc: str, fn: Any) -> None:
-    """Register ``fn(desk) -> bool`` as the 0/1 feature ``name``."""
-    FEATURES.feature(name, doc)(lambda desk: float(fn(desk)))
+    """Register ``fn(desk) -> bool`` as the 0/1 feature ``name`` (the vector builder stores the
+    bool as 0.0 or 1.0)."""
+    FEATURES.feature(name, doc)(fn)
 
 
 # -- what was read (every tier) -------------------------------------------------------------------
