@@ -72,8 +72,9 @@ def distance(grade: Mapping[str, Any], exclude: Collection[str] = (), memo: dict
     without the checks whose id is in ``exclude`` (a domain's ``progress_exclude``). ``memo``
     keeps each failing check's distance by the identity of its ``detail`` (and its kind, all
     :func:`check_distance` reads of a failing check): one episode's grades share the results
-    :func:`~backoffice.graders.checks.run_checks` kept, and the copies a grade makes of them
-    (:func:`~backoffice.graders.grade.finalize`) share their details, which are never mutated."""
+    :func:`~backoffice.graders.checks.run_checks` kept, and the env's plain copy of a grade is
+    never what it measures (it reads the grade as graded), so a detail kept is the same object,
+    never mutated."""
     if memo is None:
         return sum(check_distance(c) for c in grade.get("checks", ()) if c.get("id") not in exclude)
     total = 0

@@ -82,8 +82,8 @@ class BackofficeEnv(gym.Env[str, Any]):
       ``task_id``); they cost a plain copy of the grade, a fresh diff, the judge and a hash every
       episode, which a learner never reads, and the episode is graded from its checks alone
       unless the terminal shaping reads a field (``Domain.shaping_fields``). Rewards, ``score``
-      and ``is_success`` are the same.
-      Refused with ``trace_path`` (a trace's last line holds the grade).
+      and ``is_success`` are the same. Refused with ``trace_path`` (a trace's last line holds
+      the grade).
 
     ``reset(options=...)``: ``{"task_id": ...}`` (or a domain alias such as ``case_id``),
     ``{"generate": n}`` on the generated split, or nothing (a task drawn by the seed).
@@ -468,12 +468,12 @@ class BackofficeEnv(gym.Env[str, Any]):
             # type-stable for Gymnasium's vector info merging (it types each key by the first
             # env that reports it): scalars are always float/bool, and ``judge`` is present
             # only when a judge scored free text (always a dict), never ``None``
-            outcome = {"score": float(grade["score"]), "is_success": bool(grade["pass"])}
+            scored = {"score": float(grade["score"]), "is_success": bool(grade["pass"])}
             ids = {"episode_id": self._episode_id, "task_id": self._task.task_id}
             if self.lean_info:
-                info.update(outcome, **ids)
+                info.update(scored, **ids)
             else:
-                info.update(grade=grade, diff=diff, **outcome, end_state_hash=end_hash, **ids)
+                info.update(grade=grade, diff=diff, **scored, end_state_hash=end_hash, **ids)
                 if judged is not None:
                     info["judge"] = judged
             reward = float(grade["score"])
