@@ -81,6 +81,8 @@ class SufficiencyDesk(Desk):
     def reset(self, brief: dict[str, Any], info: Mapping[str, Any]) -> None:
         self.case_id: str = str((brief.get("params") or {}).get("case_id") or "")
         self.case: dict[str, Any] | None = None
+        #: the last assessment with what it read (see :meth:`assessment`)
+        self._assessed: tuple[tuple[Any, ...], str, Assessment] | None = None
         self.requirements: list[dict[str, Any]] | None = None
         self.routing: dict[str, Any] | None = None
         self.held: list[dict[str, Any]] | None = None
@@ -182,7 +184,15 @@ class SufficiencyDesk(Desk):
             return None
         assert self.case is not None and self.requirements is not None and self.held is not None
         assert self.documents is not None and self.now is not None
-        return assess(self.requirements, self.documents, self.held, str(self.case.get("applicant_name") or ""), self.now[:10])
+        # kept while what it reads is the same: observe replaces these lists and the case, never
+        # changes them in place, and the review date is a string
+        reads = (self.requirements, self.documents, self.held, self.case)
+        kept = self._assessed
+        if kept is not None and kept[1] == self.now and all(a is b for a, b in zip(kept[0], reads, strict=True)):
+            return kept[2]
+        value = assess(self.requirements, self.documents, self.held, str(self.case.get("applicant_name") or ""), self.now[:10])
+        self._assessed = (reads, self.now, value)
+        return value
 
     @derived
     def attach_target(self) -> str | None:
