@@ -10,6 +10,7 @@ from backoffice.envs.core.env import PROGRESS_WEIGHT
 from backoffice.envs.core.release import load_release
 from backoffice.graders.progress import check_distance, distance
 from backoffice.training.eval.rollout import run_episode
+from backoffice.training.integrity.progress import check_progress
 from backoffice.training.policies import get_policy, policy_names
 from conftest import domain_params, split_envs
 
@@ -102,46 +103,26 @@ def test_check_distance_counts_rows() -> None:
     assert distance({"checks": [row, {"id": "skip", "kind": "x", "pass": False}]}, exclude=("skip",)) == 3
 
 
-def _fresh_grade(env) -> dict:
-    """A grade of the env's current state from scratch: no memo shared with its other grades."""
-    from backoffice.envs.core.domain import Episode
-
-    key = env.release.answer_key(env._task.task_id)
-    return env.domain.grade(Episode(env._task, key, env._snapshot, env.state, env.state.diff(), env.trace))
-
-
 @pytest.mark.parametrize("domain", domain_params())
 def test_the_distance_is_graded_only_when_a_step_can_change_it(domain: str) -> None:
     """The progress reward grades again only after a step that changed rows or called one of the
     domain's ``grade_reads`` (or every step when the domain declares none), and then re-evaluates
     only the checks the step touched (the episode's memo): the distance it keeps equals a fresh
     grade's after every step of the oracle, every wrong policy, the random policy and the masked
-    random catalog policy, on train tasks (every one for the oracle, one in five for the others),
-    and the terminal grade, memo and all, is byte for byte a fresh one."""
-    from backoffice.envs.core.canonical import dumps
-    from backoffice.training.catalog import catalog_target
+    random catalog policy, on train tasks (every one for the oracle, one in five for the others;
+    ``benchmarks/check_progress.py`` runs them all), and the terminal grade, memo and all, is
+    byte for byte a fresh one."""
+    checked = check_progress(domain, every=5)
+    assert not checked.stale, f"{len(checked.stale)} steps kept a stale distance, e.g. {checked.stale[:5]}"
+    assert not checked.grades_differ, f"terminal grades differ from fresh ones: {checked.grades_differ[:5]}"
+    assert checked.writes >= 100  # the memo was exercised: steps that wrote
+    assert {"oracle", "random"} <= set(checked.policies) and any(p.startswith("wrong:") for p in checked.policies)
 
-    dom = get_domain(domain)
-    env = make_native(domain, split="train", reward_mode="progress")
-    names = [n for n in policy_names(domain) if n != "noop"] + (["catalog-random"] if catalog_target(domain) else [])
-    stale, regraded = [], 0
-    for name in names:
-        for k, task_id in enumerate(env.release.split_ids["train"]):
-            if name != "oracle" and k % 5:  # every train task for the oracle, one in five for the others
-                continue
-            policy = get_policy(domain, name, seed=k)
-            obs, info = env.reset(**env.reset_args(task_id))
-            policy.reset(obs, info)
-            assert env._distance_now == distance(_fresh_grade(env), dom.progress_exclude), (name, task_id, "reset")
-            for step in range(200):
-                obs, _, terminated, truncated, step_info = env.step(policy.act(obs))
-                fresh_grade = _fresh_grade(env)
-                fresh = distance(fresh_grade, dom.progress_exclude)
-                regraded += bool(env.trace[-1]["changed_ids"])
-                if env._distance_now != fresh:
-                    stale.append((name, task_id, step, env.trace[-1]["tool"], env._distance_now, fresh))
-                if terminated or truncated:
-                    assert dumps(step_info["grade"]) == dumps(fresh_grade), (name, task_id)
-                    break
-    assert not stale, f"{len(stale)} steps kept a stale distance, e.g. {stale[:5]}"
-    assert regraded >= 100  # the memo was exercised: steps that wrote
+
+def test_check_progress_reports_a_distance_apart_from_a_fresh_grade(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checker compares: with the fresh side counted one row further, every step is reported."""
+    import backoffice.training.integrity.progress as checker
+
+    monkeypatch.setattr(checker, "distance", lambda grade, exclude=(): distance(grade, exclude) + 1)
+    checked = checker.check_progress(DOMAINS[0], every=1, policies=["oracle"])
+    assert not checked.ok and len(checked.stale) == checked.steps + checked.episodes
