@@ -217,7 +217,7 @@ def test_gae_lambda_and_clip_range_reach_the_model_and_bad_values_are_refused(tm
 def test_the_learner_env_times_the_mask_and_the_summary_sums_every_env(trained: Path) -> None:
     """MaskablePPO asks for the mask at every step: it is env time, counted with reset and step;
     the summary's env share is the sum over every env the learner stepped (the run's layout),
-    beside the largest single env's."""
+    beside the largest single env's, and the validation envs' share beside it."""
     import numpy as np
 
     from backoffice.training.rl.envs import training_env
@@ -232,6 +232,8 @@ def test_the_learner_env_times_the_mask_and_the_summary_sums_every_env(trained: 
     summary = loads((trained / "summary.json").read_bytes())
     assert summary["env_share_of_wall"] >= summary["env_share_per_worker"] > 0
     assert summary["config"]["n_envs"] == 2 and summary["env_share_of_wall"] <= 2 * summary["env_share_per_worker"] + 1e-4
+    # the validation's episodes run inside learn's wall time: their env time is reported too
+    assert 0 < summary["validation_env_share_of_wall"] < 1 and summary["validation"]
 
 
 def test_train_options_are_the_config_fields(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,15 +25,52 @@ UNREAD_INFO = frozenset({"grade", "diff", "judge"})
 UNREAD_STEP_INFO = "action_mask"
 
 
-class TrainingEnv(gym.Wrapper):
+class TimedEnv(gym.Wrapper):
+    """An env with the seconds spent inside its ``reset``, ``step`` and ``action_masks`` added up
+    (``env_seconds``), for the summary's share of the wall time; what it returns is the wrapped
+    env's, untouched. The trainer wraps its validation and greedy-replay envs in it; subclasses
+    change what a call returns in :meth:`_reset` and :meth:`_step`, inside the timed span."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.env_seconds = 0.0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        t0 = time.perf_counter()
+        out = self._reset(seed=seed, options=options)
+        self.env_seconds += time.perf_counter() - t0
+        return out
+
+    def step(self, action: Any) -> Any:
+        t0 = time.perf_counter()
+        out = self._step(action)
+        self.env_seconds += time.perf_counter() - t0
+        return out
+
+    def action_masks(self) -> np.ndarray:
+        """The catalog env's mask, timed with ``reset`` and ``step``: MaskablePPO and the model's
+        actor ask for it at every step, so it is env time too."""
+        t0 = time.perf_counter()
+        mask = self.env.get_wrapper_attr("action_masks")()
+        self.env_seconds += time.perf_counter() - t0
+        return mask
+
+    def _reset(self, *, seed: int | None, options: dict[str, Any] | None) -> Any:
+        return self.env.reset(seed=seed, options=options)
+
+    def _step(self, action: Any) -> Any:
+        return self.env.step(action)
+
+
+class TrainingEnv(TimedEnv):
     """What the learner's env adds to a catalog env:
 
     - the step limit ends the episode (``terminated``), because the native env grades the
       episode there and the observation carries the step count (``step_fraction``): nothing
       follows, so SB3 must not bootstrap a value after it (it does on ``truncated``, which made
       harmless loops until the limit look valuable);
-    - the seconds spent inside ``reset``, ``step`` and ``action_masks`` are added up (for the
-      summary only; nothing the agent sees depends on them);
+    - the seconds spent inside ``reset``, ``step`` and ``action_masks`` are added up
+      (:class:`TimedEnv`; for the summary only, nothing the agent sees depends on them);
     - a finished episode's info drops its ``grade``, ``diff`` and ``judge`` (:data:`UNREAD_INFO`),
       and every step's its ``action_mask`` (MaskablePPO calls :meth:`action_masks`): SB3's
       ``DummyVecEnv`` deep-copies every step's infos, nothing in training reads them (the
@@ -44,28 +81,16 @@ class TrainingEnv(gym.Wrapper):
 
     def __init__(self, env: gym.Env, tasks: GreedyFailures | None = None):
         super().__init__(env)
-        self.env_seconds = 0.0
         #: ``None``: the catalog env draws its train task uniformly
         self.tasks = tasks
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
-        t0 = time.perf_counter()
+    def _reset(self, *, seed: int | None, options: dict[str, Any] | None) -> Any:
         if self.tasks is not None:
             if seed is not None:
                 self.tasks.seed(seed)
             options = dict(options or {})
             options.setdefault("task_id", self.tasks.pick())
-        out = self.env.reset(seed=seed, options=options)
-        self.env_seconds += time.perf_counter() - t0
-        return out
-
-    def action_masks(self) -> np.ndarray:
-        """The catalog env's mask, timed with ``reset`` and ``step``: MaskablePPO asks for it at
-        every step, so it is env time too."""
-        t0 = time.perf_counter()
-        mask = self.env.get_wrapper_attr("action_masks")()
-        self.env_seconds += time.perf_counter() - t0
-        return mask
+        return self.env.reset(seed=seed, options=options)
 
     def focus(self, task_ids: Sequence[str]) -> None:
         """Aim a ``greedy-failures`` env's draws at ``task_ids`` (the learner's greedy failures)."""
@@ -73,13 +98,11 @@ class TrainingEnv(gym.Wrapper):
             raise TypeError("focus needs task_sampling='greedy-failures'")
         self.tasks.focus(task_ids)
 
-    def step(self, action: Any) -> Any:
-        t0 = time.perf_counter()
+    def _step(self, action: Any) -> Any:
         obs, reward, terminated, truncated, info = self.env.step(action)
         info.pop(UNREAD_STEP_INFO, None)
         if terminated or truncated:
             info = {k: v for k, v in info.items() if k not in UNREAD_INFO}
-        self.env_seconds += time.perf_counter() - t0
         return obs, reward, terminated or truncated, False, info
 
 

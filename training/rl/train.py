@@ -45,7 +45,7 @@ from backoffice.training.rl.config import (
     training_task_ids,
     validation_ids,
 )
-from backoffice.training.rl.envs import UNREAD_INFO, TrainingEnv, learner_envs, training_env
+from backoffice.training.rl.envs import UNREAD_INFO, TimedEnv, TrainingEnv, learner_envs, training_env
 from backoffice.training.rl.plots import plot_curve
 
 if TYPE_CHECKING:
@@ -80,9 +80,10 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
     # 2. envs: the learner's, the validation's, and the greedy replay's own (so the validation
     # env's state stays the validation's alone)
     venv = learner_envs(config, train_ids)
-    # validation reads each episode's score and pass only: lean_info skips the rest of the info
-    val_env = make_catalog_env(config.domain, split="train", spec=config.spec, lean_info=True)
-    focus_env = (make_catalog_env(config.domain, split="train", spec=config.spec, lean_info=True)
+    # validation reads each episode's score and pass only: lean_info skips the rest of the info;
+    # both are timed too (their episodes run inside learn's wall time)
+    val_env = TimedEnv(make_catalog_env(config.domain, split="train", spec=config.spec, lean_info=True))
+    focus_env = (TimedEnv(make_catalog_env(config.domain, split="train", spec=config.spec, lean_info=True))
                  if config.task_sampling == "greedy-failures" else None)
 
     # 3. model
@@ -105,6 +106,7 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
                 monitor.validate()
         train_seconds = time.perf_counter() - started
         worker_seconds = [float(x) for x in venv.get_attr("env_seconds")]
+        check_seconds = val_env.env_seconds + (focus_env.env_seconds if focus_env is not None else 0.0)
     finally:
         venv.close()
     cpu_end = os.times()  # the workers have exited: their CPU time is in the children's fields
@@ -127,10 +129,12 @@ def train(config: TrainConfig, on_progress: Callable[[int], None] | None = None)
         # time inside the training envs' reset, step and action mask: per step, summed over
         # every env the learner steps as a share of the learn wall time (the run's own layout:
         # with the default in-process envs, what the learner waits for), and the largest
-        # single env's share (with worker processes, the slowest worker's)
+        # single env's share (with worker processes, the slowest worker's); then the same for
+        # the validation and greedy-replay envs, whose episodes run inside learn's wall time too
         "env_step_us": round(sum(worker_seconds) / max(1, model.num_timesteps) * 1e6, 1),
         "env_share_of_wall": round(sum(worker_seconds) / max(train_seconds, 1e-9), 4),
         "env_share_per_worker": round(max(worker_seconds) / max(train_seconds, 1e-9), 4),
+        "validation_env_share_of_wall": round(check_seconds / max(train_seconds, 1e-9), 4),
         "cpu_minutes": round(cpu_seconds / 60, 2),
         # the validation curve (a few dozen points) travels with the summary, which is committed
         # beside the model; curve.json (every training episode) stays local
@@ -191,7 +195,7 @@ def ending_actions(env: Any, tools: Sequence[str] = ()) -> list[int]:
     """Catalog actions whose native tool ends the episode (``submit``, referrals ...) or is one of
     ``tools`` (a config's ``finish_tools``)."""
     ending = set(env.unwrapped.domain.terminal_tools) | set(tools)
-    return [i for i, a in enumerate(env.agent.spec.actions) if a.tool in ending]
+    return [i for i, a in enumerate(env.get_wrapper_attr("agent").spec.actions) if a.tool in ending]
 
 
 def release_id(domain: str) -> str:
