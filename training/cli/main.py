@@ -617,7 +617,9 @@ def train(
     table.add_row("training wall time", f"{summary['train_seconds']:.0f} s")
     table.add_row("best validation pass rate", f"{summary['best_validation_pass_rate']:.1%} of {summary['validation_ids']}")
     share = summary.get("env_share_of_wall", summary.get("env_share_per_worker", 0.0))
-    table.add_row("time in env reset+step+mask / share of wall (every env)", f"{summary['env_step_us']:.0f} us per step / {share:.1%}")
+    table.add_row("time in env reset+step+mask / share of wall (every learner env)", f"{summary['env_step_us']:.0f} us per step / {share:.1%}")
+    if "validation_env_share_of_wall" in summary:
+        table.add_row("share of wall in the validation and greedy-replay envs", f"{summary['validation_env_share_of_wall']:.1%}")
     if "heldout" in summary:
         h = summary["heldout"]
         table.add_row("heldout pass rate (pure)", f"{h['pass_rate']:.1%} of {h['episodes']}")
