@@ -75,22 +75,25 @@ def check_progress(domain: str, every: int = 1, policies: list[str] | None = Non
             obs, info = env.reset(**env.reset_args(task_id))
             policy.reset(obs, info)
             out.episodes += 1
-            fresh = distance(fresh_grade(env), exclude)
-            if env._distance_now != fresh:
-                out.stale.append((name, task_id, -1, None, env._distance_now, fresh))
+            _compare(out, env, fresh_grade(env), exclude, (name, task_id, -1, None))
             for step in range(MAX_STEPS):
                 obs, _, terminated, truncated, step_info = env.step(policy.act(obs))
                 out.steps += 1
                 out.writes += bool(env.trace[-1]["changed_ids"])
                 grade = fresh_grade(env)
-                fresh = distance(grade, exclude)
-                if env._distance_now != fresh:
-                    out.stale.append((name, task_id, step, env.trace[-1]["tool"], env._distance_now, fresh))
+                _compare(out, env, grade, exclude, (name, task_id, step, env.trace[-1]["tool"]))
                 if terminated or truncated:
                     if dumps(step_info["grade"]) != dumps(grade):
                         out.grades_differ.append((name, task_id))
                     break
     return out
+
+
+def _compare(out: ProgressCheck, env: Any, grade: dict[str, Any], exclude: Any, where: tuple[Any, ...]) -> None:
+    """Record ``where`` in ``out.stale`` when the env's kept distance is not ``grade``'s."""
+    fresh = distance(grade, exclude)
+    if env._distance_now != fresh:
+        out.stale.append((*where, env._distance_now, fresh))
 
 
 __all__ = ["MAX_STEPS", "ProgressCheck", "check_progress", "fresh_grade", "policies_to_check"]
